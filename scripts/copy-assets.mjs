@@ -1,0 +1,4 @@
+// Ships the builtin kernel's Python program beside the bundle (esbuild only bundles TS).
+import { copyFileSync, mkdirSync } from 'node:fs';
+mkdirSync('dist', { recursive: true });
+copyFileSync('src/kernels/builtin/kernel.py', 'dist/kernel.py');

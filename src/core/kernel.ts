@@ -1,0 +1,40 @@
+/** What every kernel behind a notebook offers the bridge, whoever implements it. */
+
+/** A rich value as mime type → string (binary mimes base64-encoded, as in Jupyter). */
+export type MimeBundle = Record<string, string>;
+
+export type StreamName = 'stdout' | 'stderr';
+
+/** Console output of a scratchpad run, in the order it happened. */
+export interface StreamEvent {
+  readonly name: StreamName;
+  readonly text: string;
+}
+
+/** The body of marimo's `done` event. */
+export interface ExecResult {
+  readonly success: boolean;
+  readonly output: { readonly mimetype: string; readonly data: string };
+}
+
+export const NO_OUTPUT: ExecResult['output'] = Object.freeze({ mimetype: 'text/plain', data: '' });
+
+/**
+ * A live kernel that can run scratchpad code: a shallow copy of the kernel's globals, new
+ * bindings discarded, the trailing expression returned. Errors are reported as a traceback on
+ * the stderr stream and `success: false`, never thrown. Aborting `signal` interrupts the run
+ * (or drops it while it is still queued) and the promise still resolves.
+ */
+export interface Kernel {
+  /** Short name shown in listings ("builtin", "marimo", "jupyter"). */
+  readonly kind: string;
+  executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult>;
+}
+
+/** Picks the value of a mimebundle that `done.output` carries: text/plain, else text/html. */
+export function reduceMimeBundle(bundle: MimeBundle | null | undefined): ExecResult['output'] {
+  if (!bundle) return NO_OUTPUT;
+  if (typeof bundle['text/plain'] === 'string') return { mimetype: 'text/plain', data: bundle['text/plain'] };
+  if (typeof bundle['text/html'] === 'string') return { mimetype: 'text/html', data: bundle['text/html'] };
+  return NO_OUTPUT;
+}

@@ -1,0 +1,30 @@
+import type { Kernel } from './kernel';
+
+/** One open notebook the bridge knows about. */
+export interface SessionInfo {
+  /** marimo-style id (`s_` + 6 of [0-9a-z]), stable while the notebook stays open. */
+  readonly id: string;
+  /** Absolute file path, or null for an untitled notebook. */
+  readonly path: string | null;
+  readonly uri: string;
+  readonly notebookType: string;
+}
+
+/**
+ * The notebooks side of the bridge, as the HTTP layer sees it. The VS Code implementation
+ * lives in src/notebooks; unit tests use an in-memory fake.
+ */
+export interface NotebookHost {
+  /** Open notebooks that code can run in right now, in a stable order. */
+  sessions(): SessionInfo[];
+  /**
+   * The kernel that serves a session, resolved per request so a kernel picked in the editor
+   * takes effect at once. Throws BridgeError (404 unknown session, 409/503 no usable kernel).
+   */
+  kernelFor(sessionId: string): Kernel;
+  /**
+   * Opens a notebook file in the editor without taking focus (or shows it if open) and,
+   * when asked, selects the bridge's builtin kernel for it.
+   */
+  open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo>;
+}

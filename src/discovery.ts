@@ -1,0 +1,90 @@
+import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { SessionInfo } from './core/sessions';
+
+/** What our own discovery files say: everything an agent needs to connect, token included. */
+export interface BridgeAdvert {
+  server: 'agent-bridge';
+  version: string;
+  url: string;
+  host: string;
+  port: number;
+  pid: number;
+  token: string | null;
+  startedAt: string;
+  sessions: SessionInfo[];
+}
+
+/** marimo's server registry folder, resolved exactly as marimo and discover-servers.sh do. */
+export function marimoRegistryDir(env: NodeJS.ProcessEnv = process.env, platform = process.platform): string {
+  if (platform === 'win32') return join(env['USERPROFILE'] ?? homedir(), '.marimo', 'servers');
+  const state = env['XDG_STATE_HOME']?.trim() ? env['XDG_STATE_HOME'] : join(homedir(), '.local', 'state');
+  return join(state, 'marimo', 'servers');
+}
+
+/** The registry entry: marimo's keys exactly, never a secret (other users' tools read these). */
+export function marimoRegistryEntry(advert: BridgeAdvert) {
+  return {
+    server_id: `${advert.host}:${advert.port}`,
+    pid: advert.pid,
+    host: advert.host,
+    port: advert.port,
+    base_url: '',
+    started_at: advert.startedAt,
+    version: advert.version,
+  };
+}
+
+export function marimoRegistryFileName(host: string, port: number): string {
+  return `${host}:${port}`.replace(/[:/]/g, '_') + '.json';
+}
+
+/** Write-then-rename so readers (which glob *.json) never see a partial file; 0600 always. */
+export function writeFileAtomic(path: string, content: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600 });
+  chmodSync(tmp, 0o600); // the mode above is filtered by umask
+  renameSync(tmp, path);
+}
+
+/**
+ * Owns the files that let agents find this bridge. `publish` (re)writes them all; `withdraw`
+ * removes them, and also runs at process exit, since a killed window never deactivates.
+ */
+export class Discovery {
+  private written = new Set<string>();
+  private readonly onExit = () => this.withdraw();
+
+  constructor(
+    private readonly ownFiles: readonly string[],
+    private readonly registryDir: string,
+  ) {
+    process.once('exit', this.onExit);
+  }
+
+  publish(advert: BridgeAdvert): void {
+    const registryFile = join(this.registryDir, marimoRegistryFileName(advert.host, advert.port));
+    for (const stale of this.written) if (stale !== registryFile && !this.ownFiles.includes(stale)) rmSync(stale, { force: true });
+    this.written = new Set();
+    mkdirSync(this.registryDir, { recursive: true, mode: 0o700 });
+    writeFileAtomic(registryFile, JSON.stringify(marimoRegistryEntry(advert)) + '\n');
+    this.written.add(registryFile);
+    const own = JSON.stringify(advert, null, 2) + '\n';
+    for (const file of this.ownFiles) {
+      writeFileAtomic(file, own);
+      this.written.add(file);
+    }
+  }
+
+  withdraw(): void {
+    for (const file of this.written) rmSync(file, { force: true });
+    this.written.clear();
+  }
+
+  dispose(): void {
+    this.withdraw();
+    process.off('exit', this.onExit);
+  }
+}

@@ -1,0 +1,68 @@
+import type { Express, Request, Response } from 'express';
+import { z } from 'zod';
+import { BridgeError } from '../core/errors';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete';
+
+/** What a handler receives: inputs already validated against the route's schemas. */
+export interface RouteInput<B, Q> {
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  req: Request;
+  res: Response;
+}
+
+/** A non-200 JSON answer (201 Created, 202 Accepted, 504 with a body, ...). */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+/**
+ * One row of the route table. A handler returns the JSON to send (200), a Reply, or nothing
+ * after it wrote the response itself (event streams).
+ */
+export interface Route<Ctx, B = unknown, Q = unknown> {
+  method: Method;
+  path: string;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
+}
+
+/** Declares a row with its input types inferred from its schemas. */
+export function route<Ctx, B = undefined, Q = undefined>(r: Route<Ctx, B, Q>): Route<Ctx> {
+  return r as unknown as Route<Ctx>;
+}
+
+export function describeZodError(where: string, error: z.ZodError): string {
+  const issues = error.issues.map((issue) => {
+    const field = issue.path.length ? issue.path.join('.') : '(root)';
+    return `${field}: ${issue.message}`;
+  });
+  return `Invalid ${where}: ${issues.join('; ')}`;
+}
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (!result.success) throw new BridgeError(400, describeZodError(where, result.error));
+  return result.data;
+}
+
+/** Mounts every row: validation first, so a bad request never reaches a handler. */
+export function mountRoutes<Ctx>(app: Express, routes: readonly Route<Ctx>[], ctx: Ctx): void {
+  for (const r of routes) {
+    app[r.method](r.path, async (req: Request, res: Response) => {
+      const body = parse(r.body, req.body ?? {}, 'request body');
+      const query = parse(r.query, req.query, 'query');
+      const result = await r.handle({ body, query, params: req.params as Record<string, string>, req, res }, ctx);
+      if (res.headersSent) return;
+      if (result instanceof Reply) res.status(result.status).json(result.body);
+      else res.json(result ?? {});
+    });
+  }
+}
