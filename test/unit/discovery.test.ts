@@ -1,0 +1,69 @@
+import { strict as assert } from 'node:assert';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Discovery, marimoRegistryDir, marimoRegistryFileName, type BridgeAdvert } from '../../src/discovery';
+
+const advert = (port: number): BridgeAdvert => ({
+  server: 'agent-bridge',
+  version: '0.1.0',
+  url: `http://127.0.0.1:${port}`,
+  host: '127.0.0.1',
+  port,
+  pid: process.pid,
+  token: 'secret-token',
+  startedAt: '2026-11-22T00:00:00.000Z',
+  sessions: [{ id: 's_abc123', path: '/w/a.ipynb', uri: 'file:///w/a.ipynb', notebookType: 'jupyter-notebook' }],
+});
+
+describe('discovery files', () => {
+  let root: string;
+  let discovery: Discovery;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'bridge-discovery-'));
+    discovery = new Discovery([join(root, 'own', 'bridge.json')], join(root, 'state', 'marimo', 'servers'));
+  });
+  afterEach(() => {
+    discovery.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('resolves the registry folder like marimo', () => {
+    assert.equal(marimoRegistryDir({ XDG_STATE_HOME: '/x/state' }, 'linux'), '/x/state/marimo/servers');
+    assert.match(marimoRegistryDir({ XDG_STATE_HOME: '  ' }, 'linux'), /\.local\/state\/marimo\/servers$/);
+    assert.equal(marimoRegistryDir({ USERPROFILE: 'C:\\Users\\me' }, 'win32').endsWith(join('.marimo', 'servers')), true);
+    assert.equal(marimoRegistryFileName('127.0.0.1', 41234), '127.0.0.1_41234.json');
+  });
+
+  it('writes the registry entry with exactly marimo keys, no token, mode 0600 in a 0700 folder', () => {
+    discovery.publish(advert(41234));
+    const dir = join(root, 'state', 'marimo', 'servers');
+    const file = join(dir, '127.0.0.1_41234.json');
+    const entry = JSON.parse(readFileSync(file, 'utf8'));
+    assert.deepEqual(Object.keys(entry).sort(), ['base_url', 'host', 'pid', 'port', 'server_id', 'started_at', 'version']);
+    assert.equal(entry.server_id, '127.0.0.1:41234');
+    assert.equal(entry.base_url, '');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    assert.deepEqual(readdirSync(dir), ['127.0.0.1_41234.json'], 'no temp file left behind');
+  });
+
+  it('writes our own file with the token and sessions, mode 0600', () => {
+    discovery.publish(advert(41234));
+    const file = join(root, 'own', 'bridge.json');
+    const own = JSON.parse(readFileSync(file, 'utf8'));
+    assert.equal(own.token, 'secret-token');
+    assert.equal(own.sessions[0].id, 's_abc123');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+  });
+
+  it('moves the registry entry when the port changes and removes everything on withdraw', () => {
+    discovery.publish(advert(41234));
+    discovery.publish(advert(41235));
+    const dir = join(root, 'state', 'marimo', 'servers');
+    assert.deepEqual(readdirSync(dir), ['127.0.0.1_41235.json']);
+    discovery.withdraw();
+    assert.deepEqual(readdirSync(dir), []);
+    assert.equal(existsSync(join(root, 'own', 'bridge.json')), false);
+  });
+});

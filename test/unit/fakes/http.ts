@@ -1,0 +1,28 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A raw HTTP request whose Host, Origin and body bytes the test fully controls. */
+export function request(
+  port: number,
+  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer; abortAfterMs?: number },
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers: { host: `127.0.0.1:${port}`, ...options.headers }, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', reject);
+    if (options.abortAfterMs !== undefined) setTimeout(() => req.destroy(), options.abortAfterMs);
+    req.end(options.body);
+  });
+}

@@ -1,0 +1,53 @@
+import { BridgeError } from '../../../src/core/errors';
+import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernel';
+import type { NotebookHost, SessionInfo } from '../../../src/core/sessions';
+
+/** A scripted step of a fake run: emit a stream event, wait, or finish. */
+export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true } | { throws: string };
+
+/**
+ * Fake kernel for HTTP contract tests (no python, no VS Code): plays a script for each code
+ * string and records what it was asked, so tests can assert ordering and aborts.
+ */
+export class FakeKernel implements Kernel {
+  readonly kind = 'fake';
+  readonly calls: { code: string; started: number; ended: number; aborted: boolean }[] = [];
+  constructor(private readonly scripts: Record<string, { steps: FakeStep[]; result: ExecResult }>) {}
+
+  async executeScratchpad(code: string, onStream: (e: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
+    const call = { code, started: Date.now(), ended: 0, aborted: false };
+    this.calls.push(call);
+    const script = this.scripts[code] ?? { steps: [], result: { success: true, output: { mimetype: 'text/plain', data: '' } } };
+    for (const step of script.steps) {
+      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      else if ('waitForAbort' in step) {
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())));
+        call.aborted = true;
+        call.ended = Date.now();
+        return { success: false, output: { mimetype: 'text/plain', data: '' } };
+      } else if ('throws' in step) throw new Error(step.throws);
+      else onStream(step);
+    }
+    call.ended = Date.now();
+    return script.result;
+  }
+}
+
+/** Fake notebook host: fixed sessions, each with its fake kernel (or none). */
+export class FakeNotebookHost implements NotebookHost {
+  constructor(private readonly entries: { info: SessionInfo; kernel?: Kernel }[]) {}
+  sessions(): SessionInfo[] {
+    return this.entries.filter((e) => e.kernel).map((e) => e.info);
+  }
+  kernelFor(sessionId: string): Kernel {
+    const entry = this.entries.find((e) => e.info.id === sessionId);
+    if (!entry) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
+    if (!entry.kernel) throw new BridgeError(409, 'No kernel is selected');
+    return entry.kernel;
+  }
+  async open(path: string): Promise<SessionInfo> {
+    const entry = this.entries.find((e) => e.info.path === path);
+    if (!entry) throw new BridgeError(404, `Cannot open notebook ${path}`);
+    return entry.info;
+  }
+}

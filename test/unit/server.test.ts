@@ -1,0 +1,234 @@
+import { strict as assert } from 'node:assert';
+import { KeyedQueue } from '../../src/core/keyedQueue';
+import type { Log } from '../../src/core/log';
+import { createApp, listen, type RunningServer } from '../../src/server/app';
+import { routes } from '../../src/server/routes';
+import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { request } from './fakes/http';
+
+const TOKEN = 'test-token-0123456789';
+const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
+
+describe('HTTP contract (fake notebook host)', () => {
+  let server: RunningServer;
+  let port = 0;
+  let kernel: FakeKernel;
+  let token: string | null;
+
+  const auth = () => ({ authorization: `Bearer ${TOKEN}` });
+  const execute = (code: unknown, extra: Record<string, string> = {}, session = 's_aaaaaa') =>
+    request(port, {
+      method: 'POST',
+      path: '/api/kernel/execute',
+      headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': session, ...extra },
+      body: JSON.stringify({ code }),
+    });
+
+  beforeEach(async () => {
+    token = TOKEN;
+    kernel = new FakeKernel({
+      'print(2 + 2)': { steps: [{ name: 'stdout', text: '4\n' }], result: done() },
+      '1 + 1': { steps: [], result: done('2') },
+      'raise': { steps: [{ name: 'stderr', text: 'Traceback...\nValueError: x\n' }], result: { success: false, output: { mimetype: 'text/plain', data: '' } } },
+      'slow': { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
+      'forever': { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
+      'crash': { steps: [{ throws: 'kernel went away' }], result: done() },
+      'héllo': { steps: [{ name: 'stdout', text: 'héllo ✓ 日本\n' }], result: done('"✓"') },
+    });
+    const host = new FakeNotebookHost([
+      { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
+      { info: { id: 's_bbbbbb', path: null, uri: 'untitled:Untitled-1.ipynb', notebookType: 'jupyter-notebook' }, kernel },
+      { info: { id: 's_nokern', path: '/work/c.ipynb', uri: 'file:///work/c.ipynb', notebookType: 'jupyter-notebook' } },
+    ]);
+    const app = createApp({
+      routes,
+      context: { host, runs: new KeyedQueue(), version: '0.0.0-test' },
+      token: () => token,
+      port: () => port,
+      maxBodyBytes: 2048,
+      log: silent,
+    });
+    server = await listen(app, 0, (p) => (port = p));
+  });
+  afterEach(() => server.close());
+
+  describe('health', () => {
+    for (const path of ['/health', '/healthz']) {
+      it(`${path} answers without a token and contains "healthy"`, async () => {
+        const res = await request(port, { path });
+        assert.equal(res.status, 200);
+        assert.match(res.headers['content-type'] ?? '', /^application\/json/);
+        assert.ok(res.body.includes('"healthy"'));
+        assert.equal(JSON.parse(res.body).status, 'healthy');
+      });
+    }
+  });
+
+  describe('sessions', () => {
+    it('lists notebooks that have a kernel, with filename = path, null for untitled', async () => {
+      const res = await request(port, { path: '/api/sessions', headers: auth() });
+      assert.equal(res.status, 200);
+      assert.deepEqual(JSON.parse(res.body), {
+        s_aaaaaa: { filename: '/work/a.ipynb', path: '/work/a.ipynb' },
+        s_bbbbbb: { filename: null, path: null },
+      });
+    });
+    it('requires the token', async () => {
+      const res = await request(port, { path: '/api/sessions' });
+      assert.equal(res.status, 401);
+      assert.deepEqual(JSON.parse(res.body), { detail: 'Authorization header required' });
+    });
+  });
+
+  describe('execute framing', () => {
+    it('streams stdout then done, byte for byte', async () => {
+      const res = await execute('print(2 + 2)');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['content-type'], 'text/event-stream; charset=utf-8');
+      assert.equal(res.body, 'event: stdout\ndata: {"data":"4\\n"}\n\nevent: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n');
+    });
+    it('puts the trailing value in done.output', async () => {
+      const res = await execute('1 + 1');
+      assert.equal(res.body, 'event: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":"2"}}\n\n');
+    });
+    it('sends errors on stderr and success false', async () => {
+      const res = await execute('raise');
+      assert.equal(
+        res.body,
+        'event: stderr\ndata: {"data":"Traceback...\\nValueError: x\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n',
+      );
+    });
+    it('round-trips unicode as UTF-8', async () => {
+      const res = await execute('héllo');
+      assert.ok(res.body.startsWith('event: stdout\ndata: {"data":"héllo ✓ 日本\\n"}\n\n'));
+    });
+    it('ends a stream whose kernel threw with stderr and a failed done', async () => {
+      const res = await execute('crash');
+      assert.equal(res.status, 200);
+      assert.equal(res.body, 'event: stderr\ndata: {"data":"kernel went away\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n');
+    });
+    it('never sends comments, ids or retries', async () => {
+      const res = await execute('slow');
+      for (const line of res.body.split('\n')) assert.match(line, /^(event: (stdout|stderr|done)|data: \{.*\}|)$/);
+    });
+  });
+
+  describe('execute errors, in marimo order', () => {
+    it('401 before anything else', async () => {
+      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 401);
+      assert.equal(JSON.parse(res.body).detail, 'Authorization header required');
+    });
+    it('400 for a missing code before the session is checked', async () => {
+      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 400);
+      assert.match(JSON.parse(res.body).detail, /code/);
+    });
+    it('400 for code that is not a string', async () => {
+      const res = await execute(42);
+      assert.equal(res.status, 400);
+      assert.match(JSON.parse(res.body).detail, /^Invalid request body: code: /);
+    });
+    it('400 for malformed JSON', async () => {
+      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' }, body: '{"code":' });
+      assert.equal(res.status, 400);
+      assert.match(JSON.parse(res.body).detail, /Malformed JSON/);
+    });
+    it('400 Missing Marimo-Session-Id header', async () => {
+      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"code":"1"}' });
+      assert.equal(res.status, 400);
+      assert.deepEqual(JSON.parse(res.body), { detail: 'Missing Marimo-Session-Id header' });
+    });
+    it('404 Invalid session id', async () => {
+      const res = await execute('1', {}, 's_nope00');
+      assert.equal(res.status, 404);
+      assert.deepEqual(JSON.parse(res.body), { detail: 'Invalid session id: s_nope00' });
+    });
+    it('409 when the notebook has no kernel', async () => {
+      const res = await execute('1', {}, 's_nokern');
+      assert.equal(res.status, 409);
+      assert.equal(res.headers['content-type']?.startsWith('application/json'), true);
+    });
+    it('413 for a body over the limit', async () => {
+      const res = await execute('x'.repeat(4096));
+      assert.equal(res.status, 413);
+      assert.match(JSON.parse(res.body).detail, /larger than 2048 bytes/);
+    });
+    it('415 for a text/plain body', async () => {
+      const res = await execute('1', { 'content-type': 'text/plain' });
+      assert.equal(res.status, 415);
+      assert.match(JSON.parse(res.body).detail, /application\/json/);
+    });
+  });
+
+  describe('security', () => {
+    it('421 for a forged Host', async () => {
+      const res = await request(port, { path: '/health', headers: { host: 'evil.example:80' } });
+      assert.equal(res.status, 421);
+    });
+    it('421 for the right name on the wrong port', async () => {
+      const res = await request(port, { path: '/health', headers: { host: `127.0.0.1:${port + 1}` } });
+      assert.equal(res.status, 421);
+    });
+    it('accepts localhost and [::1] Hosts', async () => {
+      for (const host of [`localhost:${port}`, `[::1]:${port}`]) assert.equal((await request(port, { path: '/health', headers: { host } })).status, 200);
+    });
+    it('403 for a foreign Origin, even with the token', async () => {
+      const res = await request(port, { path: '/api/sessions', headers: { ...auth(), origin: 'https://evil.example' } });
+      assert.equal(res.status, 403);
+    });
+    it('403 for an opaque Origin', async () => {
+      assert.equal((await request(port, { path: '/api/sessions', headers: { ...auth(), origin: 'null' } })).status, 403);
+    });
+    it('allows a loopback Origin', async () => {
+      assert.equal((await request(port, { path: '/api/sessions', headers: { ...auth(), origin: `http://localhost:${port}` } })).status, 200);
+    });
+    it('401 for a wrong token', async () => {
+      assert.equal((await request(port, { path: '/api/sessions', headers: { authorization: 'Bearer nope' } })).status, 401);
+    });
+    it('never takes the token from the query string', async () => {
+      assert.equal((await request(port, { path: `/api/sessions?access_token=${TOKEN}` })).status, 401);
+    });
+    it('sends no CORS headers, not even on a preflight', async () => {
+      const res = await request(port, { method: 'OPTIONS', path: '/api/kernel/execute', headers: { origin: `http://127.0.0.1:${port}`, 'access-control-request-method': 'POST' } });
+      assert.equal(res.headers['access-control-allow-origin'], undefined);
+      const ok = await request(port, { path: '/api/sessions', headers: auth() });
+      assert.equal(Object.keys(ok.headers).some((h) => h.startsWith('access-control-')), false);
+    });
+    it('with the token turned off, needs none but still checks Host and Origin', async () => {
+      token = null;
+      assert.equal((await request(port, { path: '/api/sessions' })).status, 200);
+      assert.equal((await request(port, { path: '/api/sessions', headers: { host: 'evil.example' } })).status, 421);
+      assert.equal((await request(port, { path: '/api/sessions', headers: { origin: 'http://evil.example' } })).status, 403);
+    });
+    it('answers unknown routes with a JSON 404', async () => {
+      const res = await request(port, { path: '/nope', headers: auth() });
+      assert.equal(res.status, 404);
+      assert.match(JSON.parse(res.body).detail, /No route GET \/nope/);
+    });
+  });
+
+  describe('runs', () => {
+    it('runs one at a time per session, in arrival order', async () => {
+      const [first, second] = await Promise.all([execute('slow'), execute('1 + 1')]);
+      assert.equal(first.status, 200);
+      assert.equal(second.status, 200);
+      const [a, b] = kernel.calls;
+      assert.equal(a!.code, 'slow');
+      assert.ok(b!.started >= a!.ended, 'second run started before the first ended');
+    });
+    it('runs different sessions concurrently', async () => {
+      await Promise.all([execute('slow'), execute('slow', {}, 's_bbbbbb')]);
+      const [a, b] = kernel.calls;
+      assert.ok(b!.started < a!.ended, 'sessions were serialized with each other');
+    });
+    it('interrupts the run when the client disconnects', async () => {
+      await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' }, body: JSON.stringify({ code: 'forever' }), abortAfterMs: 100 }).catch(() => undefined);
+      for (let i = 0; i < 50 && !kernel.calls[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(kernel.calls[0]?.aborted, true);
+      const next = await execute('1 + 1');
+      assert.match(next.body, /"data":"2"/);
+    });
+  });
+});
