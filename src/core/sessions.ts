@@ -16,12 +16,12 @@ export interface SessionInfo {
  */
 export interface NotebookHost {
   /** Open notebooks that code can run in right now, in a stable order. */
-  sessions(): SessionInfo[];
+  sessions(): Promise<SessionInfo[]>;
   /**
    * The kernel that serves a session, resolved per request so a kernel picked in the editor
    * takes effect at once. Throws BridgeError (404 unknown session, 409/503 no usable kernel).
    */
-  kernelFor(sessionId: string): Kernel;
+  kernelFor(sessionId: string): Promise<Kernel>;
   /**
    * Opens a notebook file in the editor without taking focus (or shows it if open) and,
    * when asked, selects the bridge's builtin kernel for it.

@@ -18,7 +18,7 @@ export async function executeScratchpad(
 ): Promise<void> {
   const sessionId = req.header('marimo-session-id');
   if (!sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
-  const kernel = deps.host.kernelFor(sessionId);
+  const kernel = await deps.host.kernelFor(sessionId);
 
   const stream = openEventStream(res);
   const abort = new AbortController();

@@ -21,8 +21,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/api/sessions',
-    handle: (_i, ctx) =>
-      Object.fromEntries(ctx.host.sessions().map((s) => [s.id, { filename: s.path, path: s.path }])),
+    handle: async (_i, ctx) =>
+      Object.fromEntries((await ctx.host.sessions()).map((s) => [s.id, { filename: s.path, path: s.path }])),
   }),
 
   route({

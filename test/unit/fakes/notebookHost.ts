@@ -36,10 +36,10 @@ export class FakeKernel implements Kernel {
 /** Fake notebook host: fixed sessions, each with its fake kernel (or none). */
 export class FakeNotebookHost implements NotebookHost {
   constructor(private readonly entries: { info: SessionInfo; kernel?: Kernel }[]) {}
-  sessions(): SessionInfo[] {
+  async sessions(): Promise<SessionInfo[]> {
     return this.entries.filter((e) => e.kernel).map((e) => e.info);
   }
-  kernelFor(sessionId: string): Kernel {
+  async kernelFor(sessionId: string): Promise<Kernel> {
     const entry = this.entries.find((e) => e.info.id === sessionId);
     if (!entry) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
     if (!entry.kernel) throw new BridgeError(409, 'No kernel is selected');

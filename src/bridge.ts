@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import { KeyedQueue } from './core/keyedQueue';
+import type { Log } from './core/log';
+import type { NotebookHost } from './core/sessions';
+import { Discovery, type BridgeAdvert } from './discovery';
+import { createApp, listen, type RunningServer } from './server/app';
+import { routes } from './server/routes';
+
+export interface BridgeOptions {
+  host: NotebookHost;
+  version: string;
+  log: Log;
+  discovery: Discovery;
+  settings: () => { port: number; requireToken: boolean; maxBodyBytes: number };
+}
+
+export interface ConnectionInfo {
+  url: string;
+  port: number;
+  token: string | null;
+}
+
+/**
+ * The HTTP server's lifecycle: start on loopback, advertise through the discovery files,
+ * stop and withdraw them. The token lives as long as the window, across server restarts, so
+ * terminals that already received it keep working.
+ */
+export class Bridge {
+  private server: RunningServer | undefined;
+  private startedAt = '';
+  private readonly secret = randomBytes(32).toString('hex');
+  private token: string | null = null;
+
+  constructor(private readonly options: BridgeOptions) {}
+
+  get connection(): ConnectionInfo | undefined {
+    if (!this.server) return undefined;
+    return { url: `http://127.0.0.1:${this.server.port}`, port: this.server.port, token: this.token };
+  }
+
+  async start(): Promise<ConnectionInfo> {
+    if (this.server) await this.stop();
+    const settings = this.options.settings();
+    this.token = settings.requireToken ? this.secret : null;
+    let port = 0;
+    const app = createApp({
+      routes,
+      context: { host: this.options.host, runs: new KeyedQueue(), version: this.options.version },
+      token: () => this.token,
+      port: () => port,
+      maxBodyBytes: settings.maxBodyBytes,
+      log: this.options.log,
+    });
+    this.server = await listen(app, settings.port, (bound) => (port = bound));
+    this.startedAt = new Date().toISOString();
+    await this.publish();
+    this.options.log.info(`bridge listening on http://127.0.0.1:${port} (token ${this.token ? 'required' : 'off'})`);
+    return this.connection!;
+  }
+
+  /** Rewrites the discovery files; called again whenever the sessions change. */
+  async publish(): Promise<void> {
+    const connection = this.connection;
+    if (!connection) return;
+    const sessions = await this.options.host.sessions();
+    const advert: BridgeAdvert = {
+      server: 'agent-bridge',
+      version: this.options.version,
+      url: connection.url,
+      host: '127.0.0.1',
+      port: connection.port,
+      pid: process.pid,
+      token: connection.token,
+      startedAt: this.startedAt,
+      sessions,
+    };
+    try {
+      this.options.discovery.publish(advert);
+    } catch (error) {
+      this.options.log.error(`could not write discovery files: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    this.options.discovery.withdraw();
+    await server?.close();
+  }
+}

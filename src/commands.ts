@@ -1,0 +1,43 @@
+import * as vscode from 'vscode';
+import type { Bridge } from './bridge';
+import type { BuiltinKernels } from './kernels/builtin/controller';
+
+export interface CommandDeps {
+  bridge: Bridge;
+  builtin: BuiltinKernels;
+  log: vscode.LogOutputChannel;
+  restartServer: () => Promise<void>;
+}
+
+/** Every command of the extension, in one table (ids match package.json). */
+export function commandTable(deps: CommandDeps): Record<string, () => unknown> {
+  return {
+    'agentBridge.copyConnectionInfo': async () => {
+      const connection = deps.bridge.connection;
+      if (!connection) {
+        void vscode.window.showWarningMessage('Agent Bridge is not running: run "Agent Bridge: Restart Server".');
+        return;
+      }
+      const notebook = vscode.window.activeNotebookEditor?.notebook;
+      const file = notebook?.uri.scheme === 'file' ? ` --file '${notebook.uri.fsPath}'` : '';
+      const env = connection.token ? `MARIMO_TOKEN=${connection.token} ` : '';
+      const text = [
+        `Agent Bridge URL: ${connection.url}`,
+        connection.token ? `MARIMO_TOKEN=${connection.token}` : 'Token: off (agentBridge.requireToken is false)',
+        `${env}execute-code.sh --url ${connection.url}${file} -c 'print(1)'`,
+      ].join('\n');
+      await vscode.env.clipboard.writeText(text);
+      void vscode.window.showInformationMessage(`Agent Bridge connection info for ${connection.url} copied (it contains the token).`);
+    },
+    'agentBridge.restartServer': () => deps.restartServer(),
+    'agentBridge.showLog': () => deps.log.show(true),
+    'agentBridge.restartKernel': async () => {
+      const notebook = vscode.window.activeNotebookEditor?.notebook;
+      if (!notebook) {
+        void vscode.window.showWarningMessage('Open a notebook that uses the Agent Bridge Python kernel first.');
+        return;
+      }
+      await deps.builtin.restart(notebook);
+    },
+  };
+}

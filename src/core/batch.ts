@@ -1,0 +1,230 @@
+import type { BatchOp, CellKind, CellRef, NewCell, NotebookChange, WriteGuard } from './cells';
+import { BridgeError } from './errors';
+import { resolveCellIndex } from './refs';
+
+/** What the planner needs to know of a cell as it is now. */
+export interface CellState {
+  readonly id: string;
+  readonly kind: CellKind;
+  readonly language: string;
+  readonly code: string;
+  readonly version: number;
+}
+
+export interface PlanOptions {
+  /** The notebook's name in messages. */
+  notebook: string;
+  /** Language of new code cells. */
+  defaultLanguage: string;
+  newId: () => string;
+  /** Throws (409) when writing this cell would clobber unread changes. */
+  checkWrite: (cell: CellState, index: number, guard: WriteGuard, where: string) => void;
+  /** How op `i` is named in messages (default `ops.<i>: `). */
+  where?: (i: number) => string;
+}
+
+export interface PlannedCell {
+  readonly id: string;
+  readonly kind: CellKind;
+  /** Created, edited or moved by the batch. */
+  readonly touched: boolean;
+}
+
+export interface Plan {
+  readonly change: NotebookChange;
+  /** The notebook after the batch. */
+  readonly layout: readonly PlannedCell[];
+  readonly deleted: readonly string[];
+  readonly created: readonly string[];
+  /** True when applying the change would change nothing. */
+  readonly empty: boolean;
+}
+
+interface Entry {
+  id: string;
+  /** Index in the notebook before the batch; null for a created cell. */
+  source: number | null;
+  kind: CellKind;
+  language: string;
+  code: string;
+  touched: boolean;
+}
+
+const bad = (where: string, detail: string) => new BridgeError(400, `${where}${detail}`);
+
+/**
+ * Plans a batch against the cells as they are: every ref must resolve (404), no op may use a
+ * cell another op deletes and positions must be in range (400), and writes must pass
+ * read-before-write (409) — all before anything is applied. Refs (ids or indices) name cells as
+ * they were before the batch; positions (`index`, `to`) are indices in the notebook as the
+ * preceding ops left it. The result is one change: cells that keep their place get their text
+ * replaced in place; created, moved and re-kinded cells are inserted as (copies of) cells.
+ */
+export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], options: PlanOptions): Plan {
+  const where = options.where ?? ((i: number) => `ops.${i}: `);
+  const ids = cells.map((c) => c.id);
+  const resolve = (ref: CellRef, i: number, field: string): string => {
+    try {
+      return ids[resolveCellIndex(ids, ref, options.notebook)]!;
+    } catch (error) {
+      if (error instanceof BridgeError) throw new BridgeError(error.status, `${where(i)}${field ? `${field}: ` : ''}${error.detail}`, error.extra);
+      throw error;
+    }
+  };
+
+  // Pass 1: refs resolve, and no op uses a cell that another op deletes or edits twice.
+  const used: { i: number; ids: string[] }[] = [];
+  const deletedBy = new Map<string, number>();
+  const editedBy = new Map<string, number>();
+  ops.forEach((op, i) => {
+    const refs: string[] = [];
+    if (op.op !== 'create') refs.push(resolve(op.ref, i, ''));
+    if ('before' in op && op.before !== undefined) refs.push(resolve(op.before, i, 'before'));
+    if ('after' in op && op.after !== undefined) refs.push(resolve(op.after, i, 'after'));
+    const positions = ['index' in op ? op.index : undefined, 'to' in op ? op.to : undefined, 'before' in op ? op.before : undefined, 'after' in op ? op.after : undefined];
+    if (positions.filter((p) => p !== undefined).length > 1) {
+      throw bad(where(i), `give at most one of ${op.op === 'move' ? '"to"' : '"index"'}, "before" and "after"`);
+    }
+    if (op.op === 'move' && positions.every((p) => p === undefined)) throw bad(where(i), 'give "to", "before" or "after"');
+    if (op.op === 'move' && refs.length === 2 && refs[0] === refs[1]) throw bad(where(i), 'a cell cannot move next to itself');
+    const first = op.op === 'delete' ? deletedBy : op.op === 'edit' ? editedBy : undefined;
+    if (first && op.op !== 'create') {
+      const id = refs[0]!;
+      const earlier = first.get(id);
+      if (earlier !== undefined) throw bad(where(i), `cell ${id} is already ${op.op === 'delete' ? 'deleted' : 'edited'} by ops.${earlier}; one ${op.op} per cell`);
+      first.set(id, i);
+    }
+    used.push({ i, ids: refs });
+  });
+  for (const { i, ids: refs } of used) {
+    for (const id of refs) {
+      const j = deletedBy.get(id);
+      if (j !== undefined && j !== i) throw bad(where(i), `cell ${id} is deleted by ops.${j}; no op may use a cell another op deletes`);
+    }
+  }
+
+  // Pass 2: play the ops on a working copy; positions are checked as they apply.
+  const list: Entry[] = cells.map((c, index) => ({ id: c.id, source: index, kind: c.kind, language: c.language, code: c.code, touched: false }));
+  const find = (id: string) => list.findIndex((e) => e.id === id);
+  const created: string[] = [];
+  const writes: { index: number; guard: WriteGuard; where: string }[] = [];
+  const position = (i: number, p: { index?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined }, field: string, max: number): number => {
+    if (p.before !== undefined) return find(resolve(p.before, i, 'before'));
+    if (p.after !== undefined) return find(resolve(p.after, i, 'after')) + 1;
+    if (p.index === undefined) return max;
+    if (!Number.isInteger(p.index) || p.index < 0 || p.index > max) {
+      throw bad(where(i), `${field} ${p.index} is out of range: it must be between 0 and ${max} at this point of the batch`);
+    }
+    return p.index;
+  };
+  ops.forEach((op, i) => {
+    switch (op.op) {
+      case 'create': {
+        const kind = op.kind ?? 'code';
+        const at = position(i, op, '"index"', list.length);
+        const id = options.newId();
+        created.push(id);
+        list.splice(at, 0, { id, source: null, kind, language: op.language ?? defaultLanguage(kind, options), code: op.code ?? '', touched: true });
+        return;
+      }
+      case 'edit': {
+        const entry = list[find(resolve(op.ref, i, ''))]!;
+        writes.push({ index: entry.source!, guard: op, where: where(i) });
+        const kind = op.kind ?? entry.kind;
+        entry.language = op.language ?? (kind === entry.kind ? entry.language : defaultLanguage(kind, options));
+        entry.kind = kind;
+        entry.code = op.code;
+        entry.touched = true;
+        return;
+      }
+      case 'delete': {
+        const at = find(resolve(op.ref, i, ''));
+        writes.push({ index: list[at]!.source!, guard: op, where: where(i) });
+        list.splice(at, 1);
+        return;
+      }
+      case 'move': {
+        const at = find(resolve(op.ref, i, ''));
+        const [entry] = list.splice(at, 1);
+        const to = position(i, { index: op.to, before: op.before, after: op.after }, '"to"', list.length);
+        list.splice(to, 0, { ...entry!, touched: true });
+        return;
+      }
+    }
+  });
+  for (const w of writes) options.checkWrite(cells[w.index]!, w.index, w.guard, w.where);
+
+  const change = toChange(cells, list);
+  const kept = new Set(list.map((e) => e.id));
+  return {
+    change,
+    layout: list.map((e) => ({ id: e.id, kind: e.kind, touched: e.touched })),
+    deleted: ids.filter((id) => !kept.has(id)),
+    created,
+    empty: change.texts.length === 0 && change.splices.length === 0,
+  };
+}
+
+function defaultLanguage(kind: CellKind, options: PlanOptions): string {
+  return kind === 'markup' ? 'markdown' : options.defaultLanguage;
+}
+
+/**
+ * The least disruptive change from `before` to `after`: the longest run of cells that keep
+ * their kind, language and relative order stays in place (text edits only); every gap between
+ * two of them is one replacement by the cells that belong there. Indices are those of `before`,
+ * as VS Code applies the edits of one WorkspaceEdit against the notebook as it was.
+ */
+function toChange(before: readonly CellState[], after: readonly Entry[]): NotebookChange {
+  const sameShape = (e: Entry) => e.source !== null && before[e.source]!.kind === e.kind && before[e.source]!.language === e.language;
+  const candidates = after.map((e, i) => ({ e, i })).filter(({ e }) => sameShape(e));
+  const anchored = new Set(longestIncreasing(candidates.map(({ e }) => e.source!)).map((k) => candidates[k]!.i));
+
+  const texts: { index: number; code: string }[] = [];
+  const splices: { start: number; end: number; cells: NewCell[] }[] = [];
+  let pending: NewCell[] = [];
+  let last = -1;
+  const close = (end: number) => {
+    if (pending.length || end > last + 1) splices.push({ start: last + 1, end, cells: pending });
+    pending = [];
+  };
+  after.forEach((e, i) => {
+    if (anchored.has(i)) {
+      close(e.source!);
+      last = e.source!;
+      if (before[last]!.code !== e.code) texts.push({ index: last, code: e.code });
+      return;
+    }
+    const old = e.source === null ? undefined : before[e.source]!;
+    pending.push({
+      id: e.id,
+      kind: e.kind,
+      language: e.language,
+      code: e.code,
+      version: old ? old.version + (old.code === e.code ? 0 : 1) : 1,
+      copyOf: e.source ?? undefined,
+    });
+  });
+  close(before.length);
+  return { expectIds: before.map((c) => c.id), texts, splices, resultIds: after.map((e) => e.id) };
+}
+
+/** Positions (into `values`) of one longest strictly increasing subsequence. */
+export function longestIncreasing(values: readonly number[]): number[] {
+  const tails: number[] = []; // tails[k]: position of the smallest tail of an increasing run of length k+1
+  const previous: number[] = new Array<number>(values.length).fill(-1);
+  values.forEach((v, i) => {
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (values[tails[mid]!]! < v) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) previous[i] = tails[lo - 1]!;
+    tails[lo] = i;
+  });
+  const out: number[] = [];
+  for (let i = tails.length ? tails[tails.length - 1]! : -1; i >= 0; i = previous[i]!) out.push(i);
+  return out.reverse();
+}

@@ -1,0 +1,223 @@
+/**
+ * Cells as agents see them, and the two interfaces around the cell rules: `CellService` (what
+ * the route handlers call) and `OpenNotebooks` (what the editor must provide; VS Code's
+ * implementation is src/notebooks/cells.ts, unit tests use an in-memory fake).
+ */
+
+export type CellKind = 'code' | 'markup';
+
+/** A cell named by its stable id, or by its index (negative counts from the end). */
+export type CellRef = string | number;
+
+/** A half-open range of cell indices, as VS Code's NotebookRange. */
+export interface IndexRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface NotebookInfo {
+  /** marimo-style session id; also accepted wherever a notebook is named. */
+  readonly sessionId: string;
+  readonly uri: string;
+  /** Absolute file path, or null for an untitled notebook. */
+  readonly path: string | null;
+  readonly notebookType: string;
+  /** Kind of the kernel serving it through the bridge ("builtin", ...), or null. */
+  readonly kernel: string | null;
+  readonly cellCount: number;
+  readonly dirty: boolean;
+}
+
+export type ExecutionStatus = 'idle' | 'queued' | 'running';
+
+export interface ExecutionView {
+  readonly order: number | null;
+  readonly success: boolean | null;
+  readonly durationMs: number | null;
+  readonly status: ExecutionStatus;
+}
+
+/** One item of an output, typed: stdout/stderr/error, else its mime type. */
+export interface OutputItemView {
+  readonly type: string;
+  readonly mime: string;
+  /** Text of textual items, cut at the configured limit. */
+  readonly text?: string;
+  /** For `error` items. */
+  readonly name?: string;
+  readonly message?: string;
+  readonly traceback?: string;
+  /** Size of the raw item in bytes. */
+  readonly bytes: number;
+  readonly truncated?: true;
+  /** Where the raw bytes are served (binary and truncated items). */
+  readonly url?: string;
+}
+
+export interface OutputView {
+  readonly items: readonly OutputItemView[];
+}
+
+export interface CellView {
+  readonly id: string;
+  readonly index: number;
+  readonly kind: CellKind;
+  readonly language: string;
+  readonly code: string;
+  readonly version: number;
+  /** null for markup cells. */
+  readonly execution: ExecutionView | null;
+  readonly outputs: readonly OutputView[];
+}
+
+export interface ActiveNotebook {
+  readonly notebook: NotebookInfo | null;
+  readonly selections: readonly IndexRange[];
+  readonly selectedCells: readonly { id: string; index: number }[];
+  readonly visibleRanges: readonly IndexRange[];
+}
+
+/** Guards a write against clobbering what the person typed (see versions.ts). */
+export interface WriteGuard {
+  readonly version?: number | undefined;
+  readonly force?: boolean | undefined;
+}
+
+/** Where a new or moved cell goes: an index, or next to another cell; default: the end. */
+export interface Position {
+  readonly index?: number | undefined;
+  readonly before?: CellRef | undefined;
+  readonly after?: CellRef | undefined;
+}
+
+export type BatchOp =
+  | ({ op: 'create'; code?: string | undefined; kind?: CellKind | undefined; language?: string | undefined } & Position)
+  | ({ op: 'edit'; ref: CellRef; code: string; kind?: CellKind | undefined; language?: string | undefined } & WriteGuard)
+  | ({ op: 'delete'; ref: CellRef } & WriteGuard)
+  | { op: 'move'; ref: CellRef; to?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined };
+
+export interface BatchResult {
+  /** Cells created, edited or moved by the batch, in notebook order. */
+  readonly cells: readonly CellView[];
+  readonly deleted: readonly string[];
+  readonly cellCount: number;
+}
+
+export interface RunResult {
+  /** False when the wait ended by timeout (the run goes on). */
+  readonly done: boolean;
+  readonly success: boolean | null;
+  readonly cell: CellView;
+}
+
+/** Incremental output of a run, for event streams. */
+export type RunEvent =
+  | { readonly kind: 'stdout' | 'stderr'; readonly text: string }
+  | { readonly kind: 'output'; readonly item: OutputItemView };
+
+/** A queued cell run; `wait` may be called once. */
+export interface RunHandle {
+  readonly cellId: string;
+  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<RunResult>;
+}
+
+/** The cell routes' view of the notebooks. Errors are BridgeErrors. `notebook` names a notebook by
+ * session id, uri or path; undefined means "the only open notebook". */
+export interface CellService {
+  notebooks(): Promise<NotebookInfo[]>;
+  active(): Promise<ActiveNotebook>;
+  list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
+  get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
+  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView>;
+  edit(notebook: string | undefined, ref: CellRef, change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>): Promise<CellView>;
+  remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
+  move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellView>;
+  /** Validates every op, then applies them as one edit (all or nothing); then queues `run`. */
+  batch(notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]): Promise<BatchResult & { runs: RunHandle[] }>;
+  run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  interrupt(notebook: string | undefined): Promise<void>;
+  restart(notebook: string | undefined): Promise<void>;
+  /** The raw bytes of one output item (`url` of an item view). */
+  outputItem(notebook: string | undefined, ref: CellRef, output: number, item: number): Promise<{ mime: string; data: Uint8Array }>;
+}
+
+// ----------------------------------------------------------------------- the editor's side
+
+export interface RawOutputItem {
+  readonly mime: string;
+  readonly data: Uint8Array;
+}
+
+export interface RawOutput {
+  readonly items: readonly RawOutputItem[];
+}
+
+/** What the editor reports of a cell's executions. */
+export interface ExecutionState {
+  readonly order: number | null;
+  readonly success: boolean | null;
+  readonly durationMs: number | null;
+  readonly status: ExecutionStatus;
+  /** Executions seen to end since the notebook was opened: a run is over when this grows. */
+  readonly completedRuns: number;
+}
+
+export interface CellSnapshot {
+  readonly id: string;
+  readonly kind: CellKind;
+  readonly language: string;
+  readonly code: string;
+  readonly version: number;
+  readonly execution: ExecutionState;
+  readonly outputs: readonly RawOutput[];
+}
+
+/** A cell the editor must create: new, or a copy of cell `copyOf` (outputs, metadata and
+ * execution summary kept) that takes over its id. */
+export interface NewCell {
+  readonly id: string;
+  readonly kind: CellKind;
+  readonly language: string;
+  readonly code: string;
+  /** The version the cell starts at (its own history continues when it is a copy). */
+  readonly version: number;
+  readonly copyOf?: number | undefined;
+}
+
+/**
+ * One atomic change of a notebook, in the indices of the cells as they were (`expectIds`):
+ * whole-text replacements of cells that stay, and disjoint ranges replaced by new cells.
+ */
+export interface NotebookChange {
+  readonly expectIds: readonly string[];
+  readonly texts: readonly { readonly index: number; readonly code: string }[];
+  readonly splices: readonly { readonly start: number; readonly end: number; readonly cells: readonly NewCell[] }[];
+  /** Ids of the cells after the change, in order (to check and to place the new cells). */
+  readonly resultIds: readonly string[];
+}
+
+export interface Disposable {
+  dispose(): void;
+}
+
+/**
+ * The open notebooks as the cell rules need them. `uri` is NotebookInfo.uri. Methods throw
+ * BridgeError (e.g. 409 when an edit could not be applied, nothing changed).
+ */
+export interface OpenNotebooks {
+  list(): Promise<NotebookInfo[]>;
+  /** The notebook editor the person is using, or null; never changes focus. */
+  active(): { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null;
+  cells(uri: string): CellSnapshot[];
+  /** Language of new code cells when the notebook has none to copy (its metadata). */
+  defaultLanguage(uri: string): string;
+  /** Fresh id for a new cell of this notebook. */
+  newId(uri: string): string;
+  apply(uri: string, change: NotebookChange): Promise<void>;
+  /** Queues the cells for execution by the notebook's kernel; does not wait for them. */
+  execute(uri: string, ids: readonly string[]): Promise<void>;
+  /** Fires after any change of the notebook's cells (text, outputs, execution state). */
+  onDidChange(uri: string, listener: () => void): Disposable;
+  interrupt(uri: string): Promise<void>;
+  restart(uri: string): Promise<void>;
+}

@@ -1,0 +1,139 @@
+import type { OutputItemView, OutputView, RawOutput, RawOutputItem } from './cells';
+
+/** VS Code's mime types for console streams and errors (also what .ipynb outputs load as). */
+export const STDOUT_MIME = 'application/vnd.code.notebook.stdout';
+export const STDERR_MIME = 'application/vnd.code.notebook.stderr';
+export const ERROR_MIME = 'application/vnd.code.notebook.error';
+
+const STREAM_TYPES: Record<string, 'stdout' | 'stderr'> = { [STDOUT_MIME]: 'stdout', [STDERR_MIME]: 'stderr' };
+
+const decoder = new TextDecoder('utf-8');
+const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
+
+/** Terminal colour codes (Jupyter tracebacks are full of them) mean nothing to an agent. */
+export const stripAnsi = (text: string) => text.replace(ANSI, '');
+
+export function isTextMime(mime: string): boolean {
+  return (
+    mime.startsWith('text/') ||
+    mime in STREAM_TYPES ||
+    mime === ERROR_MIME ||
+    mime === 'application/json' ||
+    mime === 'application/javascript' ||
+    mime === 'application/xml' ||
+    /\+(json|xml)$/.test(mime)
+  );
+}
+
+/**
+ * The items of an output as agents address them: kernels append a stream chunk by chunk, each
+ * chunk an item, so consecutive items of the same stream are joined into one.
+ */
+export function logicalItems(output: RawOutput): RawOutputItem[] {
+  const items: RawOutputItem[] = [];
+  for (const item of output.items) {
+    const last = items[items.length - 1];
+    if (last && item.mime in STREAM_TYPES && last.mime === item.mime) {
+      const joined = new Uint8Array(last.data.length + item.data.length);
+      joined.set(last.data);
+      joined.set(item.data, last.data.length);
+      items[items.length - 1] = { mime: item.mime, data: joined };
+    } else items.push(item);
+  }
+  return items;
+}
+
+export interface ShapeOptions {
+  /** Characters of text kept per item. */
+  limit: number;
+  /** URL that serves item `item` of output `output` raw. */
+  url: (output: number, item: number) => string;
+}
+
+/** Typed, capped views of a cell's outputs; binary and cut items point at their raw URL. */
+export function shapeOutputs(outputs: readonly RawOutput[], options: ShapeOptions): OutputView[] {
+  return outputs.map((output, o) => ({ items: logicalItems(output).map((item, i) => shapeItem(item, options.limit, () => options.url(o, i))) }));
+}
+
+export function shapeItem(item: RawOutputItem, limit: number, url: () => string): OutputItemView {
+  const bytes = item.data.length;
+  if (!isTextMime(item.mime)) return { type: item.mime, mime: item.mime, bytes, url: url() };
+  const text = decoder.decode(item.data);
+  if (item.mime === ERROR_MIME) return shapeError(text, bytes, limit, url);
+  const type = STREAM_TYPES[item.mime] ?? item.mime;
+  const clean = type === item.mime ? text : stripAnsi(text);
+  if (clean.length <= limit) return { type, mime: item.mime, text: clean, bytes };
+  return { type, mime: item.mime, text: clean.slice(0, limit), bytes, truncated: true, url: url() };
+}
+
+function shapeError(json: string, bytes: number, limit: number, url: () => string): OutputItemView {
+  let error: { name?: unknown; message?: unknown; stack?: unknown } = {};
+  try {
+    error = JSON.parse(json) as typeof error;
+  } catch {
+    error = { message: json };
+  }
+  const str = (v: unknown) => (typeof v === 'string' ? stripAnsi(v) : '');
+  const name = str(error.name);
+  const message = str(error.message);
+  const traceback = str(error.stack);
+  const base = { type: 'error', mime: ERROR_MIME, name, bytes };
+  if (message.length + traceback.length <= limit) return { ...base, message, traceback };
+  return {
+    ...base,
+    message: message.slice(0, limit),
+    // Keep the end of a long traceback: the frame that raised is last.
+    traceback: traceback.slice(Math.max(0, traceback.length - Math.max(0, limit - message.length))),
+    truncated: true,
+    url: url(),
+  };
+}
+
+/**
+ * Turns successive snapshots of a running cell's outputs into events: stream text as it grows,
+ * other items once each. Items already present when the run was queued are not reported again.
+ */
+export class OutputFollower {
+  private sent = new Map<string, { mime: string; text: string }>();
+
+  constructor(baseline: readonly RawOutput[]) {
+    this.sent = this.index(baseline);
+  }
+
+  /** Forget the baseline: the run has started and replaced the outputs. */
+  reset(): void {
+    this.sent.clear();
+  }
+
+  next(outputs: readonly RawOutput[], limit: number, url: (output: number, item: number) => string): ({ kind: 'stdout' | 'stderr'; text: string } | { kind: 'output'; item: OutputItemView })[] {
+    const events: ({ kind: 'stdout' | 'stderr'; text: string } | { kind: 'output'; item: OutputItemView })[] = [];
+    const now = this.index(outputs);
+    for (const key of this.sent.keys()) if (!now.has(key)) this.sent.delete(key);
+    for (const [key, item] of now) {
+      const before = this.sent.get(key);
+      const fresh = !before || before.mime !== item.mime || !item.text.startsWith(before.text);
+      const stream = STREAM_TYPES[item.mime];
+      if (stream) {
+        const delta = fresh ? item.text : item.text.slice(before!.text.length);
+        if (delta) events.push({ kind: stream, text: delta });
+      } else if (fresh || item.text !== before!.text) {
+        const [o, i] = key.split(':').map(Number) as [number, number];
+        events.push({ kind: 'output', item: shapeItem(item.raw, limit, () => url(o, i)) });
+      }
+      this.sent.set(key, { mime: item.mime, text: item.text });
+    }
+    return events;
+  }
+
+  private index(outputs: readonly RawOutput[]): Map<string, { mime: string; text: string; raw: RawOutputItem }> {
+    const map = new Map<string, { mime: string; text: string; raw: RawOutputItem }>();
+    outputs.forEach((output, o) =>
+      logicalItems(output).forEach((raw, i) => {
+        // Binary items are compared by size and a sample; text by content.
+        const text = isTextMime(raw.mime) ? stripAnsi(decoder.decode(raw.data)) : `${raw.data.length}:${raw.data.slice(0, 64).join(',')}`;
+        map.set(`${o}:${i}`, { mime: raw.mime, text, raw });
+      }),
+    );
+    return map;
+  }
+}

@@ -1,0 +1,71 @@
+import type { CellRef, NotebookInfo } from './cells';
+import { BridgeError } from './errors';
+
+/** How a notebook is named in messages: its path, else its uri. */
+export function notebookLabel(n: Pick<NotebookInfo, 'path' | 'uri'>): string {
+  return n.path ?? n.uri;
+}
+
+function openList(notebooks: readonly NotebookInfo[]): string {
+  return notebooks.map((n) => `${notebookLabel(n)} (${n.sessionId})`).join(', ');
+}
+
+const summary = (n: NotebookInfo) => ({ sessionId: n.sessionId, path: n.path, uri: n.uri });
+
+/**
+ * Finds the notebook a request names by session id, uri or path. Without a name, the only open
+ * notebook; with several open the caller must choose (400), with none there is nothing (404).
+ */
+export function resolveNotebook(notebooks: readonly NotebookInfo[], ref: string | undefined): NotebookInfo {
+  if (ref === undefined || ref === '') {
+    if (notebooks.length === 1) return notebooks[0]!;
+    if (notebooks.length === 0) throw new BridgeError(404, 'No notebook is open in the editor', { notebooks: [] });
+    throw new BridgeError(400, `${notebooks.length} notebooks are open: pass "notebook" (a session id, path or uri): ${openList(notebooks)}`, {
+      notebooks: notebooks.map(summary),
+    });
+  }
+  const decoded = safeDecode(ref);
+  const match =
+    notebooks.find((n) => n.sessionId === ref || n.uri === ref || n.path === ref) ??
+    notebooks.find((n) => safeDecode(n.uri) === decoded || (n.path !== null && stripSlash(n.path) === stripSlash(ref)));
+  if (!match) {
+    const open = notebooks.length ? `open notebooks: ${openList(notebooks)}` : 'no notebook is open';
+    throw new BridgeError(404, `No open notebook matches '${ref}'; ${open}`, { notebooks: notebooks.map(summary) });
+  }
+  return match;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+const stripSlash = (p: string) => p.replace(/[\\/]+$/, '');
+
+/** A ref as given in JSON or a URL segment: integers (also "3", "-1") are indices, the rest ids. */
+export function parseCellRef(ref: CellRef): { index: number } | { id: string } {
+  if (typeof ref === 'number') return { index: ref };
+  return /^-?\d+$/.test(ref) ? { index: Number(ref) } : { id: ref };
+}
+
+/** Index of the cell `ref` names among `ids`, or a 404 that says how many cells there are. */
+export function resolveCellIndex(ids: readonly string[], ref: CellRef, notebook: string): number {
+  const parsed = parseCellRef(ref);
+  const count = ids.length;
+  const range = count ? `indices 0 to ${count - 1}, or -1 for the last` : 'it is empty';
+  if ('index' in parsed) {
+    const index = parsed.index < 0 ? count + parsed.index : parsed.index;
+    if (Number.isInteger(index) && index >= 0 && index < count) return index;
+    throw new BridgeError(404, `Cell index ${ref} is out of range: ${notebook} has ${count} cell${count === 1 ? '' : 's'} (${range})`, {
+      cellCount: count,
+    });
+  }
+  const index = ids.indexOf(parsed.id);
+  if (index >= 0) return index;
+  throw new BridgeError(404, `No cell with id '${parsed.id}' in ${notebook}; it has ${count} cell${count === 1 ? '' : 's'} (list them with GET /notebooks/cells)`, {
+    cellCount: count,
+  });
+}

@@ -1,0 +1,73 @@
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { Bridge } from './bridge';
+import { commandTable } from './commands';
+import { readConfig } from './config';
+import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
+import { BuiltinKernels } from './kernels/builtin/controller';
+import { Sessions } from './notebooks/sessions';
+import { BridgeStatus } from './statusBar';
+
+/** Composition root: builds the services, starts the bridge, and owns every disposable. */
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
+  const log = vscode.window.createOutputChannel('Agent Bridge', { log: true });
+  push(log);
+  try {
+    const version = String(context.extension.packageJSON.version);
+    const builtin = new BuiltinKernels({
+      extensionId: context.extension.id,
+      python: () => readConfig().pythonPath,
+      script: context.asAbsolutePath(join('dist', 'kernel.py')),
+      log,
+    });
+    const sessions = new Sessions([builtin], builtin);
+    const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];
+    const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
+    if (extraFile) ownFiles.push(extraFile);
+    const discovery = new Discovery(ownFiles, marimoRegistryDir());
+    const bridge = new Bridge({ host: sessions, version, log, discovery, settings: readConfig });
+    const status = new BridgeStatus();
+    push(builtin, sessions, status, { dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
+
+    const terminalEnv = context.environmentVariableCollection;
+    terminalEnv.persistent = false;
+    terminalEnv.description = 'Agent Bridge: MARIMO_TOKEN and AGENT_BRIDGE_URL for marimo-pair scripts and agents';
+    const refresh = async () => {
+      const connection = bridge.connection;
+      status.update(connection, (await sessions.sessions()).length);
+      terminalEnv.clear();
+      if (!connection) return;
+      terminalEnv.replace('AGENT_BRIDGE_URL', connection.url);
+      if (connection.token) terminalEnv.replace('MARIMO_TOKEN', connection.token);
+    };
+    const restartServer = async () => {
+      try {
+        await bridge.start();
+      } finally {
+        await refresh();
+      }
+    };
+    push(
+      sessions.onDidChange(() => void Promise.all([bridge.publish(), refresh()])),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('agentBridge.port') || e.affectsConfiguration('agentBridge.requireToken') || e.affectsConfiguration('agentBridge.maxBodyBytes')) {
+          void restartServer();
+        }
+      }),
+    );
+    for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer }))) {
+      push(vscode.commands.registerCommand(id, run));
+    }
+    await restartServer();
+  } catch (error) {
+    // VS Code shows nothing when activation fails; say it where the person looks.
+    const message = error instanceof Error ? error.message : String(error);
+    log.error(`activation failed: ${error instanceof Error ? error.stack : message}`);
+    void vscode.window.showErrorMessage(`Agent Bridge could not start: ${message}`, 'Show Log').then((c) => c && log.show());
+  }
+}
+
+export function deactivate(): void {
+  // Everything is in context.subscriptions, which VS Code disposes after this returns.
+}

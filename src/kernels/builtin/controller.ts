@@ -1,0 +1,195 @@
+import * as vscode from 'vscode';
+import type { Kernel } from '../../core/kernel';
+import { KeyedQueue } from '../../core/keyedQueue';
+import type { Log } from '../../core/log';
+import type { KernelProvider } from '../kernel';
+import { KernelProcess, type KernelOutput } from './kernelProcess';
+import { bundleToOutput, errorOutput } from './outputs';
+import { BuiltinScratchpad } from './scratchpad';
+
+export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
+const NOTEBOOK_TYPE = 'jupyter-notebook';
+
+interface NotebookKernel {
+  process: KernelProcess;
+  scratchpad: Kernel;
+  executionOrder: number;
+  /** Cells queued or running; an interrupt cancels them all, as Jupyter does. */
+  pending: Set<AbortController>;
+}
+
+export interface BuiltinOptions {
+  extensionId: string;
+  python: () => string;
+  script: string;
+  log: Log;
+}
+
+/**
+ * The kernel that ships with the bridge: a NotebookController for .ipynb notebooks backed by
+ * one python3 process per notebook, started on first use. It serves the bridge for every
+ * notebook the person (or `POST /notebooks/open`) selected it for.
+ */
+export class BuiltinKernels implements KernelProvider, vscode.Disposable {
+  readonly name = 'builtin';
+  private readonly controller: vscode.NotebookController;
+  private readonly selected = new Set<vscode.NotebookDocument>();
+  private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
+  private readonly cellQueue = new KeyedQueue();
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChange = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly options: BuiltinOptions) {
+    const controller = vscode.notebooks.createNotebookController(BUILTIN_CONTROLLER_ID, NOTEBOOK_TYPE, 'Agent Bridge Python');
+    controller.description = 'python3 kernel shipped with Agent Bridge';
+    controller.supportedLanguages = ['python'];
+    controller.supportsExecutionOrder = true;
+    controller.executeHandler = (cells, notebook) => this.executeCells(cells, notebook);
+    controller.interruptHandler = (notebook) => this.interrupt(notebook);
+    this.controller = controller;
+    this.disposables.push(
+      controller,
+      this.changed,
+      controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
+        if (selected) this.selected.add(notebook);
+        else this.selected.delete(notebook);
+        this.changed.fire();
+      }),
+      vscode.workspace.onDidCloseNotebookDocument((notebook) => this.forget(notebook)),
+    );
+  }
+
+  async kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | undefined> {
+    return this.selected.has(notebook) ? this.kernelOf(notebook).scratchpad : undefined;
+  }
+
+  /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
+  async select(editor: vscode.NotebookEditor): Promise<void> {
+    if (this.selected.has(editor.notebook)) return;
+    const confirmed = new Promise<void>((resolve) => {
+      const sub = this.onDidChange(() => {
+        if (this.selected.has(editor.notebook)) {
+          sub.dispose();
+          resolve();
+        }
+      });
+    });
+    await vscode.commands.executeCommand('notebook.selectKernel', {
+      notebookEditor: editor,
+      id: BUILTIN_CONTROLLER_ID,
+      extension: this.options.extensionId,
+    });
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('VS Code did not confirm the kernel selection within 10 s')), 10_000),
+    );
+    await Promise.race([confirmed, timeout]);
+  }
+
+  interrupt(notebook: vscode.NotebookDocument): void {
+    const kernel = this.kernels.get(notebook);
+    if (!kernel) return;
+    for (const pending of kernel.pending) pending.abort();
+    kernel.process.interrupt();
+  }
+
+  async restart(notebook: vscode.NotebookDocument): Promise<void> {
+    const kernel = this.kernels.get(notebook);
+    if (!kernel) return;
+    for (const pending of kernel.pending) pending.abort();
+    kernel.executionOrder = 0;
+    await kernel.process.restart();
+  }
+
+  private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {
+    let kernel = this.kernels.get(notebook);
+    if (!kernel) {
+      const name = notebook.uri.path.split('/').pop() ?? 'notebook';
+      const folder = notebook.uri.scheme === 'file' ? vscode.Uri.joinPath(notebook.uri, '..').fsPath : undefined;
+      const process = new KernelProcess({
+        python: this.options.python(),
+        script: this.options.script,
+        cwd: folder,
+        log: (line) => this.options.log.debug(`[kernel ${name}] ${line}`),
+        onExit: ({ code, signal, expected }) => {
+          if (expected) return;
+          const how = signal ? `signal ${signal}` : `exit code ${code}`;
+          this.options.log.warn(`builtin kernel of ${name} stopped (${how})`);
+          void vscode.window
+            .showWarningMessage(`The Agent Bridge Python kernel of ${name} stopped (${how}). It starts again on the next run.`, 'Restart Now')
+            .then((choice) => choice && this.restart(notebook));
+        },
+      });
+      kernel = { process, scratchpad: new BuiltinScratchpad(process), executionOrder: 0, pending: new Set() };
+      this.kernels.set(notebook, kernel);
+    }
+    return kernel;
+  }
+
+  private async executeCells(cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+    const kernel = this.kernelOf(notebook);
+    // Executions are created at once so queued cells show as pending in the editor.
+    const runs = cells.map((cell) => ({ cell, execution: this.controller.createNotebookCellExecution(cell), abort: new AbortController() }));
+    await Promise.all(
+      runs.map((run) => {
+        kernel.pending.add(run.abort);
+        const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
+        return this.cellQueue
+          .run(notebook.uri.toString(), () => this.executeCell(kernel, run.execution, run.abort.signal))
+          .finally(() => {
+            cancel.dispose();
+            kernel.pending.delete(run.abort);
+          });
+      }),
+    );
+  }
+
+  private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
+    execution.start(Date.now());
+    if (signal.aborted) {
+      execution.end(undefined, Date.now());
+      return;
+    }
+    execution.executionOrder = ++kernel.executionOrder;
+    // Output calls are chained so that items reach the editor in the order the kernel sent them.
+    let edits: Thenable<void> = execution.clearOutput();
+    let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
+    const emit = (edit: () => Thenable<void>) => (edits = edits.then(edit));
+    const onOutput = (o: KernelOutput) => {
+      if (o.kind === 'stream') {
+        const item = o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
+        if (stream && stream.name === o.name) {
+          const output = stream.output;
+          emit(() => execution.appendOutputItems(item, output));
+        } else {
+          const output = new vscode.NotebookCellOutput([item]);
+          stream = { name: o.name, output };
+          emit(() => execution.appendOutput(output));
+        }
+        return;
+      }
+      stream = undefined;
+      const output = o.kind === 'error' ? errorOutput(o.name, o.message, o.traceback) : bundleToOutput(o.data);
+      emit(() => execution.appendOutput(output));
+    };
+    const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal);
+    if (result.value) {
+      const value = result.value;
+      emit(() => execution.appendOutput(bundleToOutput(value)));
+    }
+    await edits;
+    execution.end(result.cancelled ? undefined : result.success, Date.now());
+  }
+
+  private forget(notebook: vscode.NotebookDocument): void {
+    this.kernels.get(notebook)?.process.dispose();
+    this.kernels.delete(notebook);
+    if (this.selected.delete(notebook)) this.changed.fire();
+  }
+
+  dispose(): void {
+    for (const kernel of this.kernels.values()) kernel.process.dispose();
+    this.kernels.clear();
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,616 @@
+"""Agent Bridge builtin kernel: runs notebook code for the VS Code extension (stdlib only, 3.8+).
+
+Started as `python -u kernel.py 3 4` (request fd, message fd). stdin is /dev/null, so input()
+raises EOFError. fds 1/2 stay the real stdout/stderr: OS-level output (subprocesses, C code)
+goes there and the driver forwards it. One JSON object per line, UTF-8, on each channel:
+
+  host -> kernel (fd 3)
+    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"}
+    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str}
+  kernel -> host (fd 4)
+    {"type":"ready","pid":int,"python":"3.11.7"}                         once, at start
+    {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id null: while idle
+    {"type":"display","id":int,"data":{mime:str}}
+    {"type":"error","id":int,"name":str,"message":str,"traceback":str}
+    {"type":"done","id":int,"success":bool,"value":{mime:str}|null}      ends every run
+    {"type":"call","rid":int,"method":str,"params":any}                  answered by a reply
+
+Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
+it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError.
+SIGINT raises KeyboardInterrupt only while a run executes. EOF on fd 3 (host gone) exits.
+"""
+
+import sys
+
+if sys.version_info < (3, 8):  # before the imports: Python 2 has no `queue`
+    sys.stderr.write("The Agent Bridge kernel needs Python 3.8 or newer; this is %s.\n" % sys.version.split()[0])
+    sys.exit(1)
+
+import ast
+import base64
+import builtins
+import io
+import itertools
+import json
+import linecache
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+import types
+
+try:
+    from _signal import getsignal as _getsignal  # signal.getsignal wraps ints in an enum: slow
+except ImportError:
+    _getsignal = signal.getsignal
+
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE; inspect is slow to import
+_FLUSH_CHARS = 8192  # buffered output above this is sent at once
+_FLUSH_DELAY = 0.01  # output waits at most this long, so print loops coalesce
+_CHUNK_CHARS = 1 << 20  # one huge write still streams in pieces
+_DRAIN_TIMEOUT = 0.2
+_SCRATCHPAD_SOURCES_KEPT = 500
+
+_lock = threading.Lock()  # guards the output buffer and fd 4, so messages keep their order
+_msg_fd = -1  # -1 in forked children: only the kernel process may speak the protocol
+_main_ident = threading.get_ident()
+_run_id = None
+_executing = False  # user code may be interrupted
+_io_busy = False  # the main thread is inside _lock: an interrupt now would tear a message
+_interrupt_pending = False
+_buf = []  # (stream name, text) items not yet sent
+_buf_size = 0
+_flush_armed = False
+_wake_flusher = threading.Event()
+_user_ns = {}
+_loop = None
+_scratchpad_files = []
+_drain_fds = []  # (fd, ioctl request)
+_drain_count = None
+
+
+def _write_line(data):
+    """Writes one encoded message; caller holds _lock."""
+    if _msg_fd < 0:
+        return
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(_msg_fd, view):]
+    except OSError:
+        os._exit(0)  # the host closed its end: nobody is left to serve
+
+
+_json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # dumps(**kw) builds one per call
+
+
+def _encode(obj):
+    return (_json_encode(obj) + "\n").encode("utf-8", "replace")
+
+
+def _flush_locked():
+    """Sends buffered output, one stream message per run of the same stream; caller holds _lock."""
+    global _buf_size
+    n = len(_buf)
+    if n:
+        items = _buf[:n]
+        del _buf[:n]  # writers append without the lock; anything they added stays queued
+        _buf_size = 0
+        name, parts = items[0][0], []
+        for item in items:
+            if item[0] is not name:
+                _send_text(name, "".join(parts))
+                name, parts = item[0], []
+            parts.append(item[1])
+        _send_text(name, "".join(parts))
+
+
+def _send_text(name, text):
+    for i in range(0, len(text), _CHUNK_CHARS):
+        _write_line(_encode({"type": "stream", "id": _run_id, "name": name, "text": text[i:i + _CHUNK_CHARS]}))
+
+
+def _locked_flush_then(data):
+    """Flushes output, then writes `data` (if any) under _lock, deferring interrupts meanwhile."""
+    global _io_busy
+    main = threading.get_ident() == _main_ident
+    with _lock:
+        if main:
+            _io_busy = True
+        try:
+            _flush_locked()
+            if data is not None:
+                _write_line(data)
+        finally:
+            if main:
+                _io_busy = False
+    if _interrupt_pending and main:
+        _raise_deferred_interrupt()
+
+
+def _raise_deferred_interrupt():
+    global _interrupt_pending
+    _interrupt_pending = False
+    if _executing:
+        raise KeyboardInterrupt
+
+
+def _send(obj):
+    """Sends a message after any buffered output."""
+    _locked_flush_then(_encode(obj))
+
+
+class _OutStream(io.TextIOBase):
+    """sys.stdout / sys.stderr. Both share one buffer of (stream, text) items, so their
+    interleaving survives coalescing; writers append without a lock (list.append is atomic)
+    because a lock per print() doubled its cost."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, name, fd):
+        super().__init__()
+        self._name = name
+        self._fd = fd
+        self.name = "<%s>" % name
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self._fd  # libraries that write to the fd still reach the host, through fd 1/2
+
+    def write(self, s):
+        global _buf_size, _flush_armed
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if _msg_fd < 0:
+            os.write(self._fd, s.encode("utf-8", "replace"))
+            return len(s)
+        _buf.append((self._name, s))
+        _buf_size += len(s)
+        if _buf_size >= _FLUSH_CHARS:
+            _locked_flush_then(None)
+        elif not _flush_armed:
+            # First write after a quiet spell: a complete line goes out now; whatever follows
+            # within _FLUSH_DELAY waits for the flusher thread, which coalesces print loops.
+            _flush_armed = True
+            _wake_flusher.set()
+            if "\n" in s:
+                _locked_flush_then(None)
+        return len(s)
+
+    def flush(self):
+        if _msg_fd >= 0:
+            _locked_flush_then(None)
+
+
+_stdout = _OutStream("stdout", 1)
+_stderr = _OutStream("stderr", 2)
+
+
+def _flusher():
+    global _flush_armed
+    while True:
+        _wake_flusher.wait()
+        _wake_flusher.clear()
+        time.sleep(_FLUSH_DELAY)
+        with _lock:
+            _flush_armed = False
+            _flush_locked()
+
+
+def _on_sigint(signum, frame):
+    global _interrupt_pending
+    if not _executing:
+        return
+    if _io_busy:
+        _interrupt_pending = True  # raised by the writer once the message is complete
+        return
+    raise KeyboardInterrupt
+
+
+# ---- host calls -------------------------------------------------------------------------------
+
+class HostCallError(Exception):
+    """The host answered a call with an error (unknown method, handler failure, no handler)."""
+
+
+HostCallError.__module__ = "_agent_bridge_host"
+
+
+class _PendingCall(object):
+    __slots__ = ("event", "result", "error")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.result = None
+        self.error = None
+
+
+_calls = {}
+_call_ids = itertools.count(1)
+
+
+def _bridge_call(method, params=None):
+    """Calls `method` on the host with JSON-serialisable params; blocks until it answers."""
+    if not isinstance(method, str):
+        raise TypeError("method must be a str")
+    if _msg_fd < 0:
+        raise RuntimeError("host calls are only available in the kernel process, not a forked child")
+    rid = next(_call_ids)
+    pending = _PendingCall()
+    _calls[rid] = pending
+    try:
+        _send({"type": "call", "rid": rid, "method": method, "params": params})
+        pending.event.wait()
+    finally:
+        _calls.pop(rid, None)
+    if pending.error is not None:
+        raise HostCallError(pending.error)
+    return pending.result
+
+
+def _deliver_reply(msg):
+    pending = _calls.pop(msg.get("rid"), None)
+    if pending is None:
+        return  # the caller was interrupted; a late answer has nowhere to go
+    pending.result = msg.get("result")
+    error = msg.get("error")
+    pending.error = None if error is None else str(error)
+    pending.event.set()
+
+
+def _install_host_module():
+    mod = types.ModuleType("_agent_bridge_host", "Synchronous calls from kernel code into the Agent Bridge host.")
+    mod.call = _bridge_call
+    mod.HostCallError = HostCallError
+    sys.modules["_agent_bridge_host"] = mod
+
+
+# ---- rich values --------------------------------------------------------------------------------
+
+_REPR_METHODS = (
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("application/json", "_repr_json_"),
+    ("text/latex", "_repr_latex_"),
+)
+
+
+_PLAIN_TYPES = frozenset((int, float, complex, str, bytes, bool, list, tuple, dict, set, frozenset, range))
+
+
+def _getattr(value, name):
+    try:
+        return getattr(value, name, None)
+    except Exception:
+        return None
+
+
+def _mime_text(mime, data):
+    if isinstance(data, tuple) and data:
+        data = data[0]  # (data, metadata)
+    if isinstance(data, str):
+        return data
+    if isinstance(data, (bytes, bytearray)):
+        if mime.startswith("text/") or mime == "image/svg+xml":
+            return bytes(data).decode("utf-8", "replace")
+        return base64.b64encode(bytes(data)).decode("ascii")
+    if data is not None and "json" in mime:
+        return json.dumps(data)
+    return None
+
+
+def _mimebundle(value):
+    """Jupyter's display protocol; _repr_mimebundle_ wins over the single _repr_*_ methods."""
+    if type(value) in _PLAIN_TYPES:
+        return {"text/plain": repr(value)}
+    data = {}
+    # Classes have the methods unbound; objects answering every attribute (mocks) are not displayable.
+    if not isinstance(value, type) and _getattr(value, "_agent_bridge_no_such_attribute_") is None:
+        method = _getattr(value, "_repr_mimebundle_")
+        if callable(method):
+            try:
+                bundle = method(include=None, exclude=None)
+                if isinstance(bundle, tuple):
+                    bundle = bundle[0] if bundle else None
+                if isinstance(bundle, dict):
+                    for mime, item in bundle.items():
+                        text = _mime_text(str(mime), item)
+                        if text is not None:
+                            data[str(mime)] = text
+            except Exception:
+                pass
+        for mime, name in _REPR_METHODS:
+            if mime in data:
+                continue
+            method = _getattr(value, name)
+            if callable(method):
+                try:
+                    text = _mime_text(mime, method())
+                except Exception:
+                    continue
+                if text is not None:
+                    data[mime] = text
+    if "text/plain" not in data:
+        try:
+            data["text/plain"] = repr(value)
+        except Exception as e:
+            data["text/plain"] = "<%s object (repr failed: %s)>" % (type(value).__name__, type(e).__name__)
+    return data
+
+
+def _show_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        nums = list(plt.get_fignums())
+    except Exception:
+        return
+    for num in nums:
+        try:
+            fig = plt.figure(num)
+            out = io.BytesIO()
+            fig.savefig(out, format="png", bbox_inches="tight")
+            data = {"image/png": base64.b64encode(out.getvalue()).decode("ascii"), "text/plain": repr(fig)}
+        except Exception as e:
+            _stderr.write("Could not render figure %s: %s: %s\n" % (num, type(e).__name__, e))
+            continue
+        _send({"type": "display", "id": _run_id, "data": data})
+    try:
+        plt.close("all")
+    except Exception:
+        pass
+
+
+# ---- running code -------------------------------------------------------------------------------
+
+def _compile(code, filename):
+    """Returns (body, trailing expression or None) code objects; either may be a coroutine."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), filename, "eval", flags, dont_inherit=True)
+    body = compile(tree, filename, "exec", flags, dont_inherit=True) if tree.body else None
+    return body, last
+
+
+def _run_code(code, ns):
+    if code.co_flags & _CO_COROUTINE:
+        return _run_coroutine(eval(code, ns))
+    return eval(code, ns)
+
+
+def _run_coroutine(coro):
+    global _loop
+    import asyncio  # only paid for by notebooks that await
+
+    if _loop is None or _loop.is_closed():
+        _loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(_loop)
+    task = _loop.create_task(coro)
+    try:
+        return _loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()  # let the interrupted coroutine run its cleanup now, not in the next run
+            try:
+                _loop.run_until_complete(task)
+            except BaseException:
+                pass
+        raise
+
+
+def _own_frames_stripped(tb, filename):
+    """Starts the traceback at the run's own code, hiding the kernel (and asyncio) frames."""
+    t = tb
+    while t is not None:
+        if t.tb_frame.f_code.co_filename == filename:
+            return t
+        t = t.tb_next
+    own = _execute.__code__.co_filename
+    while tb is not None and tb.tb_frame.f_code.co_filename == own:
+        tb = tb.tb_next
+    return tb
+
+
+def _error_message(e, text):
+    try:
+        message = str(e)
+    except Exception:
+        message = ""
+    return {"type": "error", "id": _run_id, "name": type(e).__name__, "message": message, "traceback": text}
+
+
+def _drain_os_output():
+    """Waits until the host has read fds 1/2, so OS-level output of a run arrives before its done."""
+    if not _drain_fds:
+        return
+    import fcntl
+
+    deadline = 0.0
+    for fd, request in _drain_fds:
+        while True:
+            try:
+                fcntl.ioctl(fd, request, _drain_count, True)
+            except OSError:
+                break
+            if _drain_count[0] <= 0:
+                break
+            now = time.monotonic()
+            if not deadline:
+                deadline = now + _DRAIN_TIMEOUT
+            elif now > deadline:
+                return
+            time.sleep(0.0005)
+
+
+def _find_drainable_fds():
+    """fds 1/2 whose unread bytes Linux can count: FIONREAD on a pipe, SIOCOUTQ (= TIOCOUTQ) on
+    the socketpairs Node uses for child stdio (memory not yet consumed by the reader)."""
+    global _drain_count
+    try:
+        import array
+        import stat
+        import termios
+
+        fionread, outq = termios.FIONREAD, termios.TIOCOUTQ
+    except (ImportError, AttributeError):
+        return
+    if not sys.platform.startswith("linux"):
+        return  # TIOCOUTQ means something else on sockets elsewhere
+    _drain_count = array.array("i", [0])
+    for fd in (1, 2):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode):
+            _drain_fds.append((fd, fionread))
+        elif stat.S_ISSOCK(mode):
+            _drain_fds.append((fd, outq))
+
+
+def _execute(req):
+    global _run_id, _executing, _interrupt_pending
+    run_id = req.get("id")
+    code = req.get("code")
+    if not isinstance(code, str):
+        code = ""
+    cell = req.get("mode") != "scratchpad"
+    filename = "<%s %s>" % ("cell" if cell else "scratchpad", run_id)
+    _run_id = run_id
+    _interrupt_pending = False
+    sys.stdout, sys.stderr = _stdout, _stderr  # undo redirections a previous run leaked
+    if _getsignal(signal.SIGINT) is not _on_sigint:
+        signal.signal(signal.SIGINT, _on_sigint)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    if not cell:
+        _scratchpad_files.append(filename)
+        if len(_scratchpad_files) > _SCRATCHPAD_SOURCES_KEPT:
+            linecache.cache.pop(_scratchpad_files.pop(0), None)
+    # Scratchpad: a shallow copy, so new bindings vanish but mutated objects stay mutated.
+    ns = _user_ns if cell else dict(_user_ns)
+    value = None
+    error = None
+    compiled = False
+    try:
+        body, last = _compile(code, filename)
+        compiled = True
+        _executing = True
+        try:
+            if body is not None:
+                _run_code(body, ns)
+            if last is not None:
+                result = _run_code(last, ns)
+                if result is not None:
+                    if cell:
+                        ns["_"] = result
+                    value = _mimebundle(result)
+            _show_figures()
+        finally:
+            _executing = False
+    except BaseException as e:  # the kernel outlives everything user code does, SystemExit included
+        if compiled:
+            tb = _own_frames_stripped(e.__traceback__, filename)
+            text = "".join(traceback.format_exception(type(e), e, tb))
+        else:
+            text = "".join(traceback.format_exception_only(type(e), e))
+        error = _error_message(e, text)
+    if error is not None:
+        _send(error)
+    _drain_os_output()
+    _send({"type": "done", "id": run_id, "success": error is None, "value": value})
+    _run_id = None
+
+
+# ---- process setup ------------------------------------------------------------------------------
+
+def _read_requests(fd, requests):
+    with open(fd, "rb") as f:
+        for line in f:
+            try:
+                msg = json.loads(line)
+                op = msg.get("op")
+            except (ValueError, AttributeError):
+                os.write(2, b"agent-bridge kernel: ignoring a malformed request line\n")
+                continue
+            if op == "execute":
+                requests.put(msg)
+            elif op == "reply":
+                _deliver_reply(msg)
+    os._exit(0)  # host closed the channel: it is gone or wants us gone
+
+
+def _start_thread(target, *args):
+    def run():
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # SIGINT must reach the main thread
+        target(*args)
+
+    threading.Thread(target=run, daemon=True, name="agent-bridge-" + target.__name__.strip("_")).start()
+
+
+def _after_fork_in_child():
+    global _msg_fd, _lock
+    _msg_fd = -1
+    _lock = threading.Lock()  # another thread may have held the parent's at fork time
+    _buf.clear()
+    sys.stdout = sys.__stdout__ or sys.stdout
+    sys.stderr = sys.__stderr__ or sys.stderr
+
+
+def _setup_user_namespace():
+    # A real __main__ module holds the user's globals, so pickle and friends find what cells define.
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__builtins__": builtins, "__loader__": None, "__spec__": None, "__package__": None})
+    sys.modules["__main__"] = main
+    return main.__dict__
+
+
+def main(argv):
+    global _msg_fd, _user_ns
+    req_fd, msg_fd = int(argv[1]), int(argv[2])
+    for fd in (req_fd, msg_fd):
+        os.set_inheritable(fd, False)  # os.system() children must not hold the protocol pipes open
+    _msg_fd = msg_fd
+    _find_drainable_fds()
+    try:
+        import faulthandler
+
+        faulthandler.enable(file=sys.__stderr__)  # a segfault leaves a Python traceback in the stderr tail
+    except Exception:
+        pass
+    sys.argv = [""]
+    # Like `python -c`: modules next to the notebook (the cwd) import, not those next to us.
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        del sys.path[0]
+    sys.path.insert(0, "")
+    _user_ns = _setup_user_namespace()
+    _install_host_module()
+    sys.stdout, sys.stderr = _stdout, _stderr
+    signal.signal(signal.SIGINT, _on_sigint)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    requests = queue.SimpleQueue()
+    _start_thread(_flusher)
+    _start_thread(_read_requests, req_fd, requests)
+    _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
+    while True:
+        _execute(requests.get())
+
+
+if __name__ == "__main__":
+    main(sys.argv)

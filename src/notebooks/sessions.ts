@@ -1,0 +1,119 @@
+import { randomInt } from 'node:crypto';
+import { isAbsolute } from 'node:path';
+import * as vscode from 'vscode';
+import { BridgeError } from '../core/errors';
+import type { Kernel } from '../core/kernel';
+import type { NotebookHost, SessionInfo } from '../core/sessions';
+import type { BuiltinKernels } from '../kernels/builtin/controller';
+import type { KernelProvider } from '../kernels/kernel';
+
+const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/**
+ * The open notebooks as marimo-style sessions. Ids are minted when a notebook opens and live
+ * until it closes; kernels are looked up per request through the providers, in order.
+ */
+export class Sessions implements NotebookHost, vscode.Disposable {
+  private readonly idByNotebook = new Map<vscode.NotebookDocument, string>();
+  private readonly notebookById = new Map<string, vscode.NotebookDocument>();
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** Fires when the list of sessions may have changed (open, close, kernel selection). */
+  readonly onDidChange = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [this.changed];
+
+  constructor(
+    private readonly providers: readonly KernelProvider[],
+    private readonly builtin: BuiltinKernels,
+  ) {
+    for (const notebook of vscode.workspace.notebookDocuments) this.track(notebook);
+    this.disposables.push(
+      vscode.workspace.onDidOpenNotebookDocument((notebook) => {
+        this.track(notebook);
+        this.changed.fire();
+      }),
+      vscode.workspace.onDidCloseNotebookDocument((notebook) => {
+        const id = this.idByNotebook.get(notebook);
+        if (id) this.notebookById.delete(id);
+        this.idByNotebook.delete(notebook);
+        this.changed.fire();
+      }),
+      ...providers.map((p) => p.onDidChange(() => this.changed.fire())),
+    );
+  }
+
+  async sessions(): Promise<SessionInfo[]> {
+    const notebooks = [...this.idByNotebook.keys()];
+    const usable = await Promise.all(notebooks.map(async (nb) => (await this.kernelOf(nb)) !== undefined));
+    return notebooks.filter((_, i) => usable[i]).map((nb) => this.info(nb));
+  }
+
+  async kernelFor(sessionId: string): Promise<Kernel> {
+    const notebook = this.notebookById.get(sessionId);
+    if (!notebook) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
+    const kernel = await this.kernelOf(notebook);
+    if (!kernel) {
+      throw new BridgeError(
+        409,
+        `No kernel is selected for ${this.label(notebook)}: pick one with "Notebook: Select Notebook Kernel" ` +
+          `(for .ipynb files "Agent Bridge Python" works with any python3)`,
+      );
+    }
+    return kernel;
+  }
+
+  async open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
+    if (!isAbsolute(path)) throw new BridgeError(400, `"path" must be absolute (got ${path})`);
+    let notebook: vscode.NotebookDocument;
+    try {
+      notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(path));
+    } catch (error) {
+      throw new BridgeError(404, `Cannot open notebook ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
+    if (options.kernel === 'builtin') {
+      if (notebook.notebookType !== 'jupyter-notebook') {
+        throw new BridgeError(400, `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${path} is a ${notebook.notebookType}`);
+      }
+      await this.builtin.select(editor);
+    }
+    this.track(notebook);
+    return this.info(notebook);
+  }
+
+  /** The session of a notebook (minting its id if new). */
+  info(notebook: vscode.NotebookDocument): SessionInfo {
+    return {
+      id: this.track(notebook),
+      path: notebook.uri.scheme === 'file' ? notebook.uri.fsPath : null,
+      uri: notebook.uri.toString(),
+      notebookType: notebook.notebookType,
+    };
+  }
+
+  private async kernelOf(notebook: vscode.NotebookDocument): Promise<Kernel | undefined> {
+    for (const provider of this.providers) {
+      const kernel = await provider.kernelFor(notebook);
+      if (kernel) return kernel;
+    }
+    return undefined;
+  }
+
+  private track(notebook: vscode.NotebookDocument): string {
+    let id = this.idByNotebook.get(notebook);
+    if (!id) {
+      do id = 's_' + Array.from({ length: 6 }, () => ID_ALPHABET[randomInt(ID_ALPHABET.length)]).join('');
+      while (this.notebookById.has(id));
+      this.idByNotebook.set(notebook, id);
+      this.notebookById.set(id, notebook);
+    }
+    return id;
+  }
+
+  private label(notebook: vscode.NotebookDocument): string {
+    return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

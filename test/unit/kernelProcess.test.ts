@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import type { StreamEvent } from '../../src/core/kernel';
+import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
+import {
+  KERNEL_DIED,
+  KERNEL_RESTARTED,
+  KERNEL_START_FAILED,
+  KernelProcess,
+  type KernelExitInfo,
+  type KernelOutput,
+  type KernelProcessOptions,
+  type RunMode,
+  type RunResult,
+} from '../../src/kernels/builtin/kernelProcess';
+
+const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
+/** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
+const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
+
+interface Collected extends RunResult {
+  outputs: KernelOutput[];
+  stdout: string;
+  stderr: string;
+  errors: Extract<KernelOutput, { kind: 'error' }>[];
+}
+
+describe('KernelProcess (builtin Python kernel)', function () {
+  this.timeout(10_000);
+  let kernel: KernelProcess;
+
+  function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
+    kernel?.dispose();
+    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, ...opts });
+    return kernel;
+  }
+
+  async function run(code: string, mode: RunMode = 'cell', signal?: AbortSignal, k: KernelProcess = kernel): Promise<Collected> {
+    const outputs: KernelOutput[] = [];
+    const result = await k.run(code, mode, (o) => outputs.push(o), signal);
+    const text = (name: string) =>
+      outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
+    const errors = outputs.filter((o): o is Extract<KernelOutput, { kind: 'error' }> => o.kind === 'error');
+    return { ...result, outputs, stdout: text('stdout'), stderr: text('stderr'), errors };
+  }
+
+  beforeEach(() => make());
+  afterEach(() => kernel.dispose());
+
+  it('keeps globals across cell runs and returns the trailing expression', async () => {
+    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, value: null });
+    const r = await run('y = x + 1\ny + 1');
+    assert.equal(r.success, true);
+    assert.deepEqual(r.value, { 'text/plain': '42' });
+    assert.deepEqual((await run('_')).value, { 'text/plain': '42' }, '_ holds the last cell value');
+    assert.deepEqual((await run('1 + 1')).value, { 'text/plain': '2' });
+    assert.equal((await run('None')).value, null);
+    assert.equal((await run('import os')).value, null);
+    assert.deepEqual((await run('__name__')).value, { 'text/plain': "'__main__'" });
+  });
+
+  it('runs scratchpads in a shallow copy of the globals', async () => {
+    await run('data = [1]\nname = "nb"');
+    const r = await run('data.append(2)\nname = "changed"\nfresh = 1\nname', 'scratchpad');
+    assert.deepEqual(r.value, { 'text/plain': "'changed'" });
+    assert.deepEqual((await run('(data, name)')).value, { 'text/plain': "([1, 2], 'nb')" });
+    const missing = await run('fresh');
+    assert.equal(missing.success, false);
+    assert.equal(missing.errors[0]?.name, 'NameError');
+  });
+
+  it('builds mimebundles from _repr_*_ methods and skips failing ones', async () => {
+    const r = await run(
+      [
+        'class Rich:',
+        '    def _repr_html_(self): return "<b>rich</b>"',
+        '    def _repr_markdown_(self): raise RuntimeError("broken")',
+        '    def _repr_png_(self): return b"\\x89PNG"',
+        '    def __repr__(self): return "Rich()"',
+        'class Bundle:',
+        '    def _repr_mimebundle_(self, include=None, exclude=None):',
+        '        return {"text/plain": "bundle", "application/json": {"a": 1}}, {}',
+        'Rich()',
+      ].join('\n'),
+    );
+    assert.equal(r.success, true);
+    assert.deepEqual(r.value, { 'text/html': '<b>rich</b>', 'image/png': 'iVBORw==', 'text/plain': 'Rich()' });
+    assert.deepEqual((await run('Bundle()')).value, { 'text/plain': 'bundle', 'application/json': '{"a": 1}' });
+  });
+
+  it('streams output before the run completes', async () => {
+    let resolved = false;
+    let firstAt = 0;
+    const started = Date.now();
+    const done = kernel.run('import time\nprint("early")\ntime.sleep(1)\nprint("late")', 'cell', (o) => {
+      if (o.kind === 'stream' && o.text.includes('early') && !firstAt) {
+        assert.equal(resolved, false);
+        firstAt = Date.now();
+      }
+    });
+    const r = await done;
+    resolved = true;
+    assert.equal(r.success, true);
+    assert.ok(firstAt > 0, 'early output arrived');
+    assert.ok(Date.now() - firstAt >= 500, `early output came ${firstAt - started} ms after start, before the sleep`);
+  });
+
+  it('keeps the order of stdout and stderr', async () => {
+    const r = await run('import sys\nprint("a")\nprint("b", file=sys.stderr)\nprint("c")\nsys.stderr.write("d")\nprint("e")');
+    const seq = r.outputs.map((o) => (o.kind === 'stream' ? `${o.name}:${o.text}` : o.kind)).join('');
+    assert.equal(seq, 'stdout:a\nstderr:b\nstdout:c\nstderr:dstdout:e\n');
+  });
+
+  it('reports exceptions with a traceback of the cell source and stays usable', async () => {
+    await run('keep = 5');
+    const r = await run('def f(v):\n    return 1 / v\n\nf(0)');
+    assert.equal(r.success, false);
+    assert.equal(r.value, null);
+    assert.equal(r.errors.length, 1);
+    const err = r.errors[0];
+    assert.equal(err.name, 'ZeroDivisionError');
+    assert.equal(err.message, 'division by zero');
+    assert.match(err.traceback, /File "<cell \d+>", line 2, in f\n\s+return 1 \/ v/);
+    assert.match(err.traceback, /ZeroDivisionError: division by zero\n$/);
+    assert.doesNotMatch(err.traceback, /kernel\.py|\x1b\[/, 'no kernel frames, no ANSI');
+    assert.deepEqual((await run('keep')).value, { 'text/plain': '5' });
+  });
+
+  it('reports syntax errors and sys.exit() without dying', async () => {
+    const syntax = await run('def :');
+    assert.equal(syntax.success, false);
+    assert.equal(syntax.errors[0]?.name, 'SyntaxError');
+    assert.match(syntax.errors[0]?.traceback ?? '', /def :\n.*\^\nSyntaxError: invalid syntax/s);
+    const exit = await run('import sys\nsys.exit(2)');
+    assert.equal(exit.success, false);
+    assert.equal(exit.errors[0]?.name, 'SystemExit');
+    assert.deepEqual((await run('"alive"')).value, { 'text/plain': "'alive'" });
+  });
+
+  it('supports top-level await, in cells and scratchpads', async () => {
+    const r = await run('import asyncio\nasync def twice(v):\n    await asyncio.sleep(0.01)\n    return 2 * v\nv = await twice(4)\nawait twice(v)');
+    assert.equal(r.success, true);
+    assert.deepEqual(r.value, { 'text/plain': '16' });
+    assert.deepEqual((await run('await twice(v + 1)', 'scratchpad')).value, { 'text/plain': '18' });
+  });
+
+  it('interrupts a busy loop and keeps the globals', async () => {
+    await run('survivor = "yes"');
+    const pending = run('while True: pass');
+    await new Promise((r) => setTimeout(r, 300));
+    kernel.interrupt();
+    const r = await pending;
+    assert.equal(r.success, false);
+    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
+    assert.deepEqual((await run('survivor')).value, { 'text/plain': "'yes'" });
+  });
+
+  it('drops an aborted queued run without running it, and interrupts an aborted running one', async () => {
+    await run('ran = []');
+    const first = run('import time\ntime.sleep(0.4)\nran.append(1)');
+    const controller = new AbortController();
+    const second = run('ran.append(2)', 'cell', controller.signal);
+    controller.abort();
+    const aborted = await second;
+    assert.deepEqual({ success: aborted.success, cancelled: aborted.cancelled }, { success: false, cancelled: true });
+    assert.equal((await first).success, true);
+    assert.deepEqual((await run('ran')).value, { 'text/plain': '[1]' });
+
+    const inFlight = new AbortController();
+    const sleeping = run('import time\ntime.sleep(30)', 'cell', inFlight.signal);
+    setTimeout(() => inFlight.abort(), 200);
+    const r = await sleeping;
+    assert.equal(r.cancelled, true);
+    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
+  });
+
+  it('restart clears globals and fails the pending runs', async () => {
+    await run('gone = 1');
+    const pending = run('import time\ntime.sleep(30)');
+    await new Promise((r) => setTimeout(r, 100));
+    await kernel.restart();
+    const r = await pending;
+    assert.equal(r.success, false);
+    assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
+    const after = await run('gone');
+    assert.equal(after.errors[0]?.name, 'NameError');
+  });
+
+  it('reports a dead kernel (os._exit) and starts a fresh one on the next run', async () => {
+    const exits: KernelExitInfo[] = [];
+    make({ onExit: (info) => exits.push(info) });
+    await run('import os, sys');
+    const pid = kernel.info?.pid;
+    const dying = run('sys.__stderr__.write("last words\\n")\nos._exit(3)');
+    const queued = run('1');
+    const r = await dying;
+    const q = await queued;
+    assert.equal(r.success, false);
+    assert.equal(q.success, false);
+    assert.equal(q.errors[0]?.name, KERNEL_DIED);
+    const err = r.errors.find((e) => e.name === KERNEL_DIED);
+    assert.ok(err, 'KernelDied output');
+    assert.match(err.message, /exited with code 3[\s\S]*last words/);
+    assert.deepEqual(exits, [{ code: 3, signal: null, expected: false }]);
+    assert.equal(kernel.running, false);
+    const again = await run('40 + 2');
+    assert.deepEqual(again.value, { 'text/plain': '42' });
+    assert.notEqual(kernel.info?.pid, pid);
+  });
+
+  it('round-trips unicode, also split across pipe reads', async () => {
+    const r = await run("print('héllo ✓ 日本')\n'日本'");
+    assert.equal(r.stdout, 'héllo ✓ 日本\n');
+    assert.deepEqual(r.value, { 'text/plain': "'日本'" });
+    const big = await run("print('é✓日😀' * 50000, end='')");
+    assert.equal(big.stdout, 'é✓日😀'.repeat(50000));
+  });
+
+  it('streams 10 MB of prints quickly', async () => {
+    const started = Date.now();
+    let chars = 0;
+    let messages = 0;
+    const r = await kernel.run('for _i in range(100_000): print("x" * 99)', 'cell', (o) => {
+      if (o.kind === 'stream') {
+        chars += o.text.length;
+        messages++;
+      }
+    });
+    assert.equal(r.success, true);
+    assert.equal(chars, 10_000_000);
+    assert.ok(messages < 5000, `${messages} messages: output is coalesced`);
+    assert.ok(Date.now() - started < 5000);
+  });
+
+  it('answers calls from Python into the host, and reports their errors', async () => {
+    make({
+      onCall: async (method, params) => {
+        if (method === 'echo') return { got: params };
+        throw new Error(`unknown method ${method}`);
+      },
+    });
+    const ok = await run('import _agent_bridge_host as host\nhost.call("echo", {"n": 1, "s": "✓"})', 'scratchpad');
+    assert.deepEqual(ok.value, { 'text/plain': "{'got': {'n': 1, 's': '✓'}}" });
+    const bad = await run('import _agent_bridge_host as host\nhost.call("nope", None)', 'scratchpad');
+    assert.equal(bad.success, false);
+    assert.equal(bad.errors[0]?.name, 'HostCallError');
+    assert.equal(bad.errors[0]?.message, 'unknown method nope');
+
+    make(); // no handler
+    const none = await run('import _agent_bridge_host as host\ntry:\n    host.call("echo", 1)\nexcept host.HostCallError as e:\n    r = str(e)\nr');
+    assert.match(String(none.value?.['text/plain']), /does not answer calls/);
+  });
+
+  it('forwards OS-level output of the run (fd 1/2, subprocesses)', async () => {
+    const r = await run('import os, subprocess\nos.write(1, b"raw\\n")\nos.write(2, b"raw err\\n")\nsubprocess.run(["echo", "child"])\nNone');
+    assert.equal(r.success, true);
+    assert.equal(r.stdout, 'raw\nchild\n');
+    assert.equal(r.stderr, 'raw err\n');
+  });
+
+  it('sends open matplotlib figures as display output', async () => {
+    // A stand-in pyplot: the kernel only needs get_fignums, figure(n).savefig and close.
+    const code = [
+      'import sys, types',
+      'class Fig:',
+      '    def savefig(self, out, format, bbox_inches): out.write(b"PNGDATA")',
+      'plt = types.ModuleType("matplotlib.pyplot")',
+      'plt.open = [1]',
+      'plt.get_fignums = lambda: list(plt.open)',
+      'plt.figure = lambda n: Fig()',
+      'plt.close = lambda which: plt.open.clear()',
+      'sys.modules["matplotlib.pyplot"] = plt',
+    ].join('\n');
+    const r = await run(code);
+    const displays = r.outputs.filter((o) => o.kind === 'display');
+    assert.equal(displays.length, 1);
+    assert.equal(displays[0].kind === 'display' && displays[0].data['image/png'], Buffer.from('PNGDATA').toString('base64'));
+    assert.equal((await run('None')).outputs.length, 0, 'figures are closed after being shown');
+    await run('del sys.modules["matplotlib.pyplot"]');
+  });
+
+  it('rejects start() clearly when Python is missing, and fails runs instead of throwing', async () => {
+    make({ python: '/nonexistent/python3' });
+    await assert.rejects(kernel.start(), /Could not start the Python kernel with "\/nonexistent\/python3".*ENOENT/);
+    const r = await run('1');
+    assert.equal(r.success, false);
+    assert.equal(r.errors[0]?.name, KERNEL_START_FAILED);
+  });
+
+  it('serves the Kernel interface through BuiltinScratchpad', async () => {
+    await run('base = 10');
+    const pad = new BuiltinScratchpad(kernel);
+    const events: StreamEvent[] = [];
+    const ok = await pad.executeScratchpad('print("hi")\nbase * 2', (e) => events.push(e), new AbortController().signal);
+    assert.deepEqual(ok, { success: true, output: { mimetype: 'text/plain', data: '20' } });
+    assert.deepEqual(events, [{ name: 'stdout', text: 'hi\n' }]);
+    events.length = 0;
+    const bad = await pad.executeScratchpad('raise ValueError("x")', (e) => events.push(e), new AbortController().signal);
+    assert.deepEqual(bad, { success: false, output: { mimetype: 'text/plain', data: '' } });
+    assert.equal(events.length, 1);
+    assert.equal(events[0].name, 'stderr');
+    assert.match(events[0].text, /Traceback[\s\S]*raise ValueError\("x"\)[\s\S]*ValueError: x\n$/);
+    assert.equal(pad.kind, 'builtin');
+  });
+});
