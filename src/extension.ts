@@ -5,6 +5,7 @@ import { commandTable } from './commands';
 import { readConfig } from './config';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
 import { BuiltinKernels } from './kernels/builtin/controller';
+import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
 import { Sessions } from './notebooks/sessions';
 import { BridgeStatus } from './statusBar';
 
@@ -21,7 +22,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       script: context.asAbsolutePath(join('dist', 'kernel.py')),
       log,
     });
-    const sessions = new Sessions([builtin], builtin);
+    const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
     const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);

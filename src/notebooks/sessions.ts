@@ -5,7 +5,7 @@ import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
 import type { NotebookHost, SessionInfo } from '../core/sessions';
 import type { BuiltinKernels } from '../kernels/builtin/controller';
-import type { KernelProvider } from '../kernels/kernel';
+import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -43,7 +43,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   async sessions(): Promise<SessionInfo[]> {
     const notebooks = [...this.idByNotebook.keys()];
-    const usable = await Promise.all(notebooks.map(async (nb) => (await this.kernelOf(nb)) !== undefined));
+    const usable = await Promise.all(notebooks.map(async (nb) => !((await this.kernelOf(nb)) instanceof KernelUnavailable)));
     return notebooks.filter((_, i) => usable[i]).map((nb) => this.info(nb));
   }
 
@@ -51,13 +51,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     const notebook = this.notebookById.get(sessionId);
     if (!notebook) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
     const kernel = await this.kernelOf(notebook);
-    if (!kernel) {
-      throw new BridgeError(
-        409,
-        `No kernel is selected for ${this.label(notebook)}: pick one with "Notebook: Select Notebook Kernel" ` +
-          `(for .ipynb files "Agent Bridge Python" works with any python3)`,
-      );
-    }
+    if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.status, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;
   }
 
@@ -90,12 +84,21 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     };
   }
 
-  private async kernelOf(notebook: vscode.NotebookDocument): Promise<Kernel | undefined> {
+  /** The first provider's kernel; else the first reason given; else a hint to pick one. */
+  private async kernelOf(notebook: vscode.NotebookDocument): Promise<Kernel | KernelUnavailable> {
+    let unavailable: KernelUnavailable | undefined;
     for (const provider of this.providers) {
-      const kernel = await provider.kernelFor(notebook);
-      if (kernel) return kernel;
+      const answer = await provider.kernelFor(notebook);
+      if (answer instanceof KernelUnavailable) unavailable ??= answer;
+      else if (answer) return answer;
     }
-    return undefined;
+    return (
+      unavailable ??
+      new KernelUnavailable(
+        409,
+        'no kernel is selected: pick one with "Notebook: Select Notebook Kernel" (for .ipynb files "Agent Bridge Python" works with any python3)',
+      )
+    );
   }
 
   private track(notebook: vscode.NotebookDocument): string {

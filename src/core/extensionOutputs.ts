@@ -1,0 +1,94 @@
+import type { MimeBundle, StreamEvent } from './kernel';
+
+/** One output as the marimo and Jupyter extensions' `executeCode` yield it. */
+export interface ApiOutput {
+  items: readonly { mime: string; data: Uint8Array }[];
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/** VS Code's stream and error mimes, read at run time from the API rather than hard-coded. */
+export interface StreamMimes {
+  stdout: string;
+  stderr: string;
+  error: string;
+}
+
+export interface InterpretedOutput {
+  streams: StreamEvent[];
+  failed: boolean;
+  /** A rich value (the last one of a run becomes `done.output`). */
+  value?: MimeBundle;
+}
+
+const MARIMO_UI_MIME = 'application/vnd.marimo.ui+json';
+const BINARY_PREFIXES = ['image/', 'audio/', 'video/', 'application/octet-stream', 'application/pdf'];
+const decoder = new TextDecoder();
+
+/** Tags of HTML markup only: Python's own `<module>` or `<cell 3>` in a traceback must survive. */
+const HTML_TAG = /<\/?(a|abbr|b|br|code|div|em|h[1-6]|i|li|ol|p|pre|small|span|strong|table|tbody|td|th|thead|tr|u|ul)(\s[^>]*)?\/?>/gi;
+
+/** Plain text for a terminal: no ANSI colour codes, no HTML markup. */
+export function plainText(text: string): string {
+  return text
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .replace(HTML_TAG, '')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
+}
+
+const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
+
+/**
+ * Maps one API output onto the scratchpad stream: console items become stdout/stderr events,
+ * error items a plain-text traceback on stderr (and failure), marimo's `marimo-error` channel
+ * failure; anything else is a rich value.
+ */
+export function interpretOutput(output: ApiOutput, mimes: StreamMimes): InterpretedOutput {
+  const result: InterpretedOutput = { streams: [], failed: output.metadata?.['channel'] === 'marimo-error' };
+  const value: MimeBundle = {};
+  for (const item of output.items) {
+    if (item.mime === mimes.stdout || item.mime === mimes.stderr) {
+      const name = item.mime === mimes.stdout && !result.failed ? 'stdout' : 'stderr';
+      result.streams.push({ name, text: decoder.decode(item.data) });
+    } else if (item.mime === mimes.error) {
+      result.failed = true;
+      result.streams.push({ name: 'stderr', text: withNewline(plainText(errorText(decoder.decode(item.data)))) });
+    } else if (result.failed) {
+      result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
+    } else if (item.mime === MARIMO_UI_MIME) {
+      Object.assign(value, marimoValue(decoder.decode(item.data)));
+    } else if (BINARY_PREFIXES.some((p) => item.mime.startsWith(p))) {
+      value[item.mime] = Buffer.from(item.data).toString('base64');
+    } else {
+      value[item.mime] = decoder.decode(item.data);
+    }
+  }
+  if (Object.keys(value).length) result.value = value;
+  return result;
+}
+
+function errorText(json: string): string {
+  try {
+    const e = JSON.parse(json) as { name?: unknown; message?: unknown; stack?: unknown };
+    if (typeof e.stack === 'string' && e.stack.trim()) return e.stack;
+    return `${String(e.name ?? 'Error')}: ${String(e.message ?? '')}`;
+  } catch {
+    return json;
+  }
+}
+
+/** marimo wraps a cell's value for its own renderer: `{cellId, state: {output: {mimetype, data}}}`. */
+function marimoValue(json: string): MimeBundle {
+  try {
+    const output = (JSON.parse(json) as { state?: { output?: { mimetype?: unknown; data?: unknown } } }).state?.output;
+    if (output && typeof output.mimetype === 'string' && typeof output.data === 'string' && output.data) {
+      return { [output.mimetype]: output.data };
+    }
+  } catch {
+    // not marimo's shape after all: no value
+  }
+  return {};
+}
