@@ -3,6 +3,7 @@ import { isAbsolute } from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
+import { KeyedQueue } from '../core/keyedQueue';
 import type { NotebookHost, SessionInfo } from '../core/sessions';
 import type { BuiltinKernels } from '../kernels/builtin/controller';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
@@ -20,6 +21,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   /** Fires when the list of sessions may have changed (open, close, kernel selection). */
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
+  private readonly opening = new KeyedQueue();
 
   constructor(
     private readonly providers: readonly KernelProvider[],
@@ -55,8 +57,13 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     return kernel;
   }
 
-  async open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
-    if (!isAbsolute(path)) throw new BridgeError(400, `"path" must be absolute (got ${path})`);
+  /** One open at a time: VS Code fails to create two notebook editors at once. */
+  open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
+    if (!isAbsolute(path)) return Promise.reject(new BridgeError(400, `"path" must be absolute (got ${path})`));
+    return this.opening.run('open', () => this.openNow(path, options));
+  }
+
+  private async openNow(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
     let notebook: vscode.NotebookDocument;
     try {
       notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(path));

@@ -1,0 +1,130 @@
+/** What every check module gets: the running sandbox, the bridge it found, the opened fixtures. */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { BridgeClient, SseResult } from '../http';
+import type { Sandbox } from '../vscode';
+import { eq, fail, ok, show } from '../harness';
+
+/** A session as the bridge describes it (discovery file, /notebooks/open). */
+export interface SessionInfo {
+  id: string;
+  path: string | null;
+  uri: string;
+  notebookType: string;
+}
+
+/** Our own discovery file (`$AGENT_BRIDGE_DISCOVERY_FILE`). */
+export interface BridgeAdvert {
+  server: string;
+  version: string;
+  url: string;
+  host: string;
+  port: number;
+  pid: number;
+  token: string | null;
+  startedAt: string;
+  sessions: SessionInfo[];
+}
+
+export interface OpenedNotebook {
+  /** Fixture name without extension: `analysis`, `other`. */
+  name: string;
+  /** Absolute path in the temp workspace. */
+  path: string;
+  session: SessionInfo;
+}
+
+export interface CheckContext {
+  sandbox: Sandbox;
+  workspace: string;
+  discoveryFile: string;
+  /** The discovery file as read at startup. */
+  advert: BridgeAdvert;
+  registryDir: string;
+  registryFile: string;
+  /** Client with the bridge's token. */
+  client: BridgeClient;
+  analysis: OpenedNotebook;
+  other: OpenedNotebook;
+  /** Folder with marimo-pair's discover-servers.sh and execute-code.sh, when given. */
+  scriptsDir: string | undefined;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- checks read arbitrary JSON and assert on it
+export function readJson<T = any>(file: string): T {
+  const text = fs.readFileSync(file, 'utf8');
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return fail(`${file} is not JSON: ${show(text)}`);
+  }
+}
+
+export function fileMode(file: string): number {
+  return fs.statSync(file).mode & 0o777;
+}
+
+export const octal = (mode: number) => `0${mode.toString(8)}`;
+
+/**
+ * Files under the sandbox (outside our own discovery file) that hold a bridge advert: the copy the
+ * extension keeps in its global storage.
+ */
+export function findAdvertCopies(ctx: Pick<CheckContext, 'sandbox' | 'discoveryFile'>): string[] {
+  const found: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    if (depth > 8) return;
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!['CachedData', 'CachedExtensionVSIXs', 'node_modules', 'logs'].includes(e.name)) walk(full, depth + 1);
+      } else if (e.isFile() && e.name.endsWith('.json') && full !== ctx.discoveryFile) {
+        try {
+          if (fs.statSync(full).size > 1_000_000) continue;
+          const text = fs.readFileSync(full, 'utf8');
+          if (text.includes('"agent-bridge"') && JSON.parse(text)?.server === 'agent-bridge') found.push(full);
+        } catch {
+          /* not JSON, or vanished */
+        }
+      }
+    }
+  };
+  walk(ctx.sandbox.dirs.userData, 0);
+  walk(ctx.sandbox.dirs.dataHome, 0);
+  return found;
+}
+
+/** Asserts marimo's SSE framing on a finished execute stream and returns its `done` data. */
+export function expectWellFramed(
+  r: SseResult,
+  what = 'stream',
+): { success: boolean; output: { mimetype: string; data: string } } {
+  eq(r.status, 200, `${what} status`);
+  ok(
+    String(r.headers['content-type'] ?? '').startsWith('text/event-stream'),
+    `${what} content-type is ${show(r.headers['content-type'])}`,
+  );
+  ok(r.framingErrors.length === 0, `${what} framing: ${r.framingErrors.join('; ')}`);
+  eq(r.trailing, '', `${what} bytes after the last event`);
+  ok(r.ended === 'closed', `${what} did not close cleanly (${r.ended}${r.error ? `: ${r.error}` : ''})`);
+  for (const e of r.events) {
+    ok(['stdout', 'stderr', 'done'].includes(e.event), `${what}: unexpected event name ${show(e.event)}`);
+    if (e.event !== 'done') ok(typeof e.data?.data === 'string', `${what}: ${e.event} data is not a string: ${e.rawData}`);
+  }
+  const dones = r.events.filter((e) => e.event === 'done');
+  eq(dones.length, 1, `${what}: number of done events`);
+  ok(r.events[r.events.length - 1]!.event === 'done', `${what}: done is not the last event`);
+  const done = dones[0]!.data;
+  ok(typeof done?.success === 'boolean', `${what}: done.success is not a boolean: ${dones[0]!.rawData}`);
+  ok(
+    typeof done?.output?.mimetype === 'string' && typeof done?.output?.data === 'string',
+    `${what}: done.output is not {mimetype, data}: ${dones[0]!.rawData}`,
+  );
+  return done;
+}

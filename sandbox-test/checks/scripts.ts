@@ -1,0 +1,160 @@
+/**
+ * The real, unmodified marimo-pair scripts against the bridge. They are never copied into this
+ * repository: point MARIMO_PAIR_SCRIPTS at a folder holding discover-servers.sh and
+ * execute-code.sh. Without it every check here is reported SKIP by name.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { eq, Harness, includes, ok, show } from '../harness';
+import { MARKER_VAR } from '../vscode';
+import type { CheckContext } from './context';
+
+interface ScriptResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+function runScript(
+  file: string,
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number; signal?: AbortSignal },
+): Promise<ScriptResult> {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const child = spawn('bash', [file, ...args], {
+      env: opts.env,
+      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const kill = () => child.kill('SIGKILL');
+    const timer = setTimeout(() => {
+      kill();
+      reject(
+        new Error(
+          `${path.basename(file)} ${args.join(' ')}: no exit within ${opts.timeoutMs ?? 10_000} ms (stderr ${show(stderr)})`,
+        ),
+      );
+    }, opts.timeoutMs ?? 10_000);
+    opts.signal?.addEventListener('abort', kill);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: Date.now() - t0 });
+    });
+    if (child.stdin) {
+      child.stdin.on('error', () => undefined); // the script may exit before reading it all
+      child.stdin.end(opts.stdin);
+    }
+  });
+}
+
+const NAMES = [
+  'scripts: discover-servers.sh lists the bridge with its url',
+  'scripts: execute-code.sh --file runs print(1) and exits 0',
+  'scripts: execute-code.sh without --file asks for one (two sessions)',
+  'scripts: execute-code.sh --file selects each notebook; an unknown path fails',
+  'scripts: execute-code.sh exits 1 with the traceback on stderr',
+  'scripts: execute-code.sh reads code from stdin (-)',
+  'scripts: execute-code.sh reads code from a file argument',
+  'scripts: execute-code.sh without the token fails to connect',
+] as const;
+
+export function registerScriptChecks(h: Harness, ctx: CheckContext): void {
+  const dir = ctx.scriptsDir;
+  const missing = !dir
+    ? 'MARIMO_PAIR_SCRIPTS is not set'
+    : !fs.existsSync(path.join(dir, 'execute-code.sh')) || !fs.existsSync(path.join(dir, 'discover-servers.sh'))
+      ? `no discover-servers.sh/execute-code.sh in ${dir}`
+      : undefined;
+  if (missing) {
+    for (const name of NAMES) h.skip(name, missing);
+    return;
+  }
+  const discover = path.join(dir!, 'discover-servers.sh');
+  const execute = path.join(dir!, 'execute-code.sh');
+  const url = ctx.advert.url;
+  // The caller's environment, pointed at the sandbox's registry; never marked as a sandbox process.
+  const baseEnv: NodeJS.ProcessEnv = { ...process.env, HOME: ctx.sandbox.dirs.home, XDG_STATE_HOME: ctx.sandbox.dirs.stateHome };
+  delete baseEnv[MARKER_VAR];
+  delete baseEnv['MARIMO_TOKEN'];
+  const withToken: NodeJS.ProcessEnv = { ...baseEnv, MARIMO_TOKEN: ctx.advert.token ?? '' };
+  const exec = (args: string[], signal: AbortSignal, opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}) =>
+    runScript(execute, ['--url', url, ...args], { env: opts.env ?? withToken, stdin: opts.stdin, signal });
+  const describe = (r: ScriptResult) => `exit ${r.code}, stdout ${show(r.stdout)}, stderr ${show(r.stderr, 300)}`;
+
+  h.check(NAMES[0], async ({ signal }) => {
+    const r = await runScript(discover, [], { env: baseEnv, signal });
+    eq(r.code, 0, `exit code (${describe(r)})`);
+    let list: { server_id: string; url: string | null }[];
+    try {
+      list = JSON.parse(r.stdout);
+    } catch {
+      throw new Error(`not JSON: ${show(r.stdout)}`);
+    }
+    const entry = list.find((e) => e.server_id === `127.0.0.1:${ctx.advert.port}`);
+    ok(entry, `bridge 127.0.0.1:${ctx.advert.port} not listed: ${show(list, 300)}`);
+    eq(entry.url, url, 'url');
+  });
+
+  h.check(NAMES[1], async ({ signal }) => {
+    const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal);
+    eq(r.code, 0, `exit code (${describe(r)})`);
+    ok(r.stdout.startsWith('1\n'), `stdout ${show(r.stdout)}`);
+    eq(r.stderr, '', 'stderr');
+  });
+
+  h.check(NAMES[2], async ({ signal }) => {
+    const r = await exec(['-c', 'print(1)'], signal);
+    eq(r.code, 1, `exit code (${describe(r)})`);
+    includes(r.stderr, '--file', 'stderr');
+    ok(!r.stdout.includes('1'), `the code ran anyway: ${describe(r)}`);
+  });
+
+  h.check(NAMES[3], async ({ signal }) => {
+    for (const nb of [ctx.analysis, ctx.other]) {
+      const r = await exec(['--file', nb.path, '-c', `print(${JSON.stringify(nb.name)})`], signal);
+      eq(r.code, 0, `--file ${nb.name}.ipynb exit code (${describe(r)})`);
+      ok(r.stdout.startsWith(`${nb.name}\n`), `--file ${nb.name}.ipynb stdout ${show(r.stdout)}`);
+    }
+    const nope = path.join(ctx.workspace, 'nope.ipynb');
+    const r = await exec(['--file', nope, '-c', 'print(1)'], signal);
+    eq(r.code, 1, `--file nope.ipynb exit code (${describe(r)})`);
+    includes(r.stderr, 'No active session matches', '--file nope.ipynb stderr');
+    // The script lists the sessions it has: both fixtures, by path.
+    includes(r.stderr, ctx.analysis.path, '--file nope.ipynb stderr');
+    includes(r.stderr, ctx.other.path, '--file nope.ipynb stderr');
+  });
+
+  h.check(NAMES[4], async ({ signal }) => {
+    const r = await exec(['--file', ctx.analysis.path, '-c', "raise ValueError('boom')"], signal);
+    eq(r.code, 1, `exit code (${describe(r)})`);
+    includes(r.stderr, 'Traceback', 'stderr');
+    includes(r.stderr, 'ValueError: boom', 'stderr');
+  });
+
+  h.check(NAMES[5], async ({ signal }) => {
+    const r = await exec(['--file', ctx.other.path, '-'], signal, { stdin: 'print(3 * 3)\nprint("ü")\n' });
+    eq(r.code, 0, `exit code (${describe(r)})`);
+    ok(r.stdout.startsWith('9\nü\n'), `stdout ${show(r.stdout)}`);
+  });
+
+  h.check(NAMES[6], async ({ signal }) => {
+    const file = path.join(ctx.sandbox.dirs.tmp, 'snippet.py');
+    fs.writeFileSync(file, "total = sum(range(5))\nprint('total', total)\ntotal * 2\n");
+    const r = await exec(['--file', ctx.analysis.path, file], signal);
+    eq(r.code, 0, `exit code (${describe(r)})`);
+    eq(r.stdout, 'total 10\n20\n', 'stdout (printed line, then the trailing expression)');
+  });
+
+  h.check(NAMES[7], async ({ signal }) => {
+    const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: baseEnv });
+    eq(r.code, 1, `exit code (${describe(r)})`);
+    includes(r.stderr, 'Failed to connect', 'stderr');
+  });
+}

@@ -1,0 +1,922 @@
+/**
+ * The sandbox launcher: a real VS Code (code-server from npm, run under Node 24) in its own temp
+ * root, with headless Chromium holding the workbench open so the extension host runs and VS Code
+ * API calls are served. Used by the harness (sandbox-test/run.ts), sandbox-up/down/cleanup and the
+ * integration tests (scripts/code-launcher.sh runs this file's CLI).
+ *
+ * Isolation: every run gets `.vscode-test/runs/<id>/` with its own HOME, XDG_* dirs, TMPDIR,
+ * user-data-dir, extensions-dir and code-server config. Every process we start carries
+ * `AGENT_BRIDGE_SANDBOX=<id>` in its environment, and the run is recorded in
+ * `.vscode-test/sandboxes/<id>.json` (pids and process groups) so cleanup can find exactly those
+ * processes and nothing else.
+ *
+ * See /work/shared/vscode-here.md for why each flag and setting is there.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { formatWithOptions } from 'node:util';
+import type { BrowserContext, Page } from 'playwright-core';
+
+// ---------------------------------------------------------------------------------- locations
+
+export const REPO_ROOT = path.resolve(__dirname, '..');
+export const STACK_ROOT = path.resolve(process.env['AGENT_BRIDGE_STACK'] || path.join(REPO_ROOT, '.vscode-test'));
+export const STACK = {
+  node24Bin: path.join(STACK_ROOT, 'node24', 'node_modules', '.bin'),
+  codeServer: path.join(STACK_ROOT, 'code-server', 'bin', 'code-server'),
+  chromium: process.env['AGENT_BRIDGE_CHROMIUM'] || '/usr/bin/chromium',
+  runsDir: path.join(STACK_ROOT, 'runs'),
+  /** Workspace copies made by sandbox-up (removed with their sandbox). */
+  workspacesDir: path.join(STACK_ROOT, 'workspaces'),
+  recordsDir: path.join(STACK_ROOT, 'sandboxes'),
+};
+/** Environment variable every sandbox process carries; its value is the sandbox id. */
+export const MARKER_VAR = 'AGENT_BRIDGE_SANDBOX';
+
+// -------------------------------------------------------------------------------------- types
+
+/** The folders of one sandbox, all under `root`. */
+export interface SandboxDirs {
+  root: string;
+  home: string;
+  configHome: string;
+  dataHome: string;
+  stateHome: string;
+  tmp: string;
+  userData: string;
+  extensions: string;
+  chrome: string;
+  logs: string;
+}
+
+export interface SandboxOptions {
+  /** Folder opened in the workbench. */
+  workspace: string;
+  /** Install this .vsix before starting. */
+  vsix?: string;
+  /** Load this folder as the extension under development (smoke-test-driver payload). */
+  extensionDevelopmentPath?: string;
+  /** Run this file's `run()` inside the extension host; see `Sandbox.testsExitCode`. */
+  extensionTestsPath?: string;
+  /** Extra environment for code-server (and so the extension host); may depend on the dirs. */
+  env?: Record<string, string> | ((dirs: SandboxDirs) => Record<string, string>);
+  /** Extra user settings, merged over the defaults. */
+  settings?: Record<string, unknown>;
+  /** Sandbox id (default: `<kind>-<time>-<random>`). */
+  id?: string;
+  /** Free-form label stored in the record: `harness`, `up`, `tests`, ... */
+  kind?: string;
+  /** Timeout of each startup wait, ms (default 60 000). */
+  startupTimeoutMs?: number;
+  /** Extension host console lines (only delivered in smoke-test-driver mode). */
+  onLog?: (type: string, text: string) => void;
+  /** Progress messages (default: stderr with a timestamp). */
+  onProgress?: (message: string) => void;
+  /** Stop this sandbox on SIGINT/SIGTERM and kill its processes on exit (default true). */
+  handleSignals?: boolean;
+}
+
+export interface StopOptions {
+  /** Runs after every process is gone and before the root is removed (e.g. to inspect files). */
+  beforeRemove?: (sandbox: Sandbox) => void | Promise<void>;
+}
+
+export interface Sandbox {
+  readonly id: string;
+  readonly root: string;
+  readonly dirs: SandboxDirs;
+  /** The isolated environment code-server runs with (HOME, XDG_*, TMPDIR, PATH with Node 24, opts.env). */
+  readonly env: Record<string, string>;
+  readonly codeServerPort: number;
+  readonly codeServerPid: number;
+  readonly workspace: string;
+  /** Workbench URL the browser opened. */
+  readonly workbenchUrl: string;
+  /** Exit code reported by `codeAutomationExit` when extensionTestsPath was given. */
+  readonly testsExitCode: Promise<number> | undefined;
+  /** Last lines of code-server's log, for error messages. */
+  logTail(lines?: number): string;
+  /** True while code-server runs and the workbench page is open. */
+  alive(): boolean;
+  /** Polls `probe` until it returns a truthy value; fails early if code-server dies; errors carry the log tail. */
+  waitFor<T>(
+    what: string,
+    probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+    timeoutMs?: number,
+  ): Promise<T>;
+  stop(options?: StopOptions): Promise<void>;
+}
+
+/** What `.vscode-test/sandboxes/<id>.json` holds. */
+export interface SandboxRecord {
+  id: string;
+  kind: string;
+  status: 'starting' | 'running' | 'stopping' | 'failed';
+  error?: string;
+  root: string;
+  workspace: string;
+  /** The Node process that owns the sandbox (runs the launcher). */
+  launcherPid: number;
+  codeServerPid?: number;
+  codeServerPort?: number;
+  chromiumPid?: number;
+  /** Process groups created for this sandbox (code-server's, Chromium's). */
+  pgids: number[];
+  /** Individual processes (launcher, code-server, Chromium). */
+  pids: number[];
+  /** Start time (clock ticks since boot) of each recorded pid, to tell it from a reused pid. */
+  starts: Record<string, number>;
+  createdAt: string;
+  /** Launcher output file of detached sandboxes (sandbox-up). */
+  logFile?: string;
+  /** Anything the owner wants to publish (sandbox-up puts the bridge URL here). */
+  info?: Record<string, unknown>;
+}
+
+export class SandboxError extends Error {
+  constructor(
+    message: string,
+    readonly logTail = '',
+  ) {
+    super(logTail ? `${message}\n--- code-server log (tail) ---\n${logTail}` : message);
+    this.name = 'SandboxError';
+  }
+}
+
+// ------------------------------------------------------------------------------------ helpers
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function defaultProgress(message: string): void {
+  process.stderr.write(`[sandbox ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
+}
+
+function newId(kind: string): string {
+  return `${kind}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function httpStatus(url: string, timeoutMs = 2000): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
+function tailOfFile(file: string, lines: number): string {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    return text
+      .split('\n')
+      .slice(-lines - 1)
+      .join('\n')
+      .trimEnd();
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Runs `fn` with process.env.TMPDIR pointed at `tmp` (Playwright puts its artifacts in os.tmpdir()). */
+async function withTmpdir<T>(tmp: string, fn: () => Promise<T>): Promise<T> {
+  const saved = process.env['TMPDIR'];
+  process.env['TMPDIR'] = tmp;
+  try {
+    return await fn();
+  } finally {
+    if (saved === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = saved;
+  }
+}
+
+async function withTimeout<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
+// ------------------------------------------------------------------- processes (Linux /proc)
+
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  /** Start time in clock ticks since boot: with the pid, a process identity that survives pid reuse. */
+  start: number;
+  cmdline: string;
+}
+
+export function readProc(pid: number): ProcInfo | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+    //  cutime cstime priority nice threads itrealvalue starttime ..."; comm may hold spaces or ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (rest[0] === 'Z' || rest[0] === 'X') return undefined; // zombie / dead
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    return { pid, ppid: Number(rest[1]), pgid: Number(rest[2]), start: Number(rest[19]), cmdline };
+  } catch {
+    return undefined;
+  }
+}
+
+export function listProcs(): ProcInfo[] {
+  const out: ProcInfo[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const info = readProc(Number(name));
+    if (info) out.push(info);
+  }
+  return out;
+}
+
+/** True when the process's environment carries `AGENT_BRIDGE_SANDBOX=<id>`: proof that it is ours. */
+export function carriesMarker(pid: number, id: string): boolean {
+  try {
+    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'latin1');
+    return environ.split('\0').includes(`${MARKER_VAR}=${id}`);
+  } catch {
+    return false;
+  }
+}
+
+/** True when `pid` runs and is the very process recorded (same start time), not a reused pid. */
+export function isRecordedProcess(record: Pick<SandboxRecord, 'starts'>, pid: number): boolean {
+  const info = readProc(pid);
+  return info !== undefined && record.starts[String(pid)] === info.start;
+}
+
+/**
+ * The live processes of a recorded sandbox, and only those: recorded pids (checked against their
+ * recorded start time, since pids get reused), members of recorded process groups whose leader is
+ * still the recorded process, and any process carrying this sandbox's unique marker in its
+ * environment (the extension host, its kernels, Chromium's helpers, even if they left the group).
+ */
+export function sandboxProcesses(
+  record: Pick<SandboxRecord, 'id' | 'pgids' | 'pids' | 'starts'>,
+  exclude: number[] = [process.pid],
+): ProcInfo[] {
+  const procs = listProcs();
+  const pids = new Set(record.pids);
+  const liveGroups = new Set(record.pgids.filter((g) => isRecordedProcess(record, g)));
+  return procs.filter(
+    (p) =>
+      !exclude.includes(p.pid) &&
+      ((pids.has(p.pid) && record.starts[String(p.pid)] === p.start) ||
+        liveGroups.has(p.pgid) ||
+        carriesMarker(p.pid, record.id)),
+  );
+}
+
+function signal(pid: number, sig: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------- records
+
+/** True when the process that owns the sandbox (recorded launcherPid) still runs. */
+export function ownerRunning(record: SandboxRecord): boolean {
+  return record.launcherPid !== process.pid && isRecordedProcess(record, record.launcherPid);
+}
+
+function addProcess(record: SandboxRecord, pid: number, group: boolean): void {
+  const info = readProc(pid);
+  if (!info) return;
+  record.starts[String(pid)] = info.start;
+  if (!record.pids.includes(pid)) record.pids.push(pid);
+  if (group && !record.pgids.includes(info.pgid)) record.pgids.push(info.pgid);
+}
+
+export function recordPath(id: string): string {
+  return path.join(STACK.recordsDir, `${id}.json`);
+}
+
+export function writeRecord(record: SandboxRecord): void {
+  fs.mkdirSync(STACK.recordsDir, { recursive: true });
+  const file = recordPath(record.id);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n');
+  fs.renameSync(tmp, file);
+}
+
+export function readRecord(id: string): SandboxRecord | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(recordPath(id), 'utf8')) as SandboxRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+export function listRecords(): SandboxRecord[] {
+  if (!fs.existsSync(STACK.recordsDir)) return [];
+  const names = fs.readdirSync(STACK.recordsDir).filter((n) => n.endsWith('.json'));
+  const out: SandboxRecord[] = [];
+  for (const name of names) {
+    const record = readRecord(name.slice(0, -'.json'.length));
+    if (record) out.push(record);
+  }
+  return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+}
+
+/** Copies a sandbox's logs to `$KEEP_LOGS/<id>/` (no browser profile, no extensions, no sockets). */
+function keepLogs(root: string, id: string): string | undefined {
+  const keep = process.env['KEEP_LOGS'];
+  if (!keep || !fs.existsSync(root)) return undefined;
+  const dest = path.resolve(keep, id);
+  const skip = new Set(['chrome', 'extensions']);
+  fs.cpSync(root, dest, {
+    recursive: true,
+    filter: (src) => {
+      const rel = path.relative(root, src).split(path.sep);
+      if (skip.has(rel[0] ?? '') || rel.includes('node_modules') || rel.includes('CachedData')) return false;
+      try {
+        const st = fs.lstatSync(src);
+        return st.isDirectory() || st.isFile();
+      } catch {
+        return false;
+      }
+    },
+  });
+  return dest;
+}
+
+function removeTree(dir: string): void {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3, retryDelay: 100 });
+      return;
+    } catch (err) {
+      if (attempt === 4) throw err;
+    }
+  }
+}
+
+/** Removes a detached launcher's output file (copied to $KEEP_LOGS/<id>/launcher.log first when set). */
+function removeLauncherLog(record: SandboxRecord): void {
+  const log = record.logFile;
+  if (!log || !log.startsWith(STACK.recordsDir + path.sep) || !fs.existsSync(log)) return;
+  if (process.env['KEEP_LOGS']) {
+    const dest = path.resolve(process.env['KEEP_LOGS'], record.id);
+    fs.mkdirSync(dest, { recursive: true });
+    fs.copyFileSync(log, path.join(dest, 'launcher.log'));
+  }
+  fs.rmSync(log, { force: true });
+}
+
+/** Removes the workspace copy sandbox-up made for this sandbox (only ever under STACK.workspacesDir). */
+function removeOwnedWorkspace(record: SandboxRecord): void {
+  const ws = record.info?.['ownedWorkspace'];
+  if (typeof ws === 'string' && ws.startsWith(STACK.workspacesDir + path.sep)) fs.rmSync(ws, { recursive: true, force: true });
+}
+
+/**
+ * Stops a sandbox from outside its owning process (sandbox-down, sandbox-cleanup): asks the owner
+ * to stop (SIGTERM to the launcher, which then closes the browser and code-server cleanly), and if
+ * it is gone or does not finish within `graceMs`, kills the sandbox's processes and removes its
+ * root and record itself. Returns what it did.
+ */
+export async function stopRecorded(record: SandboxRecord, graceMs = 20_000): Promise<string> {
+  const ownerAlive = ownerRunning(record);
+  if (ownerAlive) {
+    signal(record.launcherPid, 'SIGTERM');
+    const end = Date.now() + graceMs;
+    while (Date.now() < end && fs.existsSync(recordPath(record.id))) await sleep(200);
+    if (!fs.existsSync(recordPath(record.id))) {
+      removeOwnedWorkspace(record);
+      removeLauncherLog(record);
+      return `stopped ${record.id} (launcher ${record.launcherPid} shut it down)`;
+    }
+  }
+  const found = sandboxProcesses(record);
+  let leftovers = found;
+  for (const p of leftovers) signal(p.pid, 'SIGTERM');
+  for (let i = 0; i < 30 && leftovers.length; i++) {
+    await sleep(100);
+    leftovers = sandboxProcesses(record);
+  }
+  for (const p of leftovers) signal(p.pid, 'SIGKILL');
+  const removedRoot = record.root.startsWith(STACK.runsDir + path.sep) && fs.existsSync(record.root);
+  if (removedRoot) {
+    keepLogs(record.root, record.id);
+    removeTree(record.root);
+  }
+  removeLauncherLog(record);
+  removeOwnedWorkspace(record);
+  fs.rmSync(recordPath(record.id), { force: true });
+  return (
+    `${ownerAlive ? 'force-stopped' : 'cleaned up'} ${record.id}` +
+    (found.length
+      ? ` (stopped processes ${found.map((p) => p.pid).join(', ')}${leftovers.length ? `; SIGKILL for ${leftovers.map((p) => p.pid).join(', ')}` : ''})`
+      : '') +
+    (removedRoot ? `, removed ${path.relative(REPO_ROOT, record.root)}` : '')
+  );
+}
+
+// ----------------------------------------------------------------------------------- launch
+
+const DEFAULT_SETTINGS: Record<string, unknown> = {
+  'security.workspace.trust.enabled': false,
+  'chat.disableAIFeatures': true,
+  'telemetry.telemetryLevel': 'off',
+  'extensions.autoUpdate': false,
+  'extensions.autoCheckUpdates': false,
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'update.mode': 'none',
+};
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Environment variables of the caller that must not leak into the sandbox. */
+function inheritedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined) continue;
+    if (/^(VSCODE_|ELECTRON_)/.test(key) || key === 'NODE_OPTIONS' || key === 'MARIMO_TOKEN') continue;
+    env[key] = value;
+  }
+  return env;
+}
+
+function makeDirs(root: string): SandboxDirs {
+  const dirs: SandboxDirs = {
+    root,
+    home: path.join(root, 'home'),
+    configHome: path.join(root, 'home', '.config'),
+    dataHome: path.join(root, 'home', '.local', 'share'),
+    stateHome: path.join(root, 'home', '.local', 'state'),
+    tmp: path.join(root, 'tmp'),
+    userData: path.join(root, 'user-data'),
+    extensions: path.join(root, 'extensions'),
+    chrome: path.join(root, 'chrome'),
+    logs: path.join(root, 'logs'),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dirs;
+}
+
+const liveSandboxes = new Set<{ stop: () => Promise<void>; killNow: () => void }>();
+let signalsInstalled = false;
+function installSignalHandlers(): void {
+  if (signalsInstalled) return;
+  signalsInstalled = true;
+  let signalled = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    const code = sig === 'SIGINT' ? 130 : 143;
+    const all = [...liveSandboxes];
+    if (all.length === 0 || signalled) process.exit(code); // a second signal: kill (exit handler) and go
+    signalled = true;
+    process.stderr.write(`[sandbox] ${sig}: stopping ${all.length} sandbox(es); send it again to kill them at once\n`);
+    void withTimeout('stopping sandboxes', 30_000, Promise.allSettled(all.map((s) => s.stop()))).finally(() =>
+      process.exit(code),
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('exit', () => {
+    for (const s of liveSandboxes) s.killNow();
+  });
+}
+
+export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
+  const kind = opts.kind ?? 'sandbox';
+  const id = opts.id ?? newId(kind);
+  if (!/^[A-Za-z0-9._-]+$/.test(id)) throw new SandboxError(`bad sandbox id: ${id}`);
+  const progress = opts.onProgress ?? defaultProgress;
+  const startupMs = opts.startupTimeoutMs ?? 60_000;
+  const workspace = path.resolve(opts.workspace);
+
+  for (const [what, file] of [
+    ['code-server', STACK.codeServer],
+    ['Node 24', path.join(STACK.node24Bin, 'node')],
+    ['Chromium', STACK.chromium],
+  ] as const) {
+    if (!fs.existsSync(file))
+      throw new SandboxError(`${what} not found at ${file}; run \`npm run setup\` (scripts/setup-vscode.sh) first`);
+  }
+  if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory())
+    throw new SandboxError(`workspace is not a folder: ${workspace}`);
+  if (opts.vsix && !fs.existsSync(opts.vsix)) throw new SandboxError(`vsix not found: ${opts.vsix}`);
+
+  fs.mkdirSync(STACK.runsDir, { recursive: true });
+  const root = path.join(STACK.runsDir, id);
+  if (fs.existsSync(root)) throw new SandboxError(`sandbox root already exists: ${root}`);
+  const dirs = makeDirs(root);
+  const serverLog = path.join(dirs.logs, 'code-server.log');
+  const logTail = (lines = 40) => tailOfFile(serverLog, lines);
+
+  const extraEnv = typeof opts.env === 'function' ? opts.env(dirs) : (opts.env ?? {});
+  const env: Record<string, string> = {
+    ...inheritedEnv(),
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: dirs.configHome,
+    XDG_DATA_HOME: dirs.dataHome,
+    XDG_STATE_HOME: dirs.stateHome,
+    XDG_CACHE_HOME: path.join(dirs.home, '.cache'),
+    TMPDIR: dirs.tmp,
+    PATH: `${STACK.node24Bin}${path.delimiter}${process.env['PATH'] ?? ''}`,
+    [MARKER_VAR]: id,
+    ...extraEnv,
+  };
+
+  fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dirs.userData, 'User', 'settings.json'),
+    JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2),
+  );
+  const configFile = path.join(root, 'config.yaml');
+  fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
+  const common = ['--config', configFile, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+
+  const record: SandboxRecord = {
+    id,
+    kind,
+    status: 'starting',
+    root,
+    workspace,
+    launcherPid: process.pid,
+    pgids: [],
+    pids: [],
+    starts: {},
+    createdAt: new Date().toISOString(),
+  };
+  if (process.env[MARKER_VAR] === id && process.env['AGENT_BRIDGE_SANDBOX_LOG'])
+    record.logFile = process.env['AGENT_BRIDGE_SANDBOX_LOG'];
+  addProcess(record, process.pid, false);
+  writeRecord(record);
+
+  let server: ChildProcess | undefined;
+  let serverExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page | undefined;
+  let pageGone = false;
+  let stopping: Promise<void> | undefined;
+  let port = 0;
+
+  const killNow = () => {
+    for (const pgid of record.pgids) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+
+  const waitFor = async <T>(
+    what: string,
+    probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+    timeoutMs = startupMs,
+  ): Promise<T> => {
+    const end = Date.now() + timeoutMs;
+    let lastError = '';
+    for (;;) {
+      if (serverExit)
+        throw new SandboxError(
+          `code-server exited (code ${serverExit.code}, signal ${serverExit.signal}) while waiting for ${what}`,
+          logTail(),
+        );
+      if (pageGone)
+        throw new SandboxError(
+          `the workbench page closed or crashed while waiting for ${what} (see ${path.join(dirs.logs, 'browser.log')})`,
+          logTail(),
+        );
+      try {
+        const value = await probe();
+        if (value) return value;
+      } catch (err) {
+        lastError = err instanceof Error ? err.message : String(err);
+      }
+      if (Date.now() > end)
+        throw new SandboxError(
+          `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`,
+          logTail(),
+        );
+      await sleep(150);
+    }
+  };
+
+  const shutdown = async (stopOpts: StopOptions = {}): Promise<void> => {
+    record.status = 'stopping';
+    if (fs.existsSync(recordPath(id))) writeRecord(record);
+    if (context) {
+      try {
+        await withTimeout('closing Chromium', 10_000, context.close());
+      } catch {
+        if (record.chromiumPid) signal(-record.chromiumPid, 'SIGKILL');
+      }
+    }
+    if (server && !serverExit) {
+      signal(server.pid!, 'SIGTERM');
+      const end = Date.now() + 8_000;
+      while (!serverExit && Date.now() < end) await sleep(50);
+    }
+    // Give what is left of its group (the extension host deactivating) a moment, then kill it.
+    const groupLeft = () => listProcs().filter((p) => record.pgids.includes(p.pgid));
+    for (let i = 0; i < 30 && groupLeft().length; i++) await sleep(100);
+    killNow();
+    const strays = sandboxProcesses(record);
+    for (const p of strays) signal(p.pid, 'SIGKILL');
+    liveSandboxes.delete(handleEntry); // nothing left for the exit handler to kill
+    if (strays.length)
+      progress(
+        `killed stray processes carrying ${MARKER_VAR}=${id}: ${strays.map((p) => `${p.pid} (${p.cmdline.slice(0, 60)})`).join(', ')}`,
+      );
+    try {
+      await stopOpts.beforeRemove?.(handle);
+    } finally {
+      const kept = keepLogs(root, id);
+      if (kept) progress(`logs kept in ${kept}`);
+      removeTree(root);
+      fs.rmSync(recordPath(id), { force: true });
+    }
+  };
+  const stop = (stopOpts?: StopOptions) => (stopping ??= shutdown(stopOpts));
+  const handleEntry = { stop: () => stop(), killNow };
+  if (opts.handleSignals !== false) {
+    installSignalHandlers();
+  }
+  liveSandboxes.add(handleEntry);
+
+  const fail = async (err: unknown): Promise<never> => {
+    record.status = 'failed';
+    record.error = err instanceof Error ? err.message : String(err);
+    writeRecord(record);
+    await stop().catch(() => undefined);
+    throw err instanceof SandboxError ? err : new SandboxError(record.error, logTail());
+  };
+
+  let testsExitCode: Promise<number> | undefined;
+  let workbenchUrl: string;
+  try {
+    if (opts.vsix) {
+      const t0 = Date.now();
+      const inst = spawnSync(STACK.codeServer, [...common, '--install-extension', path.resolve(opts.vsix), '--force'], {
+        env,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      if (inst.status !== 0)
+        throw new SandboxError(
+          `installing ${opts.vsix} failed (status ${inst.status}): ${(inst.stdout + inst.stderr).trim().slice(-2000)}`,
+        );
+      progress(`installed ${path.basename(opts.vsix)} (${Date.now() - t0} ms)`);
+    }
+
+    const devMode = Boolean(opts.extensionDevelopmentPath || opts.extensionTestsPath);
+    for (let attempt = 1; ; attempt++) {
+      port = await freePort();
+      const out = fs.openSync(serverLog, 'a');
+      serverExit = undefined;
+      server = spawn(
+        STACK.codeServer,
+        [
+          ...common,
+          '--auth',
+          'none',
+          '--bind-addr',
+          `127.0.0.1:${port}`,
+          '--disable-telemetry',
+          '--disable-update-check',
+          '--disable-workspace-trust',
+          '--disable-getting-started-override',
+          '--reconnection-grace-time',
+          '5',
+          '--ignore-last-opened',
+          ...(devMode ? ['--vscode-option', 'enable-smoke-test-driver'] : []),
+          workspace,
+        ],
+        { env, detached: true, stdio: ['ignore', out, out] },
+      );
+      fs.closeSync(out);
+      const child = server;
+      child.on('exit', (code, sig) => {
+        if (child === server) serverExit = { code, signal: sig };
+      });
+      record.codeServerPid = child.pid!;
+      record.codeServerPort = port;
+      addProcess(record, child.pid!, true);
+      writeRecord(record);
+      try {
+        await waitFor('code-server /healthz', async () => (await httpStatus(`http://127.0.0.1:${port}/healthz`)) === 200);
+        break;
+      } catch (err) {
+        const addrInUse = /EADDRINUSE/.test(logTail(10));
+        if (!addrInUse || attempt >= 3) throw err;
+        progress(`port ${port} was taken, retrying`);
+        signal(-child.pid!, 'SIGKILL');
+      }
+    }
+    progress(`code-server ${server.pid} up on 127.0.0.1:${port}`);
+
+    // The extension host starts only when a workbench connects, and needs it to stay connected.
+    const { chromium } = await import('playwright-core');
+    context = await withTmpdir(dirs.tmp, () =>
+      chromium.launchPersistentContext(dirs.chrome, {
+        executablePath: STACK.chromium,
+        headless: true,
+        env,
+        args: CHROMIUM_ARGS,
+        timeout: startupMs,
+        // Our own handlers stop the whole sandbox; Playwright's would exit before that finishes.
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      }),
+    );
+    const chrome = listProcs().find((p) => p.ppid === process.pid && p.cmdline.includes(dirs.chrome));
+    if (chrome) {
+      record.chromiumPid = chrome.pid;
+      addProcess(record, chrome.pid, true);
+      writeRecord(record);
+    }
+    page = context.pages()[0] ?? (await context.newPage());
+    const browserLog = fs.createWriteStream(path.join(dirs.logs, 'browser.log'), { flags: 'a' });
+    page.on('console', (msg) => browserLog.write(`[${msg.type()}] ${msg.text()}\n`));
+    page.on('crash', () => {
+      pageGone = true;
+      progress('the workbench page crashed');
+    });
+    page.on('close', () => {
+      pageGone = true;
+    });
+
+    const remote = (p: string) => `vscode-remote://127.0.0.1:${port}${path.resolve(p)}`;
+    const payload: [string, string][] = [];
+    if (opts.extensionDevelopmentPath) payload.push(['extensionDevelopmentPath', remote(opts.extensionDevelopmentPath)]);
+    if (opts.extensionTestsPath) payload.push(['extensionTestsPath', remote(opts.extensionTestsPath)]);
+    if (opts.extensionTestsPath) {
+      // What @vscode/test-web does: the smoke-test driver reports through these two globals.
+      testsExitCode = new Promise<number>((resolve) => {
+        void page!.exposeFunction('codeAutomationExit', (code: number) => resolve(Number(code)));
+      });
+    }
+    if (devMode) {
+      await page.exposeFunction('codeAutomationLog', (type: string, args: unknown) => {
+        // The console arguments as given (format string first): render them as console.log would.
+        const text = formatWithOptions({ colors: false }, ...([] as unknown[]).concat(args));
+        browserLog.write(`[exthost ${type}] ${text}\n`);
+        opts.onLog?.(type, text);
+      });
+    }
+    workbenchUrl =
+      `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}` +
+      (payload.length ? `&payload=${encodeURIComponent(JSON.stringify(payload))}` : '');
+    await page.goto(workbenchUrl, { waitUntil: 'domcontentloaded', timeout: startupMs });
+    progress(`workbench open in headless Chromium${record.chromiumPid ? ` (pid ${record.chromiumPid})` : ''}`);
+    record.status = 'running';
+    writeRecord(record);
+  } catch (err) {
+    return fail(err);
+  }
+
+  const handle: Sandbox = {
+    id,
+    root,
+    dirs,
+    env,
+    codeServerPort: port,
+    codeServerPid: server.pid!,
+    workspace,
+    workbenchUrl,
+    testsExitCode,
+    logTail,
+    alive: () => !serverExit && !pageGone && !stopping,
+    waitFor,
+    stop,
+  };
+  return handle;
+}
+
+/** Sets `info` on the sandbox's record (e.g. the bridge URL, for sandbox-up). */
+export function publishInfo(id: string, info: Record<string, unknown>): void {
+  const record = readRecord(id);
+  if (!record) return;
+  record.info = { ...record.info, ...info };
+  writeRecord(record);
+}
+
+// --------------------------------------------------------------------------------------- CLI
+
+const USAGE = `usage: tsx sandbox-test/vscode.ts --workspace DIR (--vsix FILE | --dev DIR [--tests FILE])
+         [--id ID] [--kind KIND] [--env K=V]... [--timeout SECONDS]
+  With --tests: runs the tests in the extension host, stops, exits with their exit code.
+  Otherwise: keeps the sandbox running until SIGTERM/SIGINT (sandbox-up runs it detached).
+  AGENT_BRIDGE_DISCOVERY_FILE defaults to <sandbox root>/bridge.json.`;
+
+/** Workbench chatter forwarded with the extension host's console; hidden unless VERBOSE=1. */
+const WORKBENCH_NOISE =
+  /ENOTFOUND|ERR_NAME_NOT_RESOLVED|getaddrinfo|^(Resolving connection token|Resolved connection token|Creating a socket|\[reconnection-grace-time\]|Updating additional builtin|\[Service Worker\]|\[AccountPolicyGate\]|\[AgentHost|Timed out waiting for authentication provider|\s+at )/;
+
+async function main(argv: string[]): Promise<number> {
+  const values = new Map<string, string>();
+  const envPairs: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') {
+      console.log(USAGE);
+      return 0;
+    }
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unexpected argument ${arg}\n${USAGE}`);
+    const value = m[2] ?? argv[++i];
+    if (value === undefined) throw new Error(`${arg} needs a value`);
+    if (m[1] === 'env') {
+      const eq = value.indexOf('=');
+      if (eq <= 0) throw new Error(`--env wants K=V, got ${value}`);
+      envPairs[value.slice(0, eq)] = value.slice(eq + 1);
+    } else values.set(m[1]!, value);
+  }
+  const workspace = values.get('workspace');
+  if (!workspace) throw new Error(`--workspace is required\n${USAGE}`);
+  const timeoutMs = Number(values.get('timeout') ?? 600) * 1000;
+  const tests = values.get('tests');
+  const sandbox = await launchSandbox({
+    workspace,
+    vsix: values.get('vsix'),
+    extensionDevelopmentPath: values.get('dev'),
+    extensionTestsPath: tests,
+    id: values.get('id'),
+    kind: values.get('kind') ?? (tests ? 'tests' : 'cli'),
+    env: (dirs) => ({
+      AGENT_BRIDGE_DISCOVERY_FILE: process.env['AGENT_BRIDGE_DISCOVERY_FILE'] || path.join(dirs.root, 'bridge.json'),
+      ...envPairs,
+    }),
+    onLog: (type, text) => {
+      if (process.env['VERBOSE'] !== '1' && WORKBENCH_NOISE.test(text)) return;
+      if (tests || type === 'error') process.stdout.write(`${text}\n`);
+    },
+  });
+  if (sandbox.testsExitCode) {
+    let code: number;
+    const t0 = Date.now();
+    try {
+      code = await withTimeout('extension tests', timeoutMs, sandbox.testsExitCode);
+      defaultProgress(`tests finished with exit code ${code} after ${Date.now() - t0} ms`);
+    } catch (err) {
+      process.stderr.write(`${(err as Error).message}\n${sandbox.logTail()}\n`);
+      code = 124;
+    }
+    const t1 = Date.now();
+    await sandbox.stop();
+    defaultProgress(`sandbox stopped and removed in ${Date.now() - t1} ms`);
+    return code;
+  }
+  // Hold: the owner of a detached sandbox. Stops on SIGTERM (handled by launchSandbox) or when
+  // code-server dies on its own.
+  process.stdout.write(JSON.stringify({ id: sandbox.id, root: sandbox.root, codeServerPort: sandbox.codeServerPort }) + '\n');
+  while (sandbox.alive()) await sleep(500);
+  process.stderr.write(`sandbox ${sandbox.id}: code-server or the workbench went away; stopping\n${sandbox.logTail()}\n`);
+  await sandbox.stop();
+  return 1;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,228 @@
+/**
+ * `npm run sandbox-up [-- WORKSPACE] [--build|--no-build]`: starts an isolated VS Code with the
+ * packaged extension and leaves it running, for poking at the bridge by hand or with an agent.
+ *
+ * Packages the extension when dist/agent-bridge.vsix is missing or older than the sources, copies
+ * the fixtures into a workspace (or uses WORKSPACE), starts a detached launcher process
+ * (sandbox-test/vscode.ts) that owns the sandbox and records it in .vscode-test/sandboxes/,
+ * waits for the bridge, opens the workspace's notebooks through it, prints how to connect, and
+ * exits. `npm run sandbox-down` stops it.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { BridgeClient } from '../sandbox-test/http';
+import {
+  MARKER_VAR,
+  REPO_ROOT,
+  STACK,
+  type SandboxRecord,
+  publishInfo,
+  readRecord,
+  recordPath,
+  sleep,
+  stopRecorded,
+} from '../sandbox-test/vscode';
+
+const VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
+const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
+const TSX_LOADER = path.join(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
+
+const say = (msg: string) => process.stderr.write(`[sandbox-up] ${msg}\n`);
+
+function newestMtime(target: string): number {
+  const st = fs.statSync(target, { throwIfNoEntry: false });
+  if (!st) return 0;
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const e of fs.readdirSync(target)) newest = Math.max(newest, newestMtime(path.join(target, e)));
+  return newest;
+}
+
+function packageIfNeeded(mode: 'auto' | 'always' | 'never'): void {
+  if (mode === 'never') return;
+  const vsixTime = fs.statSync(VSIX, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const sources = Math.max(
+    ...['src', 'package.json', 'media', 'resources', 'python'].map((p) => newestMtime(path.join(REPO_ROOT, p))),
+  );
+  if (mode === 'auto' && vsixTime > sources) return;
+  say(vsixTime ? 'sources changed since the last package: npm run package' : 'npm run package');
+  const r = spawnSync('npm', ['run', 'package'], { cwd: REPO_ROOT, stdio: ['ignore', 2, 2] });
+  if (r.status !== 0) throw new Error(`npm run package failed (status ${r.status})`);
+}
+
+function notebooksIn(dir: string, depth = 0, out: string[] = []): string[] {
+  if (depth > 3 || out.length >= 20) return out;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (e.name.startsWith('.') || e.name === 'node_modules') continue;
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) notebooksIn(full, depth + 1, out);
+    else if (e.isFile() && e.name.endsWith('.ipynb') && out.length < 20) out.push(full);
+  }
+  return out.sort();
+}
+
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => T | undefined | Promise<T | undefined>,
+  alive: () => void,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    alive();
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no launcher log)';
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  let buildMode: 'auto' | 'always' | 'never' = 'auto';
+  let workspaceArg: string | undefined;
+  for (const a of argv) {
+    if (a === '--no-build') buildMode = 'never';
+    else if (a === '--build') buildMode = 'always';
+    else if (a.startsWith('-'))
+      throw new Error(`unknown option ${a}\nusage: npm run sandbox-up -- [WORKSPACE] [--build|--no-build]`);
+    else workspaceArg = a;
+  }
+  packageIfNeeded(buildMode);
+  if (!fs.existsSync(VSIX)) throw new Error(`${VSIX} not found`);
+
+  const id = `up-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  let workspace: string;
+  let ownedWorkspace: string | undefined;
+  if (workspaceArg) {
+    workspace = fs.realpathSync(path.resolve(workspaceArg));
+  } else {
+    ownedWorkspace = path.join(STACK.workspacesDir, id);
+    fs.mkdirSync(ownedWorkspace, { recursive: true });
+    fs.cpSync(FIXTURES, ownedWorkspace, { recursive: true });
+    workspace = fs.realpathSync(ownedWorkspace);
+  }
+
+  fs.mkdirSync(STACK.recordsDir, { recursive: true });
+  const logFile = path.join(STACK.recordsDir, `${id}.log`);
+  const out = fs.openSync(logFile, 'a');
+  const launcher = spawn(
+    process.execPath,
+    [
+      '--import',
+      TSX_LOADER,
+      path.join(REPO_ROOT, 'sandbox-test', 'vscode.ts'),
+      '--workspace',
+      workspace,
+      '--vsix',
+      VSIX,
+      '--id',
+      id,
+      '--kind',
+      'up',
+    ],
+    {
+      cwd: REPO_ROOT,
+      detached: true,
+      stdio: ['ignore', out, out],
+      env: { ...process.env, [MARKER_VAR]: id, AGENT_BRIDGE_SANDBOX_LOG: logFile },
+    },
+  );
+  fs.closeSync(out);
+  launcher.unref();
+  say(`launcher ${launcher.pid} starting sandbox ${id} (log: ${path.relative(REPO_ROOT, logFile)})`);
+
+  let record: SandboxRecord | undefined;
+  const alive = () => {
+    if (launcher.exitCode !== null || launcher.signalCode !== null)
+      throw new Error(`the launcher exited (${launcher.exitCode ?? launcher.signalCode}):\n${tail(logFile)}`);
+  };
+  try {
+    record = await waitFor(
+      'the sandbox to start',
+      120_000,
+      () => {
+        const r = readRecord(id);
+        if (r?.status === 'failed') throw Object.assign(new Error(r.error), { fatal: true });
+        return r?.status === 'running' ? r : undefined;
+      },
+      alive,
+    );
+    if (ownedWorkspace) publishInfo(id, { ownedWorkspace });
+    const discoveryFile = path.join(record.root, 'bridge.json');
+    const advert = await waitFor(
+      `the bridge's discovery file ${discoveryFile}`,
+      60_000,
+      () => {
+        const a = JSON.parse(fs.readFileSync(discoveryFile, 'utf8'));
+        return Number.isInteger(a.port) ? (a as { url: string; port: number; token: string | null }) : undefined;
+      },
+      alive,
+    );
+    const client = new BridgeClient(advert.url, advert.token);
+    await waitFor(
+      `${advert.url}/health`,
+      15_000,
+      async () => ((await client.get('/health', { timeoutMs: 2000 })).status === 200 ? true : undefined),
+      alive,
+    );
+    const opened: { id: string; path: string }[] = [];
+    for (const nb of notebooksIn(workspace)) {
+      const r = await client.post('/notebooks/open', { path: nb, kernel: 'builtin' }, { timeoutMs: 30_000 });
+      if (r.status === 200) opened.push({ id: r.json().session?.id, path: nb });
+      else say(`could not open ${nb}: ${r.status} ${r.text.slice(0, 200)}`);
+    }
+    const stateHome = path.join(record.root, 'home', '.local', 'state');
+    publishInfo(id, { url: advert.url, discoveryFile, stateHome, notebooks: opened });
+
+    const scripts = process.env['MARIMO_PAIR_SCRIPTS'] || '<marimo-pair>/scripts';
+    const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const lines = [
+      `Agent Bridge sandbox ${id} is running (launcher pid ${launcher.pid}).`,
+      `  bridge:     ${advert.url}`,
+      `  token:      ${advert.token ?? '(none)'}`,
+      `  discovery:  ${discoveryFile}`,
+      `  registry:   XDG_STATE_HOME=${stateHome}   (for discover-servers.sh)`,
+      `  workspace:  ${workspace}`,
+      ...opened.map((n) => `  notebook:   ${n.id}  ${n.path}`),
+      '',
+      'Run code in a notebook:',
+      `  MARIMO_TOKEN=${advert.token ?? ''} bash ${scripts}/execute-code.sh --url ${advert.url}` +
+        (opened[0] ? ` --file ${q(opened[0].path)}` : '') +
+        ` -c 'print(1 + 1)'`,
+      '',
+      'Stop it with: npm run sandbox-down',
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+    return 0;
+  } catch (err) {
+    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    const r = readRecord(id) ?? record;
+    if (r) say(await stopRecorded(r));
+    else if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGTERM');
+    if (!fs.existsSync(recordPath(id)) && ownedWorkspace) fs.rmSync(ownedWorkspace, { recursive: true, force: true });
+    return 1;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
