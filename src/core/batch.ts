@@ -26,6 +26,7 @@ export interface PlanOptions {
 export interface PlannedCell {
   readonly id: string;
   readonly kind: CellKind;
+  readonly code: string;
   /** Created, edited or moved by the batch. */
   readonly touched: boolean;
 }
@@ -67,7 +68,8 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     try {
       return ids[resolveCellIndex(ids, ref, options.notebook)]!;
     } catch (error) {
-      if (error instanceof BridgeError) throw new BridgeError(error.status, `${where(i)}${field ? `${field}: ` : ''}${error.detail}`, error.extra);
+      if (error instanceof BridgeError)
+        throw new BridgeError(error.status, `${where(i)}${field ? `${field}: ` : ''}${error.detail}`, error.extra);
       throw error;
     }
   };
@@ -81,7 +83,12 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     if (op.op !== 'create') refs.push(resolve(op.ref, i, ''));
     if ('before' in op && op.before !== undefined) refs.push(resolve(op.before, i, 'before'));
     if ('after' in op && op.after !== undefined) refs.push(resolve(op.after, i, 'after'));
-    const positions = ['index' in op ? op.index : undefined, 'to' in op ? op.to : undefined, 'before' in op ? op.before : undefined, 'after' in op ? op.after : undefined];
+    const positions = [
+      'index' in op ? op.index : undefined,
+      'to' in op ? op.to : undefined,
+      'before' in op ? op.before : undefined,
+      'after' in op ? op.after : undefined,
+    ];
     if (positions.filter((p) => p !== undefined).length > 1) {
       throw bad(where(i), `give at most one of ${op.op === 'move' ? '"to"' : '"index"'}, "before" and "after"`);
     }
@@ -91,7 +98,11 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     if (first && op.op !== 'create') {
       const id = refs[0]!;
       const earlier = first.get(id);
-      if (earlier !== undefined) throw bad(where(i), `cell ${id} is already ${op.op === 'delete' ? 'deleted' : 'edited'} by ops.${earlier}; one ${op.op} per cell`);
+      if (earlier !== undefined)
+        throw bad(
+          where(i),
+          `cell ${id} is already ${op.op === 'delete' ? 'deleted' : 'edited'} by ops.${earlier}; one ${op.op} per cell`,
+        );
       first.set(id, i);
     }
     used.push({ i, ids: refs });
@@ -99,16 +110,29 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   for (const { i, ids: refs } of used) {
     for (const id of refs) {
       const j = deletedBy.get(id);
-      if (j !== undefined && j !== i) throw bad(where(i), `cell ${id} is deleted by ops.${j}; no op may use a cell another op deletes`);
+      if (j !== undefined && j !== i)
+        throw bad(where(i), `cell ${id} is deleted by ops.${j}; no op may use a cell another op deletes`);
     }
   }
 
   // Pass 2: play the ops on a working copy; positions are checked as they apply.
-  const list: Entry[] = cells.map((c, index) => ({ id: c.id, source: index, kind: c.kind, language: c.language, code: c.code, touched: false }));
+  const list: Entry[] = cells.map((c, index) => ({
+    id: c.id,
+    source: index,
+    kind: c.kind,
+    language: c.language,
+    code: c.code,
+    touched: false,
+  }));
   const find = (id: string) => list.findIndex((e) => e.id === id);
   const created: string[] = [];
   const writes: { index: number; guard: WriteGuard; where: string }[] = [];
-  const position = (i: number, p: { index?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined }, field: string, max: number): number => {
+  const position = (
+    i: number,
+    p: { index?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined },
+    field: string,
+    max: number,
+  ): number => {
     if (p.before !== undefined) return find(resolve(p.before, i, 'before'));
     if (p.after !== undefined) return find(resolve(p.after, i, 'after')) + 1;
     if (p.index === undefined) return max;
@@ -124,7 +148,14 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
         const at = position(i, op, '"index"', list.length);
         const id = options.newId();
         created.push(id);
-        list.splice(at, 0, { id, source: null, kind, language: op.language ?? defaultLanguage(kind, options), code: op.code ?? '', touched: true });
+        list.splice(at, 0, {
+          id,
+          source: null,
+          kind,
+          language: op.language ?? defaultLanguage(kind, options),
+          code: op.code ?? '',
+          touched: true,
+        });
         return;
       }
       case 'edit': {
@@ -158,7 +189,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   const kept = new Set(list.map((e) => e.id));
   return {
     change,
-    layout: list.map((e) => ({ id: e.id, kind: e.kind, touched: e.touched })),
+    layout: list.map((e) => ({ id: e.id, kind: e.kind, code: e.code, touched: e.touched })),
     deleted: ids.filter((id) => !kept.has(id)),
     created,
     empty: change.texts.length === 0 && change.splices.length === 0,
@@ -176,7 +207,8 @@ function defaultLanguage(kind: CellKind, options: PlanOptions): string {
  * as VS Code applies the edits of one WorkspaceEdit against the notebook as it was.
  */
 function toChange(before: readonly CellState[], after: readonly Entry[]): NotebookChange {
-  const sameShape = (e: Entry) => e.source !== null && before[e.source]!.kind === e.kind && before[e.source]!.language === e.language;
+  const sameShape = (e: Entry) =>
+    e.source !== null && before[e.source]!.kind === e.kind && before[e.source]!.language === e.language;
   const candidates = after.map((e, i) => ({ e, i })).filter(({ e }) => sameShape(e));
   const anchored = new Set(longestIncreasing(candidates.map(({ e }) => e.source!)).map((k) => candidates[k]!.i));
 

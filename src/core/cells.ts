@@ -28,6 +28,9 @@ export interface NotebookInfo {
   readonly dirty: boolean;
 }
 
+/** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
+export type NotebookEntry = Omit<NotebookInfo, 'kernel'>;
+
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
 
 export interface ExecutionView {
@@ -112,8 +115,7 @@ export interface RunResult {
 
 /** Incremental output of a run, for event streams. */
 export type RunEvent =
-  | { readonly kind: 'stdout' | 'stderr'; readonly text: string }
-  | { readonly kind: 'output'; readonly item: OutputItemView };
+  { readonly kind: 'stdout' | 'stderr'; readonly text: string } | { readonly kind: 'output'; readonly item: OutputItemView };
 
 /** A queued cell run; `wait` may be called once. */
 export interface RunHandle {
@@ -129,16 +131,29 @@ export interface CellService {
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
   create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView>;
-  edit(notebook: string | undefined, ref: CellRef, change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>): Promise<CellView>;
+  edit(
+    notebook: string | undefined,
+    ref: CellRef,
+    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+  ): Promise<CellView>;
   remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
   move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellView>;
   /** Validates every op, then applies them as one edit (all or nothing); then queues `run`. */
-  batch(notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]): Promise<BatchResult & { runs: RunHandle[] }>;
+  batch(
+    notebook: string | undefined,
+    ops: readonly BatchOp[],
+    run: readonly CellRef[],
+  ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   interrupt(notebook: string | undefined): Promise<void>;
   restart(notebook: string | undefined): Promise<void>;
   /** The raw bytes of one output item (`url` of an item view). */
-  outputItem(notebook: string | undefined, ref: CellRef, output: number, item: number): Promise<{ mime: string; data: Uint8Array }>;
+  outputItem(
+    notebook: string | undefined,
+    ref: CellRef,
+    output: number,
+    item: number,
+  ): Promise<{ mime: string; data: Uint8Array }>;
 }
 
 // ----------------------------------------------------------------------- the editor's side
@@ -201,11 +216,13 @@ export interface Disposable {
 }
 
 /**
- * The open notebooks as the cell rules need them. `uri` is NotebookInfo.uri. Methods throw
+ * The open notebooks as the cell rules need them. `uri` is NotebookEntry.uri. Methods throw
  * BridgeError (e.g. 409 when an edit could not be applied, nothing changed).
  */
 export interface OpenNotebooks {
-  list(): Promise<NotebookInfo[]>;
+  list(): NotebookEntry[];
+  /** The kind of kernel that serves the notebook through the bridge, or why none does. */
+  kernel(uri: string): Promise<{ kind: string } | { unavailable: string }>;
   /** The notebook editor the person is using, or null; never changes focus. */
   active(): { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null;
   cells(uri: string): CellSnapshot[];

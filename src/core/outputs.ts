@@ -8,6 +8,7 @@ export const ERROR_MIME = 'application/vnd.code.notebook.error';
 const STREAM_TYPES: Record<string, 'stdout' | 'stderr'> = { [STDOUT_MIME]: 'stdout', [STDERR_MIME]: 'stderr' };
 
 const decoder = new TextDecoder('utf-8');
+// eslint-disable-next-line no-control-regex -- ESC is exactly what this matches
 const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
 
 /** Terminal colour codes (Jupyter tracebacks are full of them) mean nothing to an agent. */
@@ -52,7 +53,9 @@ export interface ShapeOptions {
 
 /** Typed, capped views of a cell's outputs; binary and cut items point at their raw URL. */
 export function shapeOutputs(outputs: readonly RawOutput[], options: ShapeOptions): OutputView[] {
-  return outputs.map((output, o) => ({ items: logicalItems(output).map((item, i) => shapeItem(item, options.limit, () => options.url(o, i))) }));
+  return outputs.map((output, o) => ({
+    items: logicalItems(output).map((item, i) => shapeItem(item, options.limit, () => options.url(o, i))),
+  }));
 }
 
 export function shapeItem(item: RawOutputItem, limit: number, url: () => string): OutputItemView {
@@ -105,7 +108,11 @@ export class OutputFollower {
     this.sent.clear();
   }
 
-  next(outputs: readonly RawOutput[], limit: number, url: (output: number, item: number) => string): ({ kind: 'stdout' | 'stderr'; text: string } | { kind: 'output'; item: OutputItemView })[] {
+  next(
+    outputs: readonly RawOutput[],
+    limit: number,
+    url: (output: number, item: number) => string,
+  ): ({ kind: 'stdout' | 'stderr'; text: string } | { kind: 'output'; item: OutputItemView })[] {
     const events: ({ kind: 'stdout' | 'stderr'; text: string } | { kind: 'output'; item: OutputItemView })[] = [];
     const now = this.index(outputs);
     for (const key of this.sent.keys()) if (!now.has(key)) this.sent.delete(key);
@@ -130,7 +137,9 @@ export class OutputFollower {
     outputs.forEach((output, o) =>
       logicalItems(output).forEach((raw, i) => {
         // Binary items are compared by size and a sample; text by content.
-        const text = isTextMime(raw.mime) ? stripAnsi(decoder.decode(raw.data)) : `${raw.data.length}:${raw.data.slice(0, 64).join(',')}`;
+        const text = isTextMime(raw.mime)
+          ? stripAnsi(decoder.decode(raw.data))
+          : `${raw.data.length}:${raw.data.slice(0, 64).join(',')}`;
         map.set(`${o}:${i}`, { mime: raw.mime, text, raw });
       }),
     );

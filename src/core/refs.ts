@@ -1,28 +1,32 @@
-import type { CellRef, NotebookInfo } from './cells';
+import type { CellRef, NotebookEntry } from './cells';
 import { BridgeError } from './errors';
 
 /** How a notebook is named in messages: its path, else its uri. */
-export function notebookLabel(n: Pick<NotebookInfo, 'path' | 'uri'>): string {
+export function notebookLabel(n: Pick<NotebookEntry, 'path' | 'uri'>): string {
   return n.path ?? n.uri;
 }
 
-function openList(notebooks: readonly NotebookInfo[]): string {
+function openList(notebooks: readonly NotebookEntry[]): string {
   return notebooks.map((n) => `${notebookLabel(n)} (${n.sessionId})`).join(', ');
 }
 
-const summary = (n: NotebookInfo) => ({ sessionId: n.sessionId, path: n.path, uri: n.uri });
+const summary = (n: NotebookEntry) => ({ sessionId: n.sessionId, path: n.path, uri: n.uri });
 
 /**
  * Finds the notebook a request names by session id, uri or path. Without a name, the only open
  * notebook; with several open the caller must choose (400), with none there is nothing (404).
  */
-export function resolveNotebook(notebooks: readonly NotebookInfo[], ref: string | undefined): NotebookInfo {
+export function resolveNotebook<T extends NotebookEntry>(notebooks: readonly T[], ref: string | undefined): T {
   if (ref === undefined || ref === '') {
     if (notebooks.length === 1) return notebooks[0]!;
     if (notebooks.length === 0) throw new BridgeError(404, 'No notebook is open in the editor', { notebooks: [] });
-    throw new BridgeError(400, `${notebooks.length} notebooks are open: pass "notebook" (a session id, path or uri): ${openList(notebooks)}`, {
-      notebooks: notebooks.map(summary),
-    });
+    throw new BridgeError(
+      400,
+      `${notebooks.length} notebooks are open: pass "notebook" (a session id, path or uri): ${openList(notebooks)}`,
+      {
+        notebooks: notebooks.map(summary),
+      },
+    );
   }
   const decoded = safeDecode(ref);
   const match =
@@ -59,13 +63,21 @@ export function resolveCellIndex(ids: readonly string[], ref: CellRef, notebook:
   if ('index' in parsed) {
     const index = parsed.index < 0 ? count + parsed.index : parsed.index;
     if (Number.isInteger(index) && index >= 0 && index < count) return index;
-    throw new BridgeError(404, `Cell index ${ref} is out of range: ${notebook} has ${count} cell${count === 1 ? '' : 's'} (${range})`, {
-      cellCount: count,
-    });
+    throw new BridgeError(
+      404,
+      `Cell index ${ref} is out of range: ${notebook} has ${count} cell${count === 1 ? '' : 's'} (${range})`,
+      {
+        cellCount: count,
+      },
+    );
   }
   const index = ids.indexOf(parsed.id);
   if (index >= 0) return index;
-  throw new BridgeError(404, `No cell with id '${parsed.id}' in ${notebook}; it has ${count} cell${count === 1 ? '' : 's'} (list them with GET /notebooks/cells)`, {
-    cellCount: count,
-  });
+  throw new BridgeError(
+    404,
+    `No cell with id '${parsed.id}' in ${notebook}; it has ${count} cell${count === 1 ? '' : 's'} (list them with GET /notebooks/cells)`,
+    {
+      cellCount: count,
+    },
+  );
 }

@@ -20,23 +20,30 @@ export class ReadTracker {
     return this.seen.get(notebook)?.get(id);
   }
 
-  /** Keeps only the records of these notebooks and, per notebook, of cells that still exist. */
-  retain(notebooks: Map<string, ReadonlySet<string>>): void {
-    for (const [notebook, cells] of this.seen) {
-      const live = notebooks.get(notebook);
-      if (!live) this.seen.delete(notebook);
-      else for (const id of cells.keys()) if (!live.has(id)) cells.delete(id);
-    }
+  /** Drops the records of cells that no longer exist. */
+  forget(notebook: string, ids: Iterable<string>): void {
+    const cells = this.seen.get(notebook);
+    if (cells) for (const id of ids) cells.delete(id);
+  }
+
+  /** Drops the records of notebooks that are no longer open. */
+  retainNotebooks(open: ReadonlySet<string>): void {
+    for (const notebook of this.seen.keys()) if (!open.has(notebook)) this.seen.delete(notebook);
   }
 
   /**
    * Why writing `cell` must be refused, or undefined when the write may go ahead. Empty cells
    * are exempt: there is nothing of the person's to lose.
    */
-  conflict(notebook: string, cell: { id: string; index: number; version: number; code: string }, guard: WriteGuard): string | undefined {
+  conflict(
+    notebook: string,
+    cell: { id: string; index: number; version: number; code: string },
+    guard: WriteGuard,
+  ): string | undefined {
     if (guard.force || cell.code.trim() === '') return undefined;
     const label = `Cell ${cell.id} (index ${cell.index})`;
-    const retry = 'Nothing was changed: read it again (GET /notebooks/cells/' + cell.id + '), or pass "force": true to overwrite it.';
+    const retry =
+      'Nothing was changed: read it again (GET /notebooks/cells/' + cell.id + '), or pass "force": true to overwrite it.';
     if (guard.version !== undefined) {
       if (guard.version === cell.version) return undefined;
       return `${label} is at version ${cell.version}, not ${guard.version}: it changed since that version was read. ${retry}`;

@@ -1,0 +1,335 @@
+import { planBatch, type CellState } from './batch';
+import type {
+  ActiveNotebook,
+  BatchOp,
+  CellRef,
+  CellService,
+  CellSnapshot,
+  CellView,
+  ExecutionState,
+  NotebookEntry,
+  NotebookInfo,
+  OpenNotebooks,
+  RawOutput,
+  RunEvent,
+  RunHandle,
+  RunResult,
+  WriteGuard,
+} from './cells';
+import { BridgeError } from './errors';
+import { KeyedQueue } from './keyedQueue';
+import { logicalItems, OutputFollower, shapeOutputs } from './outputs';
+import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
+import { ReadTracker } from './versions';
+
+export interface NotebookCellsOptions {
+  /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
+  outputTextLimit: () => number;
+}
+
+const single = () => '';
+
+/**
+ * The cell rules over whatever editor provides the notebooks: naming notebooks and cells,
+ * read-before-write, batches planned whole then applied as one change, and runs that can be
+ * waited for. Writes to one notebook are serialized so each plans against the cells it applies to.
+ */
+export class NotebookCells implements CellService {
+  private readonly tracker = new ReadTracker();
+  private readonly writes = new KeyedQueue();
+
+  constructor(
+    private readonly docs: OpenNotebooks,
+    private readonly options: NotebookCellsOptions,
+  ) {}
+
+  async notebooks(): Promise<NotebookInfo[]> {
+    const list = this.docs.list();
+    this.tracker.retainNotebooks(new Set(list.map((n) => n.uri)));
+    return Promise.all(list.map((n) => this.withKernel(n)));
+  }
+
+  async active(): Promise<ActiveNotebook> {
+    const active = this.docs.active();
+    const entry = active && this.docs.list().find((n) => n.uri === active.uri);
+    if (!active || !entry) return { notebook: null, selections: [], selectedCells: [], visibleRanges: [] };
+    const cells = this.docs.cells(entry.uri);
+    const selectedCells = active.selections.flatMap((r) =>
+      cells.slice(r.start, r.end).map((c, k) => ({ id: c.id, index: r.start + k })),
+    );
+    return {
+      notebook: await this.withKernel(entry),
+      selections: active.selections,
+      selectedCells,
+      visibleRanges: active.visibleRanges,
+    };
+  }
+
+  async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
+    const entry = this.notebook(ref);
+    const cells = this.docs.cells(entry.uri).map((c, i) => this.show(entry, c, i));
+    return { notebook: await this.withKernel(entry), cells };
+  }
+
+  async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
+    return this.show(notebook, cells[index]!, index);
+  }
+
+  async create(ref: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView> {
+    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single);
+    return result.cells[0]!;
+  }
+
+  async edit(
+    ref: string | undefined,
+    cell: CellRef,
+    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+  ): Promise<CellView> {
+    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single);
+    return result.cells[0]!;
+  }
+
+  async remove(ref: string | undefined, cell: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }> {
+    const result = await this.apply(ref, [{ op: 'delete', ref: cell, ...guard }], [], single);
+    return { deleted: result.deleted[0]!, cellCount: result.cellCount };
+  }
+
+  async move(
+    ref: string | undefined,
+    cell: CellRef,
+    to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>,
+  ): Promise<CellView> {
+    const result = await this.apply(ref, [{ op: 'move', ref: cell, ...to }], [], single);
+    return result.cells[0]!;
+  }
+
+  batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
+    return this.apply(ref, ops, run, (i) => `ops.${i}: `);
+  }
+
+  async run(ref: string | undefined, cell: CellRef): Promise<RunHandle> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
+    checkCode(cells[index]!, '');
+    await this.checkKernel(notebook);
+    return (await this.start(notebook, [cells[index]!.id]))[0]!;
+  }
+
+  async interrupt(ref: string | undefined): Promise<void> {
+    await this.docs.interrupt(this.notebook(ref).uri);
+  }
+
+  async restart(ref: string | undefined): Promise<void> {
+    await this.docs.restart(this.notebook(ref).uri);
+  }
+
+  async outputItem(
+    ref: string | undefined,
+    cell: CellRef,
+    output: number,
+    item: number,
+  ): Promise<{ mime: string; data: Uint8Array }> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const snapshot = cells[resolveCellIndex(ids(cells), cell, notebookLabel(notebook))]!;
+    const raw = snapshot.outputs[output] && logicalItems(snapshot.outputs[output])[item];
+    if (!raw) {
+      throw new BridgeError(
+        404,
+        `Cell ${snapshot.id} has no output item ${output}/${item}: it has ${snapshot.outputs.length} output(s); their items are listed in the cell's "outputs"`,
+      );
+    }
+    return raw;
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  private notebook(ref: string | undefined): NotebookEntry {
+    return resolveNotebook(this.docs.list(), ref);
+  }
+
+  private async withKernel(entry: NotebookEntry): Promise<NotebookInfo> {
+    const kernel = await this.docs.kernel(entry.uri);
+    return { ...entry, kernel: 'kind' in kernel ? kernel.kind : null };
+  }
+
+  private async apply(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], where: (i: number) => string) {
+    const notebook = this.notebook(ref);
+    const label = notebookLabel(notebook);
+    return this.writes.run(notebook.uri, async () => {
+      const cells = this.docs.cells(notebook.uri);
+      const plan = planBatch(cells, ops, {
+        notebook: label,
+        defaultLanguage: this.mainLanguage(notebook.uri, cells),
+        newId: () => this.docs.newId(notebook.uri),
+        where,
+        checkWrite: (cell: CellState, index: number, guard: WriteGuard, at: string) => {
+          const why = this.tracker.conflict(notebook.uri, { ...cell, index }, guard);
+          if (why) throw new BridgeError(409, `${at}${why}`, { cell: this.view(notebook, cells[index]!, index) });
+        },
+      });
+      // Runs are checked before anything changes, against the notebook the batch leaves.
+      const layoutIds = plan.layout.map((c) => c.id);
+      const runIds = run.map((r, i) => {
+        const index = resolveCellIndex(layoutIds, r, label);
+        const planned = plan.layout[index]!;
+        checkCode(planned, `run.${i}: `);
+        return planned.id;
+      });
+      if (runIds.length) await this.checkKernel(notebook);
+
+      if (!plan.empty) await this.docs.apply(notebook.uri, plan.change);
+      this.tracker.forget(notebook.uri, plan.deleted);
+      const after = this.docs.cells(notebook.uri);
+      const planned = new Map(plan.layout.map((c) => [c.id, c]));
+      const touched: CellView[] = [];
+      after.forEach((cell, index) => {
+        const p = planned.get(cell.id);
+        if (!p?.touched) return;
+        // Only what the agent wrote counts as read: not text someone typed since.
+        if (cell.code === p.code) this.tracker.saw(notebook.uri, cell.id, cell.version);
+        touched.push(this.view(notebook, cell, index));
+      });
+      const runs = runIds.length ? await this.start(notebook, runIds) : [];
+      return { cells: touched, deleted: plan.deleted, cellCount: after.length, runs };
+    });
+  }
+
+  /** Cells run only where a kernel serves the notebook: else VS Code would ask the person to pick one. */
+  private async checkKernel(notebook: NotebookEntry): Promise<void> {
+    const kernel = await this.docs.kernel(notebook.uri);
+    if ('unavailable' in kernel)
+      throw new BridgeError(409, `Cannot run cells of ${notebookLabel(notebook)}: ${kernel.unavailable}`);
+  }
+
+  private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+    const cells = this.docs.cells(notebook.uri);
+    const handles = cellIds.map((id) => {
+      const cell = cells.find((c) => c.id === id)!;
+      return new CellRun(id, cell.execution, cell.outputs, {
+        snapshot: () => {
+          const now = this.docs.cells(notebook.uri);
+          const index = now.findIndex((c) => c.id === id);
+          return index < 0 ? undefined : { cell: now[index]!, index };
+        },
+        subscribe: (listener) => this.docs.onDidChange(notebook.uri, listener),
+        show: (cell, index) => this.show(notebook, cell, index),
+        limit: () => this.options.outputTextLimit(),
+        url: (o, i) => outputUrl(notebook, id, o, i),
+      });
+    });
+    await this.docs.execute(notebook.uri, cellIds);
+    return handles;
+  }
+
+  /** The language most code cells use; the notebook's own when it has no code cell yet. */
+  private mainLanguage(uri: string, cells: readonly CellSnapshot[]): string {
+    const counts = new Map<string, number>();
+    for (const c of cells) if (c.kind === 'code') counts.set(c.language, (counts.get(c.language) ?? 0) + 1);
+    let best: string | undefined;
+    for (const [language, n] of counts) if (best === undefined || n > counts.get(best)!) best = language;
+    return best ?? this.docs.defaultLanguage(uri);
+  }
+
+  private view(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
+    return cellView(notebook, cell, index, this.options.outputTextLimit());
+  }
+
+  /** A view the agent is shown: from now on, writes compare against this version. */
+  private show(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
+    this.tracker.saw(notebook.uri, cell.id, cell.version);
+    return this.view(notebook, cell, index);
+  }
+}
+
+const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
+
+function checkCode(cell: { id: string; kind: string }, where: string): void {
+  if (cell.kind !== 'code') throw new BridgeError(400, `${where}cell ${cell.id} is a markup cell; only code cells run`);
+}
+
+function outputUrl(notebook: NotebookEntry, id: string, output: number, item: number): string {
+  return `/notebooks/cells/${encodeURIComponent(id)}/outputs/${output}/${item}?notebook=${encodeURIComponent(notebook.sessionId)}`;
+}
+
+export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: number, limit: number): CellView {
+  const { order, success, durationMs, status } = cell.execution;
+  return {
+    id: cell.id,
+    index,
+    kind: cell.kind,
+    language: cell.language,
+    code: cell.code,
+    version: cell.version,
+    execution: cell.kind === 'code' ? { order, success, durationMs, status } : null,
+    outputs: shapeOutputs(cell.outputs, { limit, url: (o, i) => outputUrl(notebook, cell.id, o, i) }),
+  };
+}
+
+interface RunDeps {
+  snapshot(): { cell: CellSnapshot; index: number } | undefined;
+  subscribe(listener: () => void): { dispose(): void };
+  show(cell: CellSnapshot, index: number): CellView;
+  limit(): number;
+  url(output: number, item: number): string;
+}
+
+/**
+ * One queued run of a cell. It is over when the editor reports one more finished execution
+ * than before it was queued; outputs are followed only once the execution has begun, so the
+ * previous run's outputs are not reported as new.
+ */
+class CellRun implements RunHandle {
+  constructor(
+    readonly cellId: string,
+    private readonly before: ExecutionState,
+    private readonly baseline: readonly RawOutput[],
+    private readonly deps: RunDeps,
+  ) {}
+
+  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<RunResult> {
+    const follower = new OutputFollower(this.baseline);
+    let started = false;
+    let settled = false;
+    return new Promise<RunResult>((resolve, reject) => {
+      const finish = (result: RunResult | Error) => {
+        if (settled) return;
+        settled = true;
+        subscription.dispose();
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', stop);
+        if (result instanceof Error) reject(result);
+        else resolve(result);
+      };
+      const current = () => {
+        const now = this.deps.snapshot();
+        if (!now) finish(new BridgeError(409, `Cell ${this.cellId} was deleted before its run ended`));
+        return now;
+      };
+      const check = () => {
+        const now = settled ? undefined : current();
+        if (!now) return;
+        const { execution, outputs } = now.cell;
+        started ||= execution.status !== 'idle' || execution.completedRuns > this.before.completedRuns;
+        if (started && options.onEvent)
+          for (const e of follower.next(outputs, this.deps.limit(), this.deps.url)) options.onEvent(e);
+        if (execution.completedRuns > this.before.completedRuns && execution.status === 'idle') {
+          finish({ done: true, success: execution.success, cell: this.deps.show(now.cell, now.index) });
+        }
+      };
+      // Timeout, or the client went away: stop waiting; the run goes on.
+      const stop = () => {
+        const now = current();
+        if (now) finish({ done: false, success: null, cell: this.deps.show(now.cell, now.index) });
+      };
+      const timer = setTimeout(stop, options.timeoutMs);
+      const subscription = this.deps.subscribe(check);
+      options.signal?.addEventListener('abort', stop);
+      check();
+    });
+  }
+}

@@ -1,0 +1,150 @@
+import { randomInt } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { ExecutionState, ExecutionStatus } from '../core/cells';
+
+const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+/** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
+const CLEAR_WINDOW_MS = 500;
+
+interface Executions {
+  status: ExecutionStatus;
+  completedRuns: number;
+  /** End time of the last execution seen to end, to tell a new end from the old summary. */
+  lastEnd: number | undefined;
+  /** When the outputs were last cleared outside a run ("Clear Outputs" also resets the summary). */
+  clearedAt?: number;
+}
+
+interface CellRecord {
+  id: string;
+  /** version = base + (document.version - docBase): the text's own counter, continued across
+   * the copies our moves and re-kinds make of a cell. */
+  document: vscode.TextDocument;
+  base: number;
+  docBase: number;
+  executions: Executions;
+}
+
+/**
+ * Stable ids, text versions and execution history of the cells of open notebooks. Keyed by
+ * the NotebookCell object, which VS Code keeps for as long as the cell exists (edits, outputs,
+ * and moves made in the editor keep it). Cells the bridge itself re-creates (a move, a change
+ * of kind or language) are given their old record with `adopt`.
+ */
+export class CellIds implements vscode.Disposable {
+  private readonly records = new WeakMap<vscode.NotebookCell, CellRecord>();
+  private readonly taken = new WeakMap<vscode.NotebookDocument, Set<string>>();
+  private readonly changed = new vscode.EventEmitter<vscode.NotebookDocument>();
+  /** Fires after a notebook's cells changed, once execution states are up to date. */
+  readonly onDidChange = this.changed.event;
+  private readonly subscription: vscode.Disposable;
+
+  constructor() {
+    this.subscription = vscode.workspace.onDidChangeNotebookDocument((e) => {
+      for (const change of e.cellChanges) {
+        const cleared = change.outputs?.length === 0;
+        if (change.executionSummary) this.observe(change.cell, change.executionSummary, cleared);
+        else if (cleared && this.record(change.cell).executions.status === 'idle')
+          this.record(change.cell).executions.clearedAt = Date.now();
+      }
+      this.changed.fire(e.notebook);
+    });
+  }
+
+  id(cell: vscode.NotebookCell): string {
+    return this.record(cell).id;
+  }
+
+  version(cell: vscode.NotebookCell): number {
+    const r = this.record(cell);
+    if (cell.document !== r.document) {
+      // A new TextDocument for the same cell: continue the count rather than restart it.
+      r.base = r.base + (r.document.version - r.docBase) + 1;
+      r.document = cell.document;
+      r.docBase = cell.document.version;
+    }
+    return r.base + (cell.document.version - r.docBase);
+  }
+
+  execution(cell: vscode.NotebookCell): ExecutionState {
+    const summary = cell.executionSummary;
+    const timing = summary?.timing;
+    return {
+      order: summary?.executionOrder ?? null,
+      success: summary?.success ?? null,
+      durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
+      status: this.record(cell).executions.status,
+      completedRuns: this.record(cell).executions.completedRuns,
+    };
+  }
+
+  /** An id no cell of this notebook has had. */
+  newId(notebook: vscode.NotebookDocument): string {
+    const taken = this.takenIds(notebook);
+    let id: string;
+    do id = 'c' + Array.from({ length: 5 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
+    while (taken.has(id));
+    taken.add(id);
+    return id;
+  }
+
+  /** Gives a cell the bridge just created its id, version and (for a copy) execution history. */
+  adopt(cell: vscode.NotebookCell, id: string, version: number, from?: vscode.NotebookCell): void {
+    this.takenIds(cell.notebook).add(id);
+    const previous = from && this.records.get(from)?.executions;
+    const lastEnd = cell.executionSummary?.timing?.endTime;
+    this.records.set(cell, {
+      id,
+      document: cell.document,
+      base: version,
+      docBase: cell.document.version,
+      executions: previous ? { ...previous, lastEnd } : { status: 'idle', completedRuns: 0, lastEnd },
+    });
+  }
+
+  private record(cell: vscode.NotebookCell): CellRecord {
+    let r = this.records.get(cell);
+    if (!r) {
+      r = {
+        id: this.newId(cell.notebook),
+        document: cell.document,
+        base: 1,
+        docBase: cell.document.version,
+        executions: { status: 'idle', completedRuns: 0, lastEnd: cell.executionSummary?.timing?.endTime },
+      };
+      this.records.set(cell, r);
+    }
+    return r;
+  }
+
+  /**
+   * VS Code clears a cell's summary when it queues it, and fills in the timing when it ends.
+   * Changes of one cell can arrive merged, so an end counts when the summary's end time is new.
+   */
+  private observe(cell: vscode.NotebookCell, summary: vscode.NotebookCellExecutionSummary, outputsCleared: boolean): void {
+    const ex = this.record(cell).executions;
+    const end = summary.timing?.endTime;
+    if (end === undefined) {
+      const reset = summary.executionOrder === undefined && summary.success === undefined;
+      const clearing = outputsCleared || Date.now() - (ex.clearedAt ?? 0) < CLEAR_WINDOW_MS;
+      // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
+      if (reset && clearing && ex.status === 'idle') return;
+      ex.status = summary.executionOrder === undefined ? 'queued' : 'running';
+      return;
+    }
+    if (ex.status !== 'idle' || end !== ex.lastEnd) ex.completedRuns++;
+    ex.status = 'idle';
+    ex.lastEnd = end;
+  }
+
+  private takenIds(notebook: vscode.NotebookDocument): Set<string> {
+    let taken = this.taken.get(notebook);
+    if (!taken) this.taken.set(notebook, (taken = new Set()));
+    return taken;
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this.changed.dispose();
+  }
+}

@@ -1,0 +1,82 @@
+import type { Request, Response } from 'express';
+import type { RunHandle, RunResult } from '../core/cells';
+import { BridgeError } from '../core/errors';
+import { Reply } from './route';
+import { openEventStream } from './sse';
+
+export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
+
+export interface RunOptions {
+  wait: boolean;
+  timeoutMs: number;
+}
+
+export const wantsEventStream = (req: Request) => (req.headers.accept ?? '').includes('text/event-stream');
+
+const timeoutDetail = (ms: number, ids: readonly string[]) =>
+  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
+
+/**
+ * Answers a cell run: 202 when not waiting, the result when it ends, 504 with the cell's state
+ * when the wait times out (the run goes on). With `Accept: text/event-stream` the outputs are
+ * streamed as they arrive (`stdout`/`stderr` {data}, `output` {item}) and the stream ends with
+ * `done` {success, cell} or `timeout` {detail, cell}. A client that goes away stops the wait only.
+ */
+export async function respondRun(handle: RunHandle, options: RunOptions, req: Request, res: Response): Promise<unknown> {
+  if (wantsEventStream(req)) {
+    const stream = openEventStream(res);
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    try {
+      const result = await handle.wait({
+        timeoutMs: options.timeoutMs,
+        signal: gone.signal,
+        onEvent: (e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
+      });
+      if (result.done) stream.send('done', { success: result.success, cell: result.cell });
+      else stream.send('timeout', { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
+    } catch (error) {
+      stream.send('error', { detail: error instanceof Error ? error.message : String(error) });
+    }
+    stream.end();
+    return undefined;
+  }
+  if (!options.wait) return new Reply(202, { queued: [handle.cellId] });
+  const result = await handle.wait({ timeoutMs: options.timeoutMs });
+  if (!result.done) return new Reply(504, { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
+  return { success: result.success, cell: result.cell };
+}
+
+/** Waits for a batch's runs under one deadline; 504 (edits applied) when any is still running. */
+export async function waitRuns<T extends object>(
+  applied: T,
+  handles: readonly RunHandle[],
+  options: RunOptions,
+): Promise<unknown> {
+  if (!handles.length) return applied;
+  if (!options.wait) return { ...applied, queued: handles.map((h) => h.cellId) };
+  const deadline = Date.now() + options.timeoutMs;
+  const runs: RunResult[] = [];
+  for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
+  const body = { ...applied, runs: runs.map((r) => ({ done: r.done, success: r.success, cell: r.cell })) };
+  const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
+  if (pending.length)
+    return new Reply(504, { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body });
+  return body;
+}
+
+/** `:output/:item` segments of an output URL. */
+export function outputIndex(value: string | undefined, name: string): number {
+  if (value === undefined || !/^\d+$/.test(value))
+    throw new BridgeError(404, `No output ${name} '${value}': it must be a whole number`);
+  return Number(value);
+}
+
+/** Content-Type for a raw output item: streams as text, errors as JSON, others as their mime. */
+export function rawContentType(mime: string): string {
+  if (mime === 'application/vnd.code.notebook.stdout' || mime === 'application/vnd.code.notebook.stderr')
+    return 'text/plain; charset=utf-8';
+  if (mime === 'application/vnd.code.notebook.error') return 'application/json; charset=utf-8';
+  if (mime.startsWith('text/') && !mime.includes('charset')) return `${mime}; charset=utf-8`;
+  return mime;
+}

@@ -1,0 +1,399 @@
+/**
+ * The cell routes inside a real VS Code, over real HTTP: a fresh .ipynb per test, opened with the
+ * builtin kernel through POST /notebooks/open; the person is simulated with WorkspaceEdits applied
+ * through the VS Code API (not through the bridge).
+ */
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { BridgeClient, type HttpResult } from '../../sandbox-test/http';
+
+const EXTENSION_ID = 'agent-bridge.agent-bridge';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
+type Json = any;
+
+async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await Promise.resolve()
+      .then(probe)
+      .catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+function nbformat(cells: { kind: 'code' | 'markdown'; source: string }[]): string {
+  return JSON.stringify({
+    cells: cells.map((c, i) => ({
+      cell_type: c.kind,
+      id: `it${i}`,
+      metadata: {},
+      source: c.source,
+      ...(c.kind === 'code' ? { execution_count: null, outputs: [] } : {}),
+    })),
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  });
+}
+
+/** Everything of a notebook a batch could change, to compare before and after. */
+function contents(doc: vscode.NotebookDocument): string {
+  return JSON.stringify(
+    doc.getCells().map((c) => ({
+      kind: c.kind,
+      language: c.document.languageId,
+      text: c.document.getText(),
+      metadata: c.metadata,
+      outputs: c.outputs.map((o) => o.items.map((i) => [i.mime, Buffer.from(i.data).toString('base64')])),
+    })),
+  );
+}
+
+describe('cell routes in VS Code', function () {
+  this.timeout(60_000);
+  let client: BridgeClient;
+  let folder: string;
+  let counter = 0;
+
+  before(async function () {
+    this.timeout(30_000);
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, `${EXTENSION_ID} is not installed`);
+    await ext.activate();
+    const file = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
+    assert.ok(file, 'AGENT_BRIDGE_DISCOVERY_FILE is not set in the extension host');
+    const advert = await poll('the discovery file', 15_000, () =>
+      fs.existsSync(file)
+        ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { url: string; token: string | null; port: number })
+        : undefined,
+    );
+    client = new BridgeClient(advert.url, advert.token);
+    folder =
+      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
+      fs.mkdtempSync(path.join(process.env['TMPDIR'] ?? '/tmp', 'cells-it-'));
+  });
+
+  /** A new notebook on disk, open in an editor with the builtin kernel selected. */
+  async function openNotebook(
+    cells: { kind: 'code' | 'markdown'; source: string }[],
+  ): Promise<{ doc: vscode.NotebookDocument; session: string }> {
+    const file = path.join(folder, `cells-it-${process.pid}-${counter++}.ipynb`);
+    fs.writeFileSync(file, nbformat(cells));
+    const res = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 30_000 });
+    assert.equal(res.status, 200, res.text);
+    const doc = vscode.workspace.notebookDocuments.find((d) => d.uri.fsPath === file);
+    assert.ok(doc, 'the notebook is not open');
+    return { doc, session: res.json().session.id as string };
+  }
+
+  const call = (method: string, route: string, json?: unknown, timeoutMs = 45_000): Promise<HttpResult> =>
+    client.request({ method, path: route, ...(json === undefined ? {} : { json }), timeoutMs });
+  const cellsOf = async (session: string): Promise<Json[]> => {
+    const res = await call('GET', `/notebooks/cells?notebook=${session}`);
+    assert.equal(res.status, 200, res.text);
+    return res.json().cells;
+  };
+
+  /** The person types: a WorkspaceEdit through the VS Code API, as an editor keystroke would be. */
+  async function personTypes(doc: vscode.NotebookDocument, index: number, text: string): Promise<void> {
+    const document = doc.cellAt(index).document;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(document.uri, new vscode.Range(0, 0, document.lineCount, 0), text);
+    assert.equal(await vscode.workspace.applyEdit(edit), true);
+  }
+
+  it('lists the notebook with its kernel, and cells with ids, kinds and versions', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'a = 1' },
+      { kind: 'markdown', source: '# Notes' },
+    ]);
+    const list = (await call('GET', '/notebooks')).json().notebooks as Json[];
+    const entry = list.find((n) => n.sessionId === session);
+    assert.deepEqual(
+      [entry.path, entry.kernel, entry.cellCount, entry.notebookType],
+      [doc.uri.fsPath, 'builtin', 2, 'jupyter-notebook'],
+    );
+    const cells = await cellsOf(session);
+    assert.deepEqual(
+      cells.map((c) => [c.index, c.kind, c.language, c.code]),
+      [
+        [0, 'code', 'python', 'a = 1'],
+        [1, 'markup', 'markdown', '# Notes'],
+      ],
+    );
+    assert.match(cells[0].id, /^c[0-9a-z]{5}$/);
+  });
+
+  it('keeps ids stable across inserts, deletes and moves, by the bridge and by the person', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'a = 1' },
+      { kind: 'code', source: 'b = 2' },
+      { kind: 'code', source: 'c = 3' },
+    ]);
+    const [a, b, c] = (await cellsOf(session)).map((x) => x.id as string);
+    const created = await call('POST', '/notebooks/cells', { notebook: session, code: 'first = 0', index: 0 });
+    assert.equal(created.status, 201, created.text);
+    assert.equal((await call('DELETE', `/notebooks/cells/${b}?notebook=${session}`)).status, 200);
+    // The person inserts a cell above everything.
+    const edit = new vscode.WorkspaceEdit();
+    edit.set(doc.uri, [
+      vscode.NotebookEdit.insertCells(0, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, '# person', 'python')]),
+    ]);
+    assert.equal(await vscode.workspace.applyEdit(edit), true);
+    let cells = await cellsOf(session);
+    assert.deepEqual(
+      cells.map((x) => [x.id === a || x.id === c ? x.id : 'other', x.code]),
+      [
+        ['other', '# person'],
+        ['other', 'first = 0'],
+        [a, 'a = 1'],
+        [c, 'c = 3'],
+      ],
+    );
+    assert.equal(cells[1].id, created.json().cell.id);
+    const moved = await call('POST', `/notebooks/cells/${c}/move`, { notebook: session, to: 0 });
+    assert.equal(moved.status, 200, moved.text);
+    cells = await cellsOf(session);
+    assert.deepEqual([cells[0].id, cells[0].code, cells[3].id], [c, 'c = 3', a]);
+    assert.equal(doc.cellAt(0).document.getText(), 'c = 3');
+  });
+
+  it('refuses with 409 an edit of a cell the person changed since it was read', async () => {
+    const { doc, session } = await openNotebook([{ kind: 'code', source: 'x = 1' }]);
+    const [cell] = await cellsOf(session);
+    await personTypes(doc, 0, 'x = 100  # typed by the person');
+    const res = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: session, code: 'x = 2' });
+    assert.equal(res.status, 409, res.text);
+    const body = res.json();
+    assert.match(body.detail, /changed since you read it/);
+    assert.equal(body.cell.code, 'x = 100  # typed by the person');
+    assert.ok(body.cell.version > cell.version);
+    assert.equal(doc.cellAt(0).document.getText(), 'x = 100  # typed by the person');
+    // Having read it again, the agent may write.
+    await cellsOf(session);
+    const ok = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: session, code: 'x = 2' });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(doc.cellAt(0).document.getText(), 'x = 2');
+    assert.equal(ok.json().cell.version, body.cell.version + 1);
+  });
+
+  it('leaves the notebook byte-identical when the last op of a batch is invalid', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'a = 1' },
+      { kind: 'markdown', source: '# Notes' },
+      { kind: 'code', source: 'b = 2' },
+    ]);
+    await doc.save();
+    const file = fs.readFileSync(doc.uri.fsPath);
+    const [a, notes] = await cellsOf(session);
+    const before = { version: doc.version, contents: contents(doc) };
+    for (const last of [
+      { op: 'delete', ref: 7 },
+      { op: 'edit', ref: notes.id, code: 'x', version: 99 },
+      { op: 'move', ref: a.id, to: 4 },
+    ]) {
+      const res = await call('POST', '/notebooks/edits', {
+        notebook: session,
+        ops: [
+          { op: 'create', code: 'new = 1', index: 0 },
+          { op: 'edit', ref: a.id, code: 'a = 10' },
+          { op: 'move', ref: notes.id, to: 0 },
+          last,
+        ],
+      });
+      assert.ok([400, 404, 409].includes(res.status), `${JSON.stringify(last)}: ${res.status} ${res.text}`);
+      assert.equal(doc.version, before.version, 'the notebook changed');
+      assert.equal(contents(doc), before.contents);
+      assert.equal(doc.isDirty, false);
+    }
+    await doc.save();
+    assert.ok(fs.readFileSync(doc.uri.fsPath).equals(file), 'the file on disk changed');
+  });
+
+  it('applies a valid batch as one edit that one undo reverts', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'a = 1' },
+      { kind: 'markdown', source: '# Notes' },
+      { kind: 'code', source: 'b = 2' },
+      { kind: 'code', source: 'c = 3' },
+    ]);
+    const editor = await vscode.window.showNotebookDocument(doc, { preserveFocus: false });
+    const [a, notes, b, c] = await cellsOf(session);
+    const before = contents(doc);
+    const res = await call('POST', '/notebooks/edits', {
+      notebook: session,
+      ops: [
+        { op: 'create', code: 'import math', index: 0 },
+        { op: 'edit', ref: a.id, code: 'a = math.pi' },
+        { op: 'delete', ref: b.id },
+        { op: 'move', ref: c.id, to: 0 },
+        { op: 'edit', ref: notes.id, code: '# Notes, edited' },
+      ],
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(
+      doc.getCells().map((x) => x.document.getText()),
+      ['c = 3', 'import math', 'a = math.pi', '# Notes, edited'],
+    );
+    assert.deepEqual(
+      (await cellsOf(session)).map((x) => x.id).filter((id: string) => [a.id, notes.id, c.id].includes(id)),
+      [c.id, a.id, notes.id],
+    );
+
+    assert.equal(vscode.window.activeNotebookEditor, editor, 'the notebook editor is not active');
+    await vscode.commands.executeCommand('undo');
+    await poll('the undo', 5_000, () => (contents(doc) === before ? true : undefined)).catch(() => undefined);
+    assert.deepEqual(
+      doc.getCells().map((x) => x.document.getText()),
+      ['a = 1', '# Notes', 'b = 2', 'c = 3'],
+    );
+    assert.equal(contents(doc), before);
+  });
+
+  it('runs a cell and waits for the output of print', async () => {
+    const { session } = await openNotebook([{ kind: 'code', source: 'print("hello from", 6 * 7)' }]);
+    const res = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
+    assert.equal(res.status, 200, res.text);
+    const body = res.json();
+    assert.equal(body.success, true);
+    assert.deepEqual(
+      body.cell.outputs.flatMap((o: Json) => o.items.map((i: Json) => [i.type, i.text])),
+      [['stdout', 'hello from 42\n']],
+    );
+    assert.equal(body.cell.execution.status, 'idle');
+    assert.equal(typeof body.cell.execution.order, 'number');
+  });
+
+  it("keeps the id of a cell the person moves with the editor's own command", async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'a = 1' },
+      { kind: 'code', source: 'b = 2' },
+    ]);
+    const [a, b] = await cellsOf(session);
+    const editor = await vscode.window.showNotebookDocument(doc, {
+      preserveFocus: false,
+      selections: [new vscode.NotebookRange(0, 1)],
+    });
+    assert.equal(vscode.window.activeNotebookEditor, editor);
+    await vscode.commands.executeCommand('notebook.cell.moveDown');
+    await poll('the move', 5_000, () => (doc.cellAt(1).document.getText() === 'a = 1' ? true : undefined));
+    const cells = await cellsOf(session);
+    assert.deepEqual(
+      cells.map((c) => [c.id, c.code]),
+      [
+        [b.id, 'b = 2'],
+        [a.id, 'a = 1'],
+      ],
+    );
+  });
+
+  it('shows a cell as idle after the person clears outputs (not as queued)', async () => {
+    const { doc, session } = await openNotebook([{ kind: 'code', source: 'print(1)' }]);
+    assert.equal((await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true })).status, 200);
+    await vscode.window.showNotebookDocument(doc, { preserveFocus: false });
+    await vscode.commands.executeCommand('notebook.clearAllCellsOutputs');
+    await poll('cleared outputs', 5_000, () => (doc.cellAt(0).outputs.length === 0 ? true : undefined));
+    await sleep(200);
+    const [cell] = await cellsOf(session);
+    assert.deepEqual([cell.outputs, cell.execution.status], [[], 'idle']);
+    const again = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json().cell.outputs[0].items[0].text, '1\n');
+  });
+
+  it('runs a cell that raises and returns the error with success false', async () => {
+    const { session } = await openNotebook([{ kind: 'code', source: 'print("start")\n{}["missing"]' }]);
+    const res = await call('POST', '/notebooks/cells/0/run?wait=true', { notebook: session });
+    assert.equal(res.status, 200, res.text);
+    const body = res.json();
+    assert.equal(body.success, false);
+    const items = body.cell.outputs.flatMap((o: Json) => o.items);
+    assert.deepEqual(items[0], { type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'start\n', bytes: 6 });
+    const error = items.find((i: Json) => i.type === 'error');
+    assert.ok(error, JSON.stringify(items));
+    assert.equal(error.name, 'KeyError');
+    assert.match(error.traceback, /KeyError/);
+  });
+
+  it('waits again for a second run of the same cell, and times out with 504 without interrupting', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'import time\nn = globals().get("n", 0) + 1\ntime.sleep(0.1 if n < 3 else 1.5)\nprint(n)' },
+    ]);
+    for (const n of [1, 2]) {
+      const res = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json().cell.outputs[0].items[0].text, `${n}\n`);
+    }
+    const slow = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true, timeoutMs: 300 });
+    assert.equal(slow.status, 504, slow.text);
+    assert.notEqual(slow.json().cell.execution.status, 'idle');
+    // Not interrupted: the run completes and prints 3.
+    await poll('the run to finish', 10_000, () =>
+      doc.cellAt(0).executionSummary?.success === true && doc.cellAt(0).outputs.length ? true : undefined,
+    );
+    const [cell] = await cellsOf(session);
+    assert.equal(cell.outputs[0].items[0].text, '3\n');
+  });
+
+  it('interrupts a running cell, and restarts the builtin kernel', async () => {
+    const { doc, session } = await openNotebook([
+      { kind: 'code', source: 'kept = 1' },
+      { kind: 'code', source: 'import time\ntime.sleep(30)' },
+      { kind: 'code', source: 'print(kept)' },
+    ]);
+    assert.equal((await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true })).status, 200);
+    const queued = await call('POST', '/notebooks/cells/1/run', { notebook: session });
+    assert.equal(queued.status, 202, queued.text);
+    await poll('the cell to run', 10_000, async () =>
+      (await cellsOf(session))[1].execution.status === 'running' ? true : undefined,
+    );
+    const started = Date.now();
+    assert.equal((await call('POST', '/notebooks/interrupt', { notebook: session })).status, 200);
+    await poll('the interrupted run to end', 10_000, () => (doc.cellAt(1).executionSummary?.timing ? true : undefined));
+    assert.ok(Date.now() - started < 10_000);
+    // The builtin kernel ends an interrupted run as cancelled: no success either way.
+    assert.notEqual(doc.cellAt(1).executionSummary?.success, true);
+    const [, interrupted] = await cellsOf(session);
+    assert.equal(interrupted.execution.status, 'idle');
+
+    assert.deepEqual((await call('POST', '/notebooks/restart', { notebook: session })).json(), { restarted: true });
+    const after = await call('POST', '/notebooks/cells/2/run', { notebook: session, wait: true });
+    assert.equal(after.json().success, false);
+    assert.match(JSON.stringify(after.json().cell.outputs), /NameError/);
+  });
+
+  it('streams a run as server-sent events', async () => {
+    const { session } = await openNotebook([
+      { kind: 'code', source: 'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.05)' },
+    ]);
+    const stream = client.stream({
+      method: 'POST',
+      path: '/notebooks/cells/0/run',
+      json: { notebook: session },
+      headers: { accept: 'text/event-stream' },
+      timeoutMs: 30_000,
+    });
+    const result = await stream.result;
+    assert.equal(result.status, 200);
+    assert.deepEqual(result.framingErrors, []);
+    const names = result.events.map((e) => e.event);
+    assert.equal(names.at(-1), 'done', result.raw);
+    assert.equal(result.events.at(-1)!.data.success, true);
+    assert.equal(
+      result.events
+        .filter((e) => e.event === 'stdout')
+        .map((e) => e.data.data)
+        .join(''),
+      '0\n1\n2\n',
+    );
+  });
+});

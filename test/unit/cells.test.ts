@@ -1,0 +1,557 @@
+import { strict as assert } from 'node:assert';
+import { KeyedQueue } from '../../src/core/keyedQueue';
+import type { Log } from '../../src/core/log';
+import { NotebookCells } from '../../src/core/notebookCells';
+import { ERROR_MIME } from '../../src/core/outputs';
+import { createApp, listen, type RunningServer } from '../../src/server/app';
+import { routes } from '../../src/server/routes';
+import { request } from './fakes/http';
+import { FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks } from './fakes/notebooks';
+
+const TOKEN = 'test-token-0123456789';
+const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const A = {
+  sessionId: 's_aaaaaa',
+  uri: 'file:///work/a.ipynb',
+  path: '/work/a.ipynb',
+  notebookType: 'jupyter-notebook',
+  kernel: 'builtin',
+};
+const B = { sessionId: 's_bbbbbb', uri: 'untitled:Untitled-1.ipynb', path: null, notebookType: 'jupyter-notebook', kernel: null };
+const PNG = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely
+type Json = any;
+
+describe('cell routes (fake notebooks)', () => {
+  let server: RunningServer;
+  let port = 0;
+  let docs: FakeNotebooks;
+  let ids: string[];
+
+  async function api(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Json; raw: string; type: string }> {
+    const res = await request(port, {
+      method,
+      path,
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    let parsed: Json;
+    try {
+      parsed = JSON.parse(res.body);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, body: parsed, raw: res.body, type: String(res.headers['content-type']) };
+  }
+  const q = (path: string, notebook = 's_aaaaaa') =>
+    `${path}${path.includes('?') ? '&' : '?'}notebook=${encodeURIComponent(notebook)}`;
+  const list = async (notebook = 's_aaaaaa') => (await api('GET', q('/notebooks/cells', notebook))).body.cells as Json[];
+
+  beforeEach(async () => {
+    docs = new FakeNotebooks({
+      'print("hi")': { steps: [{ stdout: 'h' }, { waitMs: 20 }, { stdout: 'i\n' }] },
+      'boom()': {
+        steps: [
+          { stdout: 'before\n' },
+          {
+            error: {
+              name: 'NameError',
+              message: "name 'boom' is not defined",
+              traceback: 'Traceback (most recent call last):\nNameError: boom',
+            },
+          },
+        ],
+      },
+      'sleep()': { steps: [{ waitMs: 400 }] },
+      'plot()': {
+        steps: [{ display: { mime: 'image/png', data: PNG } }, { display: { mime: 'text/plain', data: 'y'.repeat(300) } }],
+      },
+    });
+    ids = docs.add(A, [
+      { code: 'x = 1' },
+      { kind: 'markup', code: '# Title' },
+      { code: '' },
+      { code: 'y = x + 1', outputs: [{ items: [{ mime: 'text/plain', data: new TextEncoder().encode('2') }] }] },
+    ]);
+    docs.add(B, [{ code: 'z = 3' }]);
+    const app = createApp({
+      routes,
+      context: {
+        host: new FakeNotebookHost([]),
+        cells: new NotebookCells(docs, { outputTextLimit: () => 100 }),
+        runs: new KeyedQueue(),
+        version: '0.0.0-test',
+      },
+      token: () => TOKEN,
+      port: () => port,
+      maxBodyBytes: 64 * 1024,
+      log: silent,
+    });
+    server = await listen(app, 0, (p) => (port = p));
+  });
+  afterEach(() => server.close());
+
+  describe('reading', () => {
+    it('GET /notebooks lists every open notebook with its kernel, cell count and dirty flag', async () => {
+      const res = await api('GET', '/notebooks');
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body.notebooks, [
+        { ...A, cellCount: 4, dirty: false },
+        { ...B, cellCount: 1, dirty: false },
+      ]);
+    });
+
+    it('GET /notebooks/active: null without an editor, else the selected cells by id', async () => {
+      assert.deepEqual((await api('GET', '/notebooks/active')).body, {
+        notebook: null,
+        selections: [],
+        selectedCells: [],
+        visibleRanges: [],
+      });
+      docs.activeEditor = { uri: A.uri, selections: [{ start: 1, end: 3 }], visibleRanges: [{ start: 0, end: 4 }] };
+      const res = await api('GET', '/notebooks/active');
+      assert.equal(res.body.notebook.sessionId, 's_aaaaaa');
+      assert.deepEqual(res.body.selectedCells, [
+        { id: ids[1], index: 1 },
+        { id: ids[2], index: 2 },
+      ]);
+      assert.deepEqual(res.body.visibleRanges, [{ start: 0, end: 4 }]);
+    });
+
+    it('GET /notebooks/cells returns every cell view', async () => {
+      const res = await api('GET', q('/notebooks/cells'));
+      assert.equal(res.status, 200);
+      assert.equal(res.body.notebook.path, '/work/a.ipynb');
+      const [first, markup, , last] = res.body.cells;
+      assert.deepEqual(first, {
+        id: ids[0],
+        index: 0,
+        kind: 'code',
+        language: 'python',
+        code: 'x = 1',
+        version: 1,
+        execution: { order: null, success: null, durationMs: null, status: 'idle' },
+        outputs: [],
+      });
+      assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);
+      assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', mime: 'text/plain', text: '2', bytes: 1 }] }]);
+    });
+
+    it('names a notebook by session id, path or uri', async () => {
+      for (const name of ['s_aaaaaa', '/work/a.ipynb', 'file:///work/a.ipynb']) assert.equal((await list(name)).length, 4, name);
+      assert.equal((await list('untitled:Untitled-1.ipynb')).length, 1);
+    });
+
+    it('400 listing the notebooks when several are open and none is named', async () => {
+      const res = await api('GET', '/notebooks/cells');
+      assert.equal(res.status, 400);
+      assert.match(
+        res.body.detail,
+        /2 notebooks are open: pass "notebook".*\/work\/a\.ipynb \(s_aaaaaa\).*untitled:Untitled-1\.ipynb \(s_bbbbbb\)/,
+      );
+      assert.equal(res.body.notebooks.length, 2);
+    });
+
+    it('uses the only open notebook when none is named', async () => {
+      docs.close(B.uri);
+      assert.equal((await api('GET', '/notebooks/cells')).body.cells.length, 4);
+    });
+
+    it('404 listing the open notebooks for an unknown notebook', async () => {
+      const res = await api('GET', q('/notebooks/cells', '/work/nope.ipynb'));
+      assert.equal(res.status, 404);
+      assert.match(
+        res.body.detail,
+        /No open notebook matches '\/work\/nope\.ipynb'; open notebooks: \/work\/a\.ipynb \(s_aaaaaa\)/,
+      );
+    });
+
+    it('GET /notebooks/cells/:ref by id, index and negative index', async () => {
+      assert.equal((await api('GET', q(`/notebooks/cells/${ids[3]}`))).body.cell.code, 'y = x + 1');
+      assert.equal((await api('GET', q('/notebooks/cells/1'))).body.cell.id, ids[1]);
+      assert.equal((await api('GET', q('/notebooks/cells/-1'))).body.cell.id, ids[3]);
+    });
+
+    it('404 with the cell count for an index out of range or an unknown id', async () => {
+      const out = await api('GET', q('/notebooks/cells/4'));
+      assert.equal(out.status, 404);
+      assert.match(out.body.detail, /Cell index 4 is out of range: \/work\/a\.ipynb has 4 cells/);
+      assert.equal(out.body.cellCount, 4);
+      const unknown = await api('GET', q('/notebooks/cells/cnope1'));
+      assert.equal(unknown.status, 404);
+      assert.match(unknown.body.detail, /No cell with id 'cnope1' .* 4 cells/);
+    });
+
+    it('400 for unknown query keys', async () => {
+      const res = await api('GET', '/notebooks/cells?notebook=s_aaaaaa&cell=1');
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /^Invalid query: .*Unrecognized key: "cell"/);
+    });
+  });
+
+  describe('creating', () => {
+    it('appends a code cell in the main language by default (201)', async () => {
+      const res = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'w = 4' });
+      assert.equal(res.status, 201);
+      assert.deepEqual(
+        [res.body.cell.index, res.body.cell.kind, res.body.cell.language, res.body.cell.code],
+        [4, 'code', 'python', 'w = 4'],
+      );
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '# Title', '', 'y = x + 1', 'w = 4']);
+    });
+
+    it('places a cell at an index, or before/after another', async () => {
+      await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'first', index: 0 });
+      await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'after x', after: ids[0] });
+      await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', kind: 'markup', code: '## before y', before: ids[3] });
+      assert.deepEqual(docs.codes(A.uri), ['first', 'x = 1', 'after x', '# Title', '', '## before y', 'y = x + 1']);
+    });
+
+    it('400 for an index out of range, several positions or wrong types', async () => {
+      const out = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', index: 9 });
+      assert.equal(out.status, 400);
+      assert.match(out.body.detail, /"index" 9 is out of range: it must be between 0 and 4/);
+      assert.match(
+        (await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', index: 0, after: 0 })).body.detail,
+        /at most one/,
+      );
+      const typed = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 7, kind: 'raw' });
+      assert.equal(typed.status, 400);
+      assert.match(typed.body.detail, /^Invalid request body: code: .*; kind: /);
+      assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 0);
+    });
+
+    it('keeps ids stable across inserts and deletes of other cells', async () => {
+      const before = await list();
+      await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'new', index: 0 });
+      await api('DELETE', q(`/notebooks/cells/${ids[2]}`));
+      const after = await list();
+      assert.deepEqual(
+        after.map((c) => c.id),
+        [after[0].id, ids[0], ids[1], ids[3]],
+      );
+      assert.deepEqual(
+        after.slice(1).map((c) => c.code),
+        [before[0].code, before[1].code, before[3].code],
+      );
+    });
+  });
+
+  describe('editing (read-before-write)', () => {
+    const patch = (ref: string, body: object) => api('PATCH', `/notebooks/cells/${ref}`, { notebook: 's_aaaaaa', ...body });
+
+    it('400 naming "code" when it is missing: never a wipe', async () => {
+      await list();
+      const res = await patch(ids[0]!, { language: 'python' });
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /^Invalid request body: code: "code" is required/);
+      assert.equal(docs.codes(A.uri)[0], 'x = 1');
+    });
+
+    it('400 for unknown body keys and wrong types', async () => {
+      await list();
+      assert.match((await patch(ids[0]!, { code: 'x', sourc: 'y' })).body.detail, /Unrecognized key: "sourc"/);
+      assert.match((await patch(ids[0]!, { code: 'x', version: 'one' })).body.detail, /version: /);
+      assert.match((await patch(ids[0]!, { code: 'x', force: 'yes' })).body.detail, /force: /);
+    });
+
+    it('400 for a malformed JSON body', async () => {
+      const res = await api('PATCH', `/notebooks/cells/${ids[0]}`, '{"code": "x');
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /Malformed JSON/);
+    });
+
+    it('409 for a non-empty cell that was never read; nothing changes', async () => {
+      const res = await patch(ids[0]!, { code: 'x = 2' });
+      assert.equal(res.status, 409);
+      assert.match(res.body.detail, /has not been read/);
+      assert.equal(res.body.cell.code, 'x = 1');
+      assert.equal(docs.codes(A.uri)[0], 'x = 1');
+    });
+
+    it('edits a cell that was read; the new version counts as read', async () => {
+      await api('GET', q(`/notebooks/cells/${ids[0]}`));
+      const first = await patch(ids[0]!, { code: 'x = 2' });
+      assert.equal(first.status, 200);
+      assert.deepEqual([first.body.cell.code, first.body.cell.version], ['x = 2', 2]);
+      assert.equal((await patch(ids[0]!, { code: 'x = 3' })).status, 200);
+      assert.equal(docs.codes(A.uri)[0], 'x = 3');
+    });
+
+    it('409 with the current cell when the person typed in it since it was read', async () => {
+      await list();
+      docs.type(A.uri, 0, 'x = 100  # mine');
+      const res = await patch(ids[0]!, { code: 'x = 2' });
+      assert.equal(res.status, 409);
+      assert.match(res.body.detail, /changed since you read it \(version 1 → 2\)/);
+      assert.deepEqual([res.body.cell.id, res.body.cell.code, res.body.cell.version], [ids[0], 'x = 100  # mine', 2]);
+      assert.equal(docs.codes(A.uri)[0], 'x = 100  # mine');
+    });
+
+    it('an explicit version overrides the record; force skips the check', async () => {
+      docs.type(A.uri, 0, 'x = 100');
+      assert.equal((await patch(ids[0]!, { code: 'x = 2', version: 1 })).status, 409);
+      assert.equal((await patch(ids[0]!, { code: 'x = 2', version: 2 })).status, 200);
+      docs.type(A.uri, 3, 'y = 0');
+      assert.equal((await patch(ids[3]!, { code: 'y = 5', force: true })).status, 200);
+      assert.deepEqual(docs.codes(A.uri), ['x = 2', '# Title', '', 'y = 5']);
+    });
+
+    it('empty cells need no read', async () => {
+      const res = await patch(ids[2]!, { code: 'print(1)' });
+      assert.equal(res.status, 200);
+    });
+
+    it('changes kind and language, keeping the id', async () => {
+      await list();
+      const res = await patch(ids[0]!, { code: '*x*', kind: 'markup' });
+      assert.deepEqual(
+        [res.body.cell.id, res.body.cell.kind, res.body.cell.language, res.body.cell.execution],
+        [ids[0], 'markup', 'markdown', null],
+      );
+    });
+
+    it('404 with the cell count for an unknown ref', async () => {
+      const res = await patch('7', { code: 'x' });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.cellCount, 4);
+    });
+
+    it('DELETE needs a read too, and force in the query skips it', async () => {
+      assert.equal((await api('DELETE', q(`/notebooks/cells/${ids[0]}`))).status, 409);
+      const forced = await api('DELETE', q(`/notebooks/cells/${ids[0]}?force=true`));
+      assert.deepEqual([forced.status, forced.body], [200, { deleted: ids[0], cellCount: 3 }]);
+      assert.equal((await api('DELETE', q(`/notebooks/cells/${ids[0]}`))).status, 404);
+      assert.equal((await api('DELETE', q(`/notebooks/cells/${ids[3]}?version=1`))).status, 200);
+      assert.equal((await api('DELETE', q(`/notebooks/cells/${ids[1]}?version=one`))).status, 400);
+    });
+
+    it('moves a cell to an index or next to another; id and outputs go with it', async () => {
+      const move = (ref: string, body: object) => api('POST', `/notebooks/cells/${ref}/move`, { notebook: 's_aaaaaa', ...body });
+      const res = await move(ids[3]!, { to: 0 });
+      assert.equal(res.status, 200);
+      assert.deepEqual([res.body.cell.id, res.body.cell.index, res.body.cell.outputs[0].items[0].text], [ids[3], 0, '2']);
+      await move(ids[3]!, { after: ids[1] });
+      assert.deepEqual(
+        (await list()).map((c) => c.id),
+        [ids[0], ids[1], ids[3], ids[2]],
+      );
+      assert.equal((await move(ids[3]!, { to: 4 })).status, 400);
+      assert.equal((await move(ids[3]!, {})).status, 400);
+    });
+  });
+
+  describe('batches', () => {
+    const edits = (body: object) => api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ...body });
+
+    it('applies every op as one change', async () => {
+      await list();
+      const res = await edits({
+        ops: [
+          { op: 'create', code: 'import math', index: 0 },
+          { op: 'edit', ref: ids[0], code: 'x = math.pi' },
+          { op: 'delete', ref: ids[2] },
+          { op: 'move', ref: ids[1], to: 0 },
+        ],
+      });
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(docs.codes(A.uri), ['# Title', 'import math', 'x = math.pi', 'y = x + 1']);
+      assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 1);
+      assert.deepEqual(res.body.deleted, [ids[2]]);
+      assert.deepEqual(
+        res.body.cells.map((c: Json) => c.code),
+        ['# Title', 'import math', 'x = math.pi'],
+      );
+      assert.equal(res.body.cellCount, 4);
+    });
+
+    it('changes nothing when the last op is invalid', async () => {
+      await list();
+      const before = JSON.stringify(await list());
+      const res = await edits({
+        ops: [
+          { op: 'create', code: 'a' },
+          { op: 'edit', ref: ids[0], code: 'b' },
+          { op: 'delete', ref: 9 },
+        ],
+      });
+      assert.equal(res.status, 404);
+      assert.match(res.body.detail, /^ops\.2: Cell index 9 is out of range/);
+      assert.equal(JSON.stringify(await list()), before);
+      assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 0);
+    });
+
+    it('409 for a stale cell anywhere in the batch; nothing changes', async () => {
+      await list();
+      docs.type(A.uri, 3, 'y = 7');
+      const res = await edits({
+        ops: [
+          { op: 'create', code: 'a' },
+          { op: 'delete', ref: ids[3] },
+        ],
+      });
+      assert.equal(res.status, 409);
+      assert.match(res.body.detail, /^ops\.1: Cell .* changed since you read it/);
+      assert.equal(res.body.cell.code, 'y = 7');
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '# Title', '', 'y = 7']);
+    });
+
+    it('400 for an op on a cell another op deletes, and for bad ops', async () => {
+      await list();
+      const res = await edits({
+        ops: [
+          { op: 'edit', ref: ids[0], code: 'q' },
+          { op: 'delete', ref: ids[0] },
+        ],
+      });
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /deleted by ops\.1/);
+      assert.match((await edits({ ops: [{ op: 'rename', ref: 0 }] })).body.detail, /^Invalid request body: ops\.0\.op: /);
+      assert.match((await edits({ ops: [{ op: 'edit', ref: 0 }] })).body.detail, /ops\.0\.code: "code" is required/);
+      assert.match((await edits({ ops: [] })).body.detail, /ops: give at least one operation/);
+    });
+
+    it('reports the applied edits as failed when the editor refuses them', async () => {
+      await list();
+      docs.failNextApply = true;
+      const res = await edits({ ops: [{ op: 'edit', ref: ids[0], code: 'q' }] });
+      assert.equal(res.status, 409);
+      assert.deepEqual(docs.codes(A.uri)[0], 'x = 1');
+    });
+
+    it('runs cells after applying, and can wait for them', async () => {
+      const res = await edits({ ops: [{ op: 'create', code: 'print("hi")', index: 0 }], run: [0], wait: true });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.runs.length, 1);
+      assert.equal(res.body.runs[0].success, true);
+      assert.equal(res.body.runs[0].cell.outputs[0].items[0].text, 'hi\n');
+    });
+
+    it('checks the cells to run before applying anything', async () => {
+      const res = await edits({ ops: [{ op: 'create', code: 'a' }], run: [ids[1]] });
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /^run\.0: cell .* is a markup cell/);
+      assert.equal(docs.codes(A.uri).length, 4);
+    });
+  });
+
+  describe('running', () => {
+    const run = (ref: string, body: object = {}, query = '', headers: Record<string, string> = {}) =>
+      api('POST', `/notebooks/cells/${ref}/run${query}`, { notebook: 's_aaaaaa', ...body }, headers);
+
+    it('202 when not waiting: the cell is queued', async () => {
+      const res = await run(ids[0]!);
+      assert.deepEqual([res.status, res.body], [202, { queued: [ids[0]] }]);
+      assert.deepEqual(docs.calls.find((c) => c.method === 'execute')?.args, [ids[0]]);
+    });
+
+    it('waits for the run and returns its outputs and success', async () => {
+      docs.type(A.uri, 0, 'print("hi")');
+      for (const [body, query] of [
+        [{ wait: true }, ''],
+        [{}, '?wait=true'],
+      ] as const) {
+        const res = await run(ids[0]!, body, query);
+        assert.equal(res.status, 200, res.raw);
+        assert.equal(res.body.success, true);
+        assert.deepEqual(res.body.cell.outputs, [
+          { items: [{ type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'hi\n', bytes: 3 }] },
+        ]);
+        assert.equal(res.body.cell.execution.status, 'idle');
+      }
+    });
+
+    it('returns the error of a failing cell with success false', async () => {
+      docs.type(A.uri, 0, 'boom()');
+      const res = await run(ids[0]!, { wait: true });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.success, false);
+      const [out, err] = res.body.cell.outputs;
+      assert.equal(out.items[0].text, 'before\n');
+      assert.deepEqual(err.items[0], {
+        type: 'error',
+        mime: ERROR_MIME,
+        name: 'NameError',
+        message: "name 'boom' is not defined",
+        traceback: 'Traceback (most recent call last):\nNameError: boom',
+        bytes: err.items[0].bytes,
+      });
+    });
+
+    it('504 with the current state after the timeout, without interrupting', async () => {
+      docs.type(A.uri, 0, 'sleep()');
+      const res = await run(ids[0]!, { wait: true, timeoutMs: 50 });
+      assert.equal(res.status, 504);
+      assert.match(res.body.detail, /Still running after 50 ms/);
+      assert.equal(res.body.cell.execution.status, 'running');
+      assert.equal(
+        docs.calls.some((c) => c.method === 'interrupt'),
+        false,
+      );
+    });
+
+    it('streams outputs as they arrive with Accept: text/event-stream', async () => {
+      docs.type(A.uri, 0, 'print("hi")');
+      const res = await run(ids[0]!, {}, '', { accept: 'text/event-stream' });
+      assert.equal(res.status, 200);
+      assert.equal(res.type, 'text/event-stream; charset=utf-8');
+      const events = res.raw
+        .trim()
+        .split('\n\n')
+        .map((block) => {
+          const [event, data] = block.split('\n');
+          return { event: event!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) as Json };
+        });
+      assert.deepEqual(events.slice(0, -1), [
+        { event: 'stdout', data: { data: 'h' } },
+        { event: 'stdout', data: { data: 'i\n' } },
+      ]);
+      assert.equal(events.at(-1)!.event, 'done');
+      assert.equal(events.at(-1)!.data.success, true);
+    });
+
+    it('serves binary and cut output items raw from their url', async () => {
+      docs.type(A.uri, 0, 'plot()');
+      const res = await run(ids[0]!, { wait: true });
+      const [image, text] = res.body.cell.outputs.map((o: Json) => o.items[0]);
+      assert.deepEqual([image.type, image.bytes, image.text], ['image/png', PNG.length, undefined]);
+      const raw = await request(port, { path: image.url, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(raw.headers['content-type'], 'image/png');
+      assert.equal(raw.headers['x-content-type-options'], 'nosniff');
+      assert.equal(Buffer.from(raw.body, 'latin1').length > 0, true);
+      assert.deepEqual([text.truncated, text.text.length], [true, 100]);
+      const full = await api('GET', text.url);
+      assert.deepEqual([full.status, full.raw.length, full.type], [200, 300, 'text/plain; charset=utf-8']);
+      assert.equal((await api('GET', q(`/notebooks/cells/${ids[0]}/outputs/5/0`))).status, 404);
+    });
+
+    it('400 for a markup cell, 409 when no kernel serves the notebook', async () => {
+      assert.equal((await run(ids[1]!)).status, 400);
+      const res = await api('POST', `/notebooks/cells/0/run`, { notebook: 's_bbbbbb' });
+      assert.equal(res.status, 409);
+      assert.match(res.body.detail, /^Cannot run cells of untitled:Untitled-1\.ipynb: no kernel is selected/);
+    });
+
+    it('interrupt, and restart only for the builtin kernel', async () => {
+      assert.deepEqual((await api('POST', '/notebooks/interrupt', { notebook: 's_aaaaaa' })).body, { interrupted: true });
+      assert.deepEqual((await api('POST', '/notebooks/restart', { notebook: 's_aaaaaa' })).body, { restarted: true });
+      const other = await api('POST', '/notebooks/restart', { notebook: 's_bbbbbb' });
+      assert.equal(other.status, 409);
+      assert.deepEqual(
+        docs.calls.filter((c) => c.method !== 'apply').map((c) => c.method),
+        ['interrupt', 'restart'],
+      );
+    });
+  });
+});

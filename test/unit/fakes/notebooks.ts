@@ -1,0 +1,252 @@
+import type {
+  CellKind,
+  CellSnapshot,
+  Disposable,
+  ExecutionState,
+  IndexRange,
+  NotebookChange,
+  NotebookEntry,
+  NotebookInfo,
+  OpenNotebooks,
+  RawOutput,
+} from '../../../src/core/cells';
+import { BridgeError } from '../../../src/core/errors';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/outputs';
+
+/** A scripted step of a fake cell run. */
+export type FakeCellStep =
+  | { stdout: string }
+  | { stderr: string }
+  | { display: { mime: string; data: string | Uint8Array } }
+  | { error: { name: string; message: string; traceback: string } }
+  | { waitMs: number };
+
+interface FakeCell {
+  id: string;
+  kind: CellKind;
+  language: string;
+  code: string;
+  version: number;
+  outputs: RawOutput[];
+  execution: ExecutionState;
+}
+
+interface FakeNotebook {
+  info: Omit<NotebookInfo, 'cellCount' | 'dirty'>;
+  cells: FakeCell[];
+  dirty: boolean;
+  language: string;
+}
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const idle: ExecutionState = { order: null, success: null, durationMs: null, status: 'idle', completedRuns: 0 };
+
+/**
+ * In-memory notebooks for the cell routes' contract tests (no VS Code): applies changes with
+ * VS Code's semantics (the edits of one change use the indices from before it), and runs cells
+ * by playing a script per code string. `type` simulates the person typing in a cell.
+ */
+export class FakeNotebooks implements OpenNotebooks {
+  private readonly books: FakeNotebook[] = [];
+  private readonly listeners = new Map<string, Set<() => void>>();
+  private nextId = 0;
+  private order = 0;
+  activeEditor: { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null = null;
+  readonly calls: { method: string; uri: string; args?: unknown }[] = [];
+  /** Makes the next apply fail the way VS Code's applyEdit does when the notebook moved on. */
+  failNextApply = false;
+
+  constructor(private readonly scripts: Record<string, { steps: FakeCellStep[]; success?: boolean }> = {}) {}
+
+  add(
+    info: Omit<NotebookInfo, 'cellCount' | 'dirty'>,
+    cells: { kind?: CellKind; language?: string; code: string; outputs?: RawOutput[] }[],
+    language = 'python',
+  ): string[] {
+    const book: FakeNotebook = {
+      info,
+      dirty: false,
+      language,
+      cells: cells.map((c) => ({
+        id: this.newId(info.uri),
+        kind: c.kind ?? 'code',
+        language: c.language ?? (c.kind === 'markup' ? 'markdown' : language),
+        code: c.code,
+        version: 1,
+        outputs: c.outputs ?? [],
+        execution: idle,
+      })),
+    };
+    this.books.push(book);
+    return book.cells.map((c) => c.id);
+  }
+
+  // ------------------------------------------------------------------------- test controls
+
+  /** The person replaces a cell's text in the editor. */
+  type(uri: string, index: number, code: string): void {
+    const cell = this.book(uri).cells[index]!;
+    cell.code = code;
+    cell.version++;
+    this.changed(uri);
+  }
+
+  close(uri: string): void {
+    this.books.splice(this.books.indexOf(this.book(uri)), 1);
+  }
+
+  codes(uri: string): string[] {
+    return this.book(uri).cells.map((c) => c.code);
+  }
+
+  // ------------------------------------------------------------------------- OpenNotebooks
+
+  list(): NotebookEntry[] {
+    return this.books.map(({ info: { kernel: _, ...entry }, cells, dirty }) => ({ ...entry, cellCount: cells.length, dirty }));
+  }
+
+  async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
+    const kind = this.book(uri).info.kernel;
+    return kind ? { kind } : { unavailable: 'no kernel is selected' };
+  }
+
+  active() {
+    return this.activeEditor;
+  }
+
+  cells(uri: string): CellSnapshot[] {
+    return this.book(uri).cells.map((c) => ({ ...c, outputs: [...c.outputs] }));
+  }
+
+  defaultLanguage(uri: string): string {
+    return this.book(uri).language;
+  }
+
+  newId(_uri: string): string {
+    return `c${(this.nextId++).toString(36).padStart(3, '0')}`;
+  }
+
+  async apply(uri: string, change: NotebookChange): Promise<void> {
+    this.calls.push({ method: 'apply', uri, args: change });
+    const book = this.book(uri);
+    if (this.failNextApply) {
+      this.failNextApply = false;
+      throw new BridgeError(409, 'The notebook changed while the edit was being applied; nothing was changed');
+    }
+    if (book.cells.map((c) => c.id).join() !== change.expectIds.join()) throw new BridgeError(409, 'cells moved on');
+    const before = book.cells;
+    const cells = [...before];
+    for (const t of change.texts) {
+      const cell = before[t.index]!;
+      cell.code = t.code;
+      cell.version++;
+    }
+    // As VS Code does: the replacement with the highest end first, so indices stay valid.
+    for (const s of [...change.splices].sort((a, b) => b.end - a.end)) {
+      cells.splice(
+        s.start,
+        s.end - s.start,
+        ...s.cells.map((n) => {
+          const source = n.copyOf === undefined ? undefined : before[n.copyOf];
+          const keep = source && n.kind === 'code';
+          return {
+            id: n.id,
+            kind: n.kind,
+            language: n.language,
+            code: n.code,
+            version: n.version,
+            outputs: keep ? source.outputs : [],
+            execution: keep ? source.execution : idle,
+          };
+        }),
+      );
+    }
+    book.cells = cells;
+    book.dirty = true;
+    if (cells.map((c) => c.id).join() !== change.resultIds.join())
+      throw new Error(`fake apply: got ${cells.map((c) => c.id)}, planned ${change.resultIds}`);
+    this.changed(uri);
+  }
+
+  async execute(uri: string, ids: readonly string[]): Promise<void> {
+    this.calls.push({ method: 'execute', uri, args: ids });
+    const book = this.book(uri);
+    const queued = ids.map((id) => book.cells.find((c) => c.id === id)!);
+    for (const cell of queued)
+      cell.execution = { ...cell.execution, status: 'queued', order: null, success: null, durationMs: null };
+    this.changed(uri);
+    void (async () => {
+      for (const cell of queued) await this.play(uri, cell);
+    })();
+  }
+
+  onDidChange(uri: string, listener: () => void): Disposable {
+    let set = this.listeners.get(uri);
+    if (!set) this.listeners.set(uri, (set = new Set()));
+    set.add(listener);
+    return { dispose: () => set.delete(listener) };
+  }
+
+  async interrupt(uri: string): Promise<void> {
+    this.book(uri);
+    this.calls.push({ method: 'interrupt', uri });
+  }
+
+  async restart(uri: string): Promise<void> {
+    const book = this.book(uri);
+    if (book.info.kernel !== 'builtin')
+      throw new BridgeError(409, `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
+    this.calls.push({ method: 'restart', uri });
+  }
+
+  // ------------------------------------------------------------------------------ internals
+
+  private async play(uri: string, cell: FakeCell): Promise<void> {
+    const started = Date.now();
+    cell.outputs = [];
+    cell.execution = { ...cell.execution, status: 'running', order: ++this.order };
+    this.changed(uri);
+    const script = this.scripts[cell.code] ?? { steps: [] };
+    for (const step of script.steps) {
+      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      else if ('stdout' in step || 'stderr' in step) {
+        const mime = 'stdout' in step ? STDOUT_MIME : STDERR_MIME;
+        const text = 'stdout' in step ? step.stdout : step.stderr;
+        const last = cell.outputs[cell.outputs.length - 1];
+        // Like the builtin kernel: chunks of one stream are items appended to one output.
+        if (last && last.items[0]?.mime === mime)
+          cell.outputs[cell.outputs.length - 1] = { items: [...last.items, { mime, data: enc(text) }] };
+        else cell.outputs = [...cell.outputs, { items: [{ mime, data: enc(text) }] }];
+      } else if ('display' in step) {
+        const data = typeof step.display.data === 'string' ? enc(step.display.data) : step.display.data;
+        cell.outputs = [...cell.outputs, { items: [{ mime: step.display.mime, data }] }];
+      } else {
+        const { name, message, traceback } = step.error;
+        cell.outputs = [
+          ...cell.outputs,
+          { items: [{ mime: ERROR_MIME, data: enc(JSON.stringify({ name, message, stack: traceback })) }] },
+        ];
+      }
+      this.changed(uri);
+    }
+    const success = script.success ?? !script.steps.some((s) => 'error' in s);
+    cell.execution = {
+      ...cell.execution,
+      status: 'idle',
+      success,
+      durationMs: Date.now() - started,
+      completedRuns: cell.execution.completedRuns + 1,
+    };
+    this.changed(uri);
+  }
+
+  private changed(uri: string): void {
+    for (const listener of [...(this.listeners.get(uri) ?? [])]) listener();
+  }
+
+  private book(uri: string): FakeNotebook {
+    const book = this.books.find((b) => b.info.uri === uri);
+    if (!book) throw new BridgeError(404, `fake: no notebook ${uri}`);
+    return book;
+  }
+}
