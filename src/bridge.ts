@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { CellService } from './core/cells';
 import { KeyedQueue } from './core/keyedQueue';
 import type { Log } from './core/log';
 import type { NotebookHost } from './core/sessions';
@@ -8,6 +9,7 @@ import { routes } from './server/routes';
 
 export interface BridgeOptions {
   host: NotebookHost;
+  cells: CellService;
   version: string;
   log: Log;
   discovery: Discovery;
@@ -45,7 +47,7 @@ export class Bridge {
     let port = 0;
     const app = createApp({
       routes,
-      context: { host: this.options.host, runs: new KeyedQueue(), version: this.options.version },
+      context: { host: this.options.host, cells: this.options.cells, runs: new KeyedQueue(), version: this.options.version },
       token: () => this.token,
       port: () => port,
       maxBodyBytes: settings.maxBodyBytes,

@@ -1,12 +1,16 @@
 import * as vscode from 'vscode';
 import type { Bridge } from './bridge';
 import type { BuiltinKernels } from './kernels/builtin/controller';
+import { writeMcpConfig } from './mcp/advertise';
+import { installSkill } from './skill';
 
 export interface CommandDeps {
   bridge: Bridge;
   builtin: BuiltinKernels;
   log: vscode.LogOutputChannel;
   restartServer: () => Promise<void>;
+  /** The agent skill shipped in the extension (skills/agent-bridge). */
+  skillDir: string;
 }
 
 /** Every command of the extension, in one table (ids match package.json). */
@@ -31,6 +35,8 @@ export function commandTable(deps: CommandDeps): Record<string, () => unknown> {
     },
     'agentBridge.restartServer': () => deps.restartServer(),
     'agentBridge.showLog': () => deps.log.show(true),
+    'agentBridge.writeMcpConfig': () => writeMcpConfig(deps.bridge.connection),
+    'agentBridge.installSkill': () => installSkill(deps.skillDir),
     'agentBridge.restartKernel': async () => {
       const notebook = vscode.window.activeNotebookEditor?.notebook;
       if (!notebook) {

@@ -3,9 +3,12 @@ import * as vscode from 'vscode';
 import { Bridge } from './bridge';
 import { commandTable } from './commands';
 import { readConfig } from './config';
+import { NotebookCells } from './core/notebookCells';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
+import { McpAdvertiser } from './mcp/advertise';
+import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
 import { BridgeStatus } from './statusBar';
 
@@ -27,9 +30,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
-    const bridge = new Bridge({ host: sessions, version, log, discovery, settings: readConfig });
+    const notebooks = new EditorNotebooks(sessions, builtin, log);
+    const cells = new NotebookCells(notebooks, { outputTextLimit: () => readConfig().outputTextLimit });
+    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: readConfig });
     const status = new BridgeStatus();
-    push(builtin, sessions, status, { dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
+    const mcp = new McpAdvertiser(() => bridge.connection, version, log);
+    push(mcp);
+    push(builtin, sessions, notebooks, status, { dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
 
     const terminalEnv = context.environmentVariableCollection;
     terminalEnv.persistent = false;
@@ -37,6 +44,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const refresh = async () => {
       const connection = bridge.connection;
       status.update(connection, (await sessions.sessions()).length);
+      mcp.update();
       terminalEnv.clear();
       if (!connection) return;
       terminalEnv.replace('AGENT_BRIDGE_URL', connection.url);
@@ -57,7 +65,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         }
       }),
     );
-    for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer }))) {
+    const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
+    for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer, skillDir }))) {
       push(vscode.commands.registerCommand(id, run));
     }
     await restartServer();

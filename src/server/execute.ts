@@ -1,9 +1,47 @@
 import type { Request, Response } from 'express';
 import { BridgeError } from '../core/errors';
-import { NO_OUTPUT } from '../core/kernel';
+import { NO_OUTPUT, type ExecResult, type Kernel, type StreamEvent } from '../core/kernel';
 import type { KeyedQueue } from '../core/keyedQueue';
 import type { NotebookHost } from '../core/sessions';
 import { openEventStream } from './sse';
+
+/**
+ * One scratchpad run in its session's turn: the single path every transport (HTTP execute, MCP
+ * execute_code) takes, so runs of one notebook never overlap whoever sent them. Resolves null,
+ * at once, when `signal` is aborted before the run's turn came: the queued task then skips itself.
+ */
+export function runScratchpad(
+  runs: KeyedQueue,
+  sessionId: string,
+  kernel: Kernel,
+  code: string,
+  onStream: (event: StreamEvent) => void,
+  signal: AbortSignal,
+): Promise<ExecResult | null> {
+  let started = false;
+  const turn = runs.run(sessionId, async () => {
+    if (signal.aborted) return null;
+    started = true;
+    try {
+      return await kernel.executeScratchpad(code, onStream, signal);
+    } catch (error) {
+      // A kernel that throws instead of reporting (adapter bug, extension gone) still ends the
+      // run the way clients expect: the reason on stderr, then a failed result.
+      onStream({ name: 'stderr', text: `${error instanceof Error ? error.message : String(error)}\n` });
+      return { success: false, output: NO_OUTPUT };
+    }
+  });
+  const dropped = new Promise<null>((resolve) => {
+    const drop = () => {
+      if (!started) resolve(null);
+    };
+    if (signal.aborted) drop();
+    signal.addEventListener('abort', drop, { once: true });
+    const cleanup = () => signal.removeEventListener('abort', drop);
+    turn.then(cleanup, cleanup);
+  });
+  return Promise.race([turn, dropped]);
+}
 
 /**
  * marimo's `POST /api/kernel/execute`: validate the session before the stream starts (errors
@@ -25,17 +63,14 @@ export async function executeScratchpad(
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  await deps.runs.run(sessionId, async () => {
-    if (abort.signal.aborted) return;
-    try {
-      const result = await kernel.executeScratchpad(code, (e) => stream.send(e.name, { data: e.text }), abort.signal);
-      stream.send('done', result);
-    } catch (error) {
-      // A kernel that throws instead of reporting (adapter bug, extension gone) still ends the
-      // stream the way clients expect: the reason on stderr, then a failed done.
-      stream.send('stderr', { data: `${error instanceof Error ? error.message : String(error)}\n` });
-      stream.send('done', { success: false, output: NO_OUTPUT });
-    }
-  });
+  const result = await runScratchpad(
+    deps.runs,
+    sessionId,
+    kernel,
+    code,
+    (e) => stream.send(e.name, { data: e.text }),
+    abort.signal,
+  );
+  if (result) stream.send('done', result);
   stream.end();
 }

@@ -1,10 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { KeyedQueue } from '../../src/core/keyedQueue';
+import { NotebookCells } from '../../src/core/notebookCells';
 import type { Log } from '../../src/core/log';
 import { createApp, listen, type RunningServer } from '../../src/server/app';
 import { routes } from '../../src/server/routes';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
+import { FakeNotebooks } from './fakes/notebooks';
 
 const TOKEN = 'test-token-0123456789';
 const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
@@ -43,7 +45,12 @@ describe('HTTP contract (fake notebook host)', () => {
     ]);
     const app = createApp({
       routes,
-      context: { host, runs: new KeyedQueue(), version: '0.0.0-test' },
+      context: {
+        host,
+        cells: new NotebookCells(new FakeNotebooks(), { outputTextLimit: () => 1000 }),
+        runs: new KeyedQueue(),
+        version: '0.0.0-test',
+      },
       token: () => token,
       port: () => port,
       maxBodyBytes: 2048,

@@ -1,0 +1,223 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { CellService, CellView } from '../core/cells';
+import { BridgeError } from '../core/errors';
+import { isTextMime } from '../core/outputs';
+import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
+import { createBody, editBody, editsBody, moveBody, notebookBody, runBody } from '../server/cellSchemas';
+import { Reply } from '../server/route';
+import type { RouteContext } from '../server/routes';
+
+/**
+ * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
+ * REST handlers, so read-before-write, batches and output caps are the service's, not ours.
+ * Differences are of transport only: runs wait by default (a tool call has no 202), and image
+ * outputs come back once as MCP image content (the JSON keeps their url and size).
+ */
+
+const ref = z.union([z.string().min(1), z.number().int()]).describe('A cell id, or an index (negative counts from the end).');
+const withRef = { ref };
+const deleteArgs = editBody.pick({ notebook: true, version: true, force: true }).extend(withRef);
+const waitArgs = { wait: z.boolean().optional().describe('Wait for the runs to end (default true).') };
+
+const NOTEBOOK = '"notebook" is a session id, path or uri (omit it when one notebook is open).';
+const GUARD =
+  'Read-before-write: a non-empty cell can be changed only at the version you last read (list_cells/get_cell, ' +
+  'or your own write); otherwise the tool fails with the current cell: read it again and retry, or pass ' +
+  '"version" (the one you read) or "force": true.';
+
+type Json = Record<string, unknown>;
+
+export function registerCellTools(server: McpServer, ctx: RouteContext): void {
+  const cells = ctx.cells;
+  const readOnly = { readOnlyHint: true };
+
+  server.registerTool(
+    'list_notebooks',
+    { description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).', annotations: readOnly },
+    () => answer(async () => ({ notebooks: await cells.notebooks() })),
+  );
+  server.registerTool(
+    'get_active_notebook',
+    { description: 'The notebook the person is looking at, with their selected and visible cells.', annotations: readOnly },
+    () => answer(() => cells.active()),
+  );
+  server.registerTool(
+    'list_cells',
+    {
+      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and capped outputs. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      annotations: readOnly,
+    },
+    ({ notebook }) => answer(() => cells.list(notebook)),
+  );
+  server.registerTool(
+    'get_cell',
+    {
+      description: `One cell, with its outputs (images as image content). ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend(withRef),
+      annotations: readOnly,
+    },
+    ({ notebook, ref }) =>
+      answer(async () => {
+        const cell = await cells.get(notebook, ref);
+        return new WithImages({ cell }, await images(cells, notebook, [cell]));
+      }),
+  );
+  server.registerTool(
+    'create_cell',
+    {
+      description: `Insert a cell at "index", or "before"/"after" another cell (default: at the end). ${NOTEBOOK}`,
+      inputSchema: createBody,
+    },
+    ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
+  );
+  server.registerTool(
+    'edit_cell',
+    {
+      description: `Replace the whole text of a cell (optionally its kind or language). ${GUARD} ${NOTEBOOK}`,
+      inputSchema: editBody.extend(withRef),
+    },
+    ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
+  );
+  server.registerTool(
+    'delete_cell',
+    { description: `Delete a cell. ${GUARD} ${NOTEBOOK}`, inputSchema: deleteArgs, annotations: { destructiveHint: true } },
+    ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
+  );
+  server.registerTool(
+    'move_cell',
+    {
+      description: `Move a cell "to" an index, or "before"/"after" another cell. ${NOTEBOOK}`,
+      inputSchema: moveBody.extend(withRef),
+    },
+    ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
+  );
+  server.registerTool(
+    'run_cell',
+    {
+      description:
+        `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
+        'returns success and the cell with its outputs. A timeout stops the wait, not the run (see interrupt). ' +
+        NOTEBOOK,
+      inputSchema: runBody.omit({ wait: true }).extend(withRef),
+    },
+    ({ notebook, ref, timeoutMs }) =>
+      answer(async () => {
+        const handle = await cells.run(notebook, ref);
+        const waited = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+        const { detail, runs } = unwrap(waited) as {
+          detail?: string;
+          runs: { done: boolean; success: boolean | null; cell: CellView }[];
+        };
+        const run = runs[0]!;
+        return new WithImages(detail ? { detail, ...run } : run, await images(cells, notebook, [run.cell]));
+      }),
+  );
+  server.registerTool(
+    'edit_cells',
+    {
+      description:
+        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step), then ' +
+        'run the cells in "run" (ids, or indices in the edited notebook) and wait for them. Refs name cells as ' +
+        `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
+      inputSchema: editsBody.extend(waitArgs),
+    },
+    ({ notebook, ops, run, wait, timeoutMs }) =>
+      answer(async () => {
+        const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
+        const body = unwrap(
+          await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS }),
+        );
+        const ran = (body['runs'] as { cell: CellView }[] | undefined) ?? [];
+        return new WithImages(
+          body,
+          await images(
+            cells,
+            notebook,
+            ran.map((r) => r.cell),
+          ),
+        );
+      }),
+  );
+  server.registerTool(
+    'interrupt',
+    { description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`, inputSchema: notebookBody },
+    ({ notebook }) =>
+      answer(async () => {
+        await cells.interrupt(notebook);
+        return { interrupted: true };
+      }),
+  );
+  server.registerTool(
+    'restart_kernel',
+    {
+      description: `Restart the notebook's kernel (builtin kernel only): every variable is lost. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      annotations: { destructiveHint: true },
+    },
+    ({ notebook }) =>
+      answer(async () => {
+        await cells.restart(notebook);
+        return { restarted: true };
+      }),
+  );
+}
+
+/** A Reply's body (504 "still running" is a result to read, not a failure), or the value. */
+function unwrap(value: unknown): Json {
+  return (value instanceof Reply ? value.body : value) as Json;
+}
+
+type ImageContent = { type: 'image'; data: string; mimeType: string };
+
+/** A result whose image outputs travel as image content beside the JSON. */
+class WithImages {
+  constructor(
+    readonly body: object,
+    readonly images: ImageContent[],
+  ) {}
+}
+
+/**
+ * Runs a tool body: its value becomes the structured result (and its JSON text); a BridgeError
+ * becomes a tool error carrying the same detail and extra fields as the REST body (e.g. the
+ * current cell of a read-before-write refusal), so the agent can recover without another call.
+ */
+async function answer(run: () => Promise<object>): Promise<CallToolResult> {
+  try {
+    const value = await run();
+    const { body, images: extra } = value instanceof WithImages ? value : { body: value, images: [] };
+    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra], structuredContent: body as Json };
+  } catch (error) {
+    if (!(error instanceof BridgeError)) throw error;
+    const body = { status: error.status, detail: error.detail, ...error.extra };
+    const more = Object.keys(error.extra).length ? `\n${JSON.stringify(error.extra)}` : '';
+    return { isError: true, content: [{ type: 'text', text: `${error.detail}${more}` }], structuredContent: body };
+  }
+}
+
+/**
+ * The image outputs of these cells, read raw through the same service as the output-item route.
+ * Best effort: the outputs may have changed since the view was taken, and the operation itself
+ * has succeeded, so an image that cannot be read is left to its url.
+ */
+async function images(cells: CellService, notebook: string | undefined, views: readonly CellView[]): Promise<ImageContent[]> {
+  const found: ImageContent[] = [];
+  for (const view of views) {
+    for (const [o, output] of view.outputs.entries()) {
+      for (const [i, item] of output.items.entries()) {
+        if (!item.mime.startsWith('image/') || isTextMime(item.mime)) continue;
+        try {
+          const raw = await cells.outputItem(notebook, view.id, o, i);
+          if (raw.mime === item.mime)
+            found.push({ type: 'image', data: Buffer.from(raw.data).toString('base64'), mimeType: raw.mime });
+        } catch (error) {
+          if (!(error instanceof BridgeError)) throw error;
+        }
+      }
+    }
+  }
+  return found;
+}

@@ -1,0 +1,52 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Request, Response } from 'express';
+import { MCP_URL_PATH } from '../core/agentConfig';
+import { BridgeError } from '../core/errors';
+import type { RouteContext } from '../server/routes';
+import { registerCellTools } from './cellTools';
+import { registerCodeTools } from './tools';
+
+/** marimo's path (not under a base URL); agent configs point here too. */
+export const MCP_PATH = MCP_URL_PATH;
+
+const INSTRUCTIONS = [
+  'Agent Bridge: the notebooks a person has open in VS Code, live.',
+  'list_sessions, then execute_code(session_id, code) to run Python in a notebook kernel as a scratchpad',
+  '(notebook variables readable, new names discarded). For durable changes use the cell tools:',
+  'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
+  'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait.',
+].join(' ');
+
+/** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
+export function createMcpServer(ctx: RouteContext): McpServer {
+  const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
+  registerCodeTools(server, ctx);
+  registerCellTools(server, ctx);
+  return server;
+}
+
+/**
+ * `POST /mcp/server`: Streamable HTTP, stateless (no session id), replies as SSE. The request has
+ * already passed the bridge's Host, Origin, token and content-type checks and its body is parsed.
+ * Closing the connection aborts the tool calls in flight, which interrupts their runs.
+ */
+export async function serveMcp(req: Request, res: Response, ctx: RouteContext): Promise<void> {
+  const server = createMcpServer(ctx);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
+  res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, req.body);
+}
+
+/** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
+export function mcpMethodNotAllowed({ req, res }: { req: Request; res: Response }): never {
+  res.set('Allow', 'POST');
+  throw new BridgeError(
+    405,
+    `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`,
+  );
+}

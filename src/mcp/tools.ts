@@ -1,0 +1,146 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { BridgeError } from '../core/errors';
+import type { ExecResult } from '../core/kernel';
+import type { SessionInfo } from '../core/sessions';
+import { runScratchpad } from '../server/execute';
+import type { RouteContext } from '../server/routes';
+
+/** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
+
+export const DEFAULT_EXECUTE_TIMEOUT_S = 30;
+
+const sessionShape = z.object({ name: z.string(), path: z.string(), session_id: z.string() });
+const listSessionsResult = z.object({ sessions: z.array(sessionShape) });
+
+const executeCodeResult = z.object({
+  success: z.boolean(),
+  output: z.string().nullable(),
+  stdout: z.array(z.string()),
+  stderr: z.array(z.string()),
+  errors: z.array(z.string()),
+  error: z.string().nullable(),
+});
+export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
+
+const executeCodeArgs = z.object({
+  session_id: z.string().min(1).describe('The notebook session id, from list_sessions.'),
+  code: z.string().describe('Python source to run in the scratchpad.'),
+  timeout_seconds: z
+    .number()
+    .positive()
+    .max(3600)
+    .optional()
+    .describe(`How long to wait before interrupting the run (default ${DEFAULT_EXECUTE_TIMEOUT_S}).`),
+});
+
+/** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
+export function sessionEntry(s: SessionInfo): z.infer<typeof sessionShape> {
+  const where = s.path ?? s.uri;
+  return { name: where.split(/[\\/:]/).pop() || where, path: where, session_id: s.id };
+}
+
+export function registerCodeTools(server: McpServer, ctx: RouteContext): void {
+  server.registerTool(
+    'list_sessions',
+    {
+      description:
+        'List the notebooks open in VS Code that have a kernel code can run in: name, path and session_id. ' +
+        'Pass a session_id to execute_code, or as "notebook" to the cell tools.',
+      outputSchema: listSessionsResult,
+      annotations: { readOnlyHint: true },
+    },
+    async () => {
+      const result = { sessions: (await ctx.host.sessions()).map(sessionEntry) };
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+    },
+  );
+
+  server.registerTool(
+    'execute_code',
+    {
+      description:
+        "Run Python in a notebook's live kernel, as a scratchpad: notebook variables are readable, in-place " +
+        'mutations persist, new top-level names are discarded after the call; the value of a trailing expression ' +
+        'is returned as "output". Top-level await works. Runs of one notebook go one at a time. On timeout the run ' +
+        'is interrupted. To change the notebook durably, use the cell tools.',
+      inputSchema: executeCodeArgs,
+      outputSchema: executeCodeResult,
+    },
+    async (args, extra) => {
+      const result = await executeCode(ctx, args, extra.signal);
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+    },
+  );
+}
+
+const failed = (error: string, stdout: string[] = [], stderr: string[] = []): CodeExecutionResult => ({
+  success: false,
+  output: null,
+  stdout,
+  stderr,
+  errors: [],
+  error,
+});
+
+/**
+ * Runs through the same path as `POST /api/kernel/execute` (the session's kernel, in the
+ * session's turn), collecting what the event stream would have carried.
+ */
+export async function executeCode(
+  ctx: Pick<RouteContext, 'host' | 'runs'>,
+  args: z.infer<typeof executeCodeArgs>,
+  cancelled: AbortSignal,
+): Promise<CodeExecutionResult> {
+  let kernel;
+  try {
+    kernel = await ctx.host.kernelFor(args.session_id);
+  } catch (error) {
+    if (error instanceof BridgeError && error.status === 404) {
+      return failed(`Session '${args.session_id}' not found. Use list_sessions to find valid session IDs.`);
+    }
+    return failed(error instanceof Error ? error.message : String(error));
+  }
+
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const seconds = args.timeout_seconds ?? DEFAULT_EXECUTE_TIMEOUT_S;
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), seconds * 1000);
+  let result: ExecResult | null;
+  try {
+    result = await runScratchpad(
+      ctx.runs,
+      args.session_id,
+      kernel,
+      args.code,
+      (e) => (e.name === 'stdout' ? stdout : stderr).push(e.text),
+      AbortSignal.any([timeout.signal, cancelled]),
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  if (timeout.signal.aborted) {
+    const why = result === null ? 'before it started: earlier runs of this session were still going' : 'and was interrupted';
+    return failed(`Execution timed out after ${seconds}s ${why}`, stdout, stderr);
+  }
+  if (result === null || cancelled.aborted) return failed('Execution was cancelled by the client', stdout, stderr);
+  return {
+    success: result.success,
+    output: result.output.data === '' ? null : result.output.data,
+    stdout,
+    stderr,
+    errors: result.success ? [] : [errorLine(stderr)],
+    error: null,
+  };
+}
+
+/** The line of a traceback that names the exception: its last non-empty line. */
+function errorLine(stderr: readonly string[]): string {
+  const lines = stderr
+    .join('')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  return lines[lines.length - 1] ?? 'The code failed without reporting an error';
+}

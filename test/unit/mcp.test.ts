@@ -1,0 +1,346 @@
+import { strict as assert } from 'node:assert';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { KeyedQueue } from '../../src/core/keyedQueue';
+import type { Log } from '../../src/core/log';
+import { NotebookCells } from '../../src/core/notebookCells';
+import { createApp, listen, type RunningServer } from '../../src/server/app';
+import { routes } from '../../src/server/routes';
+import { request } from './fakes/http';
+import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks } from './fakes/notebooks';
+
+const TOKEN = 'test-token-0123456789';
+const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
+const A = {
+  sessionId: 's_aaaaaa',
+  uri: 'file:///work/a.ipynb',
+  path: '/work/a.ipynb',
+  notebookType: 'jupyter-notebook',
+  kernel: 'builtin',
+};
+const PNG = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- structured results are read loosely
+type Json = any;
+
+describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
+  let server: RunningServer;
+  let port = 0;
+  let kernel: FakeKernel;
+  let docs: FakeNotebooks;
+  let clients: Client[];
+
+  const url = () => new URL(`http://127.0.0.1:${port}/mcp/server`);
+  async function connect(headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }): Promise<Client> {
+    const client = new Client({ name: 'mcp-test', version: '0.0.0' });
+    clients.push(client);
+    await client.connect(new StreamableHTTPClientTransport(url(), { requestInit: { headers } }));
+    return client;
+  }
+  async function call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult & { structuredContent?: Json }> {
+    const client = clients[0] ?? (await connect());
+    return (await client.callTool({ name, arguments: args })) as CallToolResult;
+  }
+
+  beforeEach(async () => {
+    clients = [];
+    kernel = new FakeKernel({
+      'print(2 + 2)': { steps: [{ name: 'stdout', text: '4\n' }], result: done() },
+      '1 + 1': { steps: [], result: done('2') },
+      raise: {
+        steps: [{ name: 'stderr', text: 'Traceback (most recent call last):\n  File "<cell>", line 1\nValueError: x\n' }],
+        result: { success: false, output: { mimetype: 'text/plain', data: '' } },
+      },
+      slow: { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
+      forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
+    });
+    const host = new FakeNotebookHost([
+      { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
+      { info: { id: 's_bbbbbb', path: null, uri: 'untitled:Untitled-1.ipynb', notebookType: 'jupyter-notebook' }, kernel },
+    ]);
+    docs = new FakeNotebooks({ 'plot()': { steps: [{ stdout: 'drawing\n' }, { display: { mime: 'image/png', data: PNG } }] } });
+    docs.add(A, [{ code: 'x = 1' }, { code: '' }]);
+    const app = createApp({
+      routes,
+      context: {
+        host,
+        cells: new NotebookCells(docs, { outputTextLimit: () => 100 }),
+        runs: new KeyedQueue(),
+        version: '0.0.0-test',
+      },
+      token: () => TOKEN,
+      port: () => port,
+      maxBodyBytes: 64 * 1024,
+      log: silent,
+    });
+    server = await listen(app, 0, (p) => (port = p));
+  });
+  afterEach(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.close();
+  });
+
+  describe('tools', () => {
+    it("lists marimo's two tools and the cell tools, with input schemas", async () => {
+      const client = await connect();
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name).sort();
+      for (const name of [
+        'list_sessions',
+        'execute_code',
+        'list_notebooks',
+        'list_cells',
+        'get_cell',
+        'create_cell',
+        'edit_cell',
+        'delete_cell',
+        'move_cell',
+        'run_cell',
+        'edit_cells',
+        'interrupt',
+        'restart_kernel',
+      ]) {
+        assert.ok(names.includes(name), `missing ${name} in ${names.join(', ')}`);
+      }
+      const execute = tools.find((t) => t.name === 'execute_code')!;
+      assert.deepEqual(execute.inputSchema.required, ['session_id', 'code']);
+      assert.ok(execute.outputSchema, 'execute_code declares its result shape');
+      const edit = tools.find((t) => t.name === 'edit_cell')!;
+      assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['code', 'ref']);
+    });
+
+    it('list_sessions names each notebook by file name, path and session id', async () => {
+      const result = await call('list_sessions');
+      assert.deepEqual(result.structuredContent, {
+        sessions: [
+          { name: 'a.ipynb', path: '/work/a.ipynb', session_id: 's_aaaaaa' },
+          { name: 'Untitled-1.ipynb', path: 'untitled:Untitled-1.ipynb', session_id: 's_bbbbbb' },
+        ],
+      });
+      assert.deepEqual(JSON.parse((result.content[0] as { text: string }).text), result.structuredContent);
+    });
+  });
+
+  describe('execute_code', () => {
+    it('collects stdout and returns the trailing value as output', async () => {
+      const printed = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(2 + 2)' });
+      assert.deepEqual(printed.structuredContent, {
+        success: true,
+        output: null,
+        stdout: ['4\n'],
+        stderr: [],
+        errors: [],
+        error: null,
+      });
+      const value = await call('execute_code', { session_id: 's_aaaaaa', code: '1 + 1' });
+      assert.equal(value.structuredContent.output, '2');
+      assert.equal(value.isError, undefined);
+    });
+
+    it('reports a failure with its traceback on stderr, the exception in errors and success false', async () => {
+      const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'raise' });
+      assert.equal(result.structuredContent.success, false);
+      assert.match(result.structuredContent.stderr.join(''), /Traceback/);
+      assert.deepEqual(result.structuredContent.errors, ['ValueError: x']);
+      assert.equal(result.structuredContent.error, null);
+    });
+
+    it('answers an unknown session with success false and an error naming list_sessions', async () => {
+      const result = await call('execute_code', { session_id: 's_nothere', code: '1 + 1' });
+      assert.equal(result.structuredContent.success, false);
+      assert.match(result.structuredContent.error, /s_nothere.*list_sessions/);
+      assert.equal(kernel.calls.length, 0);
+    });
+
+    it('interrupts a run that outlives its wait and says so', async () => {
+      const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'forever', timeout_seconds: 0.2 });
+      assert.equal(result.structuredContent.success, false);
+      assert.match(result.structuredContent.error, /timed out after 0\.2s and was interrupted/);
+      assert.deepEqual(result.structuredContent.stdout, ['started\n']);
+      assert.equal(kernel.calls[0]!.aborted, true);
+    });
+
+    it('gives up at once when its wait ends while still queued behind another run', async () => {
+      const http = request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        body: JSON.stringify({ code: 'forever' }),
+        abortAfterMs: 600,
+      });
+      await new Promise((r) => setTimeout(r, 30));
+      const started = Date.now();
+      const result = await call('execute_code', { session_id: 's_aaaaaa', code: '1 + 1', timeout_seconds: 0.2 });
+      assert.ok(Date.now() - started < 500, 'answered before the run ahead of it ended');
+      assert.match(result.structuredContent.error, /timed out after 0\.2s before it started/);
+      await http.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(
+        kernel.calls.map((c) => c.code),
+        ['forever'],
+        'the dropped run never reached the kernel',
+      );
+    });
+
+    it('takes its turn in the same per-session queue as HTTP execute', async () => {
+      const http = request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        body: JSON.stringify({ code: 'slow' }),
+      });
+      await new Promise((r) => setTimeout(r, 30));
+      const mcp = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(2 + 2)' });
+      await http;
+      assert.equal(mcp.structuredContent.success, true);
+      const [first, second] = kernel.calls;
+      assert.deepEqual([first!.code, second!.code], ['slow', 'print(2 + 2)']);
+      assert.ok(second!.started >= first!.ended, 'the MCP run started only after the HTTP run ended');
+    });
+  });
+
+  describe('cell tools', () => {
+    it('refuses to edit an unread non-empty cell (read-before-write) as a tool error with the current cell', async () => {
+      const refused = await call('edit_cell', { ref: 0, code: 'x = 2' });
+      assert.equal(refused.isError, true);
+      assert.match((refused.content[0] as { text: string }).text, /has not been read/);
+      assert.equal(refused.structuredContent.status, 409);
+      assert.equal(refused.structuredContent.cell.code, 'x = 1');
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
+
+      await call('get_cell', { ref: 0 });
+      const edited = await call('edit_cell', { ref: 0, code: 'x = 2' });
+      assert.equal(edited.isError, undefined);
+      assert.equal(edited.structuredContent.cell.code, 'x = 2');
+      assert.deepEqual(docs.codes(A.uri), ['x = 2', '']);
+    });
+
+    it('rejects invalid arguments with the shared schemas (strict: no unknown keys)', async () => {
+      const result = await call('edit_cell', { ref: 0, code: 'x = 2', forse: true });
+      assert.equal(result.isError, true);
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
+    });
+
+    it('runs a cell and waits: outputs in the JSON, the image once as image content', async () => {
+      const created = await call('create_cell', { code: 'plot()' });
+      const result = await call('run_cell', { ref: created.structuredContent.cell.id });
+      assert.equal(result.isError, undefined);
+      assert.equal(result.structuredContent.done, true);
+      assert.equal(result.structuredContent.success, true);
+      const items = result.structuredContent.cell.outputs.flatMap((o: Json) => o.items);
+      assert.equal(items[0].text, 'drawing\n');
+      assert.equal(items[1].mime, 'image/png');
+      assert.ok(items[1].url && items[1].text === undefined, 'the JSON points at the image, it does not carry it');
+      const images = result.content.filter((c) => c.type === 'image');
+      assert.deepEqual(images, [{ type: 'image', mimeType: 'image/png', data: Buffer.from(PNG).toString('base64') }]);
+    });
+
+    it('applies a batch as one edit and runs what it names', async () => {
+      const result = await call('edit_cells', {
+        ops: [
+          { op: 'edit', ref: 1, code: 'plot()' },
+          { op: 'create', code: '# notes', kind: 'markup' },
+        ],
+        run: [1],
+      });
+      assert.equal(result.isError, undefined, JSON.stringify(result.content));
+      assert.equal(result.structuredContent.cellCount, 3);
+      assert.equal(result.structuredContent.runs[0].success, true);
+      assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 1);
+      assert.equal(result.content.filter((c) => c.type === 'image').length, 1);
+    });
+
+    it('surfaces service errors (404 unknown cell) as tool errors', async () => {
+      const result = await call('get_cell', { ref: 'nope' });
+      assert.equal(result.isError, true);
+      assert.equal(result.structuredContent.status, 404);
+    });
+  });
+
+  describe('transport and security', () => {
+    it('is stateless: no session id, and GET/DELETE answer 405 JSON', async () => {
+      const client = await connect();
+      await client.listTools();
+      for (const method of ['GET', 'DELETE']) {
+        const res = await request(port, {
+          method,
+          path: '/mcp/server',
+          headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream' },
+        });
+        assert.equal(res.status, 405);
+        assert.equal(res.headers['allow'], 'POST');
+        assert.match(JSON.parse(res.body).detail, /stateless/);
+      }
+    });
+
+    it('replies to a POST as an event stream', async () => {
+      const res = await request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      assert.equal(res.status, 200);
+      assert.match(String(res.headers['content-type']), /^text\/event-stream/);
+      assert.equal(res.headers['mcp-session-id'], undefined);
+      assert.match(res.body, /"list_sessions"/);
+    });
+
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+    });
+    const raw = (headers: Record<string, string>) =>
+      request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: initialize,
+      });
+
+    it('401 without the token', async () => {
+      await assert.rejects(connect({}), /Authorization header required/);
+      assert.equal((await raw({})).status, 401);
+    });
+
+    it('403 for a foreign Origin, even with the token', async () => {
+      const headers = { authorization: `Bearer ${TOKEN}`, origin: 'https://evil.example' };
+      await assert.rejects(connect(headers), /Origin 'https:\/\/evil.example' is not allowed/);
+      assert.equal((await raw(headers)).status, 403);
+    });
+
+    it('421 for a forged Host (raw HTTP)', async () => {
+      const res = await request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: {
+          host: 'evil.example:80',
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      assert.equal(res.status, 421);
+    });
+
+    it('415 for a body that is not JSON', async () => {
+      const res = await request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain' },
+        body: '{}',
+      });
+      assert.equal(res.status, 415);
+    });
+  });
+});
