@@ -10,6 +10,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { listRecords, ownerRunning, STACK, stopRecorded } from '../sandbox-test/vscode';
+import { runMain } from './runMain';
 
 async function main(): Promise<number> {
   const all = process.argv.includes('--all');
@@ -37,10 +38,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -4,6 +4,7 @@
  * recorded processes only if that does not finish in time.
  */
 import { listRecords, readRecord, stopRecorded } from '../sandbox-test/vscode';
+import { runMain } from './runMain';
 
 async function main(): Promise<number> {
   const id = process.argv[2];
@@ -20,10 +21,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

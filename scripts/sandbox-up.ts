@@ -24,6 +24,7 @@ import {
   sleep,
   stopRecorded,
 } from '../sandbox-test/vscode';
+import { runMain } from './runMain';
 
 const VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
@@ -219,10 +220,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -1,16 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import type { Log } from '../../src/core/log';
-import { NotebookCells } from '../../src/core/notebookCells';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { ERROR_MIME } from '../../src/core/outputs';
-import { createApp, listen, type RunningServer } from '../../src/server/app';
-import { routes } from '../../src/server/routes';
+import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
-import { FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks } from './fakes/notebooks';
 
-const TOKEN = 'test-token-0123456789';
-const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const TOKEN = TEST_TOKEN;
 const A = {
   sessionId: 's_aaaaaa',
   uri: 'file:///work/a.ipynb',
@@ -85,20 +80,8 @@ describe('cell routes (fake notebooks)', () => {
       { code: 'y = x + 1', outputs: [{ items: [{ mime: 'text/plain', data: new TextEncoder().encode('2') }] }] },
     ]);
     docs.add(B, [{ code: 'z = 3' }]);
-    const app = createApp({
-      routes,
-      context: {
-        host: new FakeNotebookHost([]),
-        cells: new NotebookCells(docs, { outputTextLimit: () => 100 }),
-        runs: new KeyedQueue(),
-        version: '0.0.0-test',
-      },
-      token: () => TOKEN,
-      port: () => port,
-      maxBodyBytes: 64 * 1024,
-      log: silent,
-    });
-    server = await listen(app, 0, (p) => (port = p));
+    server = await startTestServer({ notebooks: docs });
+    port = server.port;
   });
   afterEach(() => server.close());
 

@@ -1,18 +1,14 @@
 import { strict as assert } from 'node:assert';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import type { Log } from '../../src/core/log';
-import { NotebookCells } from '../../src/core/notebookCells';
-import { createApp, listen, type RunningServer } from '../../src/server/app';
-import { routes } from '../../src/server/routes';
+import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks } from './fakes/notebooks';
 
-const TOKEN = 'test-token-0123456789';
-const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
 const A = {
   sessionId: 's_aaaaaa',
@@ -63,20 +59,8 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     ]);
     docs = new FakeNotebooks({ 'plot()': { steps: [{ stdout: 'drawing\n' }, { display: { mime: 'image/png', data: PNG } }] } });
     docs.add(A, [{ code: 'x = 1' }, { code: '' }]);
-    const app = createApp({
-      routes,
-      context: {
-        host,
-        cells: new NotebookCells(docs, { outputTextLimit: () => 100 }),
-        runs: new KeyedQueue(),
-        version: '0.0.0-test',
-      },
-      token: () => TOKEN,
-      port: () => port,
-      maxBodyBytes: 64 * 1024,
-      log: silent,
-    });
-    server = await listen(app, 0, (p) => (port = p));
+    server = await startTestServer({ host, notebooks: docs });
+    port = server.port;
   });
   afterEach(async () => {
     await Promise.all(clients.map((c) => c.close()));

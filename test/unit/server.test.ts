@@ -1,15 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import { NotebookCells } from '../../src/core/notebookCells';
-import type { Log } from '../../src/core/log';
-import { createApp, listen, type RunningServer } from '../../src/server/app';
-import { routes } from '../../src/server/routes';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
+import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
-import { FakeNotebooks } from './fakes/notebooks';
 
-const TOKEN = 'test-token-0123456789';
-const silent: Log = { debug() {}, info() {}, warn() {}, error() {} };
+const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
 
 describe('HTTP contract (fake notebook host)', () => {
@@ -43,20 +38,8 @@ describe('HTTP contract (fake notebook host)', () => {
       { info: { id: 's_bbbbbb', path: null, uri: 'untitled:Untitled-1.ipynb', notebookType: 'jupyter-notebook' }, kernel },
       { info: { id: 's_nokern', path: '/work/c.ipynb', uri: 'file:///work/c.ipynb', notebookType: 'jupyter-notebook' } },
     ]);
-    const app = createApp({
-      routes,
-      context: {
-        host,
-        cells: new NotebookCells(new FakeNotebooks(), { outputTextLimit: () => 1000 }),
-        runs: new KeyedQueue(),
-        version: '0.0.0-test',
-      },
-      token: () => token,
-      port: () => port,
-      maxBodyBytes: 2048,
-      log: silent,
-    });
-    server = await listen(app, 0, (p) => (port = p));
+    server = await startTestServer({ host, token: () => token, maxBodyBytes: 2048 });
+    port = server.port;
   });
   afterEach(() => server.close());
 

@@ -1,0 +1,39 @@
+import type { NotebookHost } from '../../../src/core/sessions';
+import { KeyedQueue } from '../../../src/core/keyedQueue';
+import type { Log } from '../../../src/core/log';
+import { NotebookCells } from '../../../src/core/notebookCells';
+import { createApp, listen, type RunningServer } from '../../../src/server/app';
+import { routes } from '../../../src/server/routes';
+import { FakeNotebookHost } from './notebookHost';
+import { FakeNotebooks } from './notebooks';
+
+export const TEST_TOKEN = 'test-token-0123456789';
+export const silentLog: Log = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * The real app (middleware, route table, cell rules) on a loopback port, over fakes of the
+ * editor side only.
+ */
+export function startTestServer(options: {
+  host?: NotebookHost;
+  notebooks?: FakeNotebooks;
+  token?: () => string | null;
+  maxBodyBytes?: number;
+  outputTextLimit?: number;
+}): Promise<RunningServer> {
+  let port = 0;
+  const app = createApp({
+    routes,
+    context: {
+      host: options.host ?? new FakeNotebookHost([]),
+      cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), { outputTextLimit: () => options.outputTextLimit ?? 100 }),
+      runs: new KeyedQueue(),
+      version: '0.0.0-test',
+    },
+    token: options.token ?? (() => TEST_TOKEN),
+    port: () => port,
+    maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+    log: silentLog,
+  });
+  return listen(app, 0, (p) => (port = p));
+}
