@@ -1,14 +1,9 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Request, Response } from 'express';
-import { MCP_URL_PATH } from '../core/agentConfig';
-import { BridgeError } from '../core/errors';
 import type { RouteContext } from '../server/routes';
 import { registerCellTools } from './cellTools';
 import { registerCodeTools } from './tools';
-
-/** marimo's path (not under a base URL); agent configs point here too. */
-export const MCP_PATH = MCP_URL_PATH;
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -40,13 +35,4 @@ export async function serveMcp(req: Request, res: Response, ctx: RouteContext): 
   });
   await server.connect(transport);
   await transport.handleRequest(req, res, req.body);
-}
-
-/** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
-export function mcpMethodNotAllowed({ req, res }: { req: Request; res: Response }): never {
-  res.set('Allow', 'POST');
-  throw new BridgeError(
-    405,
-    `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`,
-  );
 }

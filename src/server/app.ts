@@ -68,6 +68,9 @@ function errorHandler(options: { maxBodyBytes: number; log: Log }) {
     } else if (isBodyParserError(error) && error.type === 'entity.parse.failed') {
       status = 400;
       body = { detail: 'Malformed JSON body: send a JSON object' };
+    } else if (isBodyParserError(error) && error.status >= 400 && error.status < 500) {
+      status = error.status; // e.g. 415 for a charset other than UTF-8
+      body = { detail: `Unreadable request body (${error.type}): send UTF-8 JSON` };
     } else {
       const message = error instanceof Error ? error.message : String(error);
       options.log.error(`${req.method} ${req.path} failed: ${error instanceof Error ? error.stack : message}`);

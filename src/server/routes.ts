@@ -1,8 +1,10 @@
+import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { CellService } from '../core/cells';
 import type { KeyedQueue } from '../core/keyedQueue';
 import type { NotebookHost } from '../core/sessions';
-import { MCP_PATH, mcpMethodNotAllowed, serveMcp } from '../mcp/server';
+import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
+import { BridgeError } from '../core/errors';
 import { DEFAULT_RUN_TIMEOUT_MS, outputIndex, rawContentType, respondRun, waitRuns } from './cellRun';
 import {
   createBody,
@@ -27,6 +29,12 @@ export interface RouteContext {
   cells: CellService;
 }
 
+/** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
+function mcpMethodNotAllowed({ req, res }: { req: Request; res: Response }): never {
+  res.set('Allow', 'POST');
+  throw new BridgeError(405, `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`);
+}
+
 const health = () => ({ status: 'healthy', server: 'agent-bridge' });
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
@@ -49,8 +57,9 @@ export const routes: readonly Route<RouteContext>[] = [
     handle: ({ body, req, res }, ctx) => executeScratchpad(body.code, req, res, ctx),
   }),
 
-  // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning.
-  route({ method: 'post', path: MCP_PATH, handle: ({ req, res }, ctx) => serveMcp(req, res, ctx) }),
+  // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning. The SDK is
+  // loaded on the first MCP request, not at activation.
+  route({ method: 'post', path: MCP_PATH, handle: async ({ req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, ctx) }),
   route({ method: 'get', path: MCP_PATH, handle: mcpMethodNotAllowed }),
   route({ method: 'delete', path: MCP_PATH, handle: mcpMethodNotAllowed }),
 
