@@ -2,10 +2,12 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { Bridge } from './bridge';
 import { commandTable } from './commands';
-import { readConfig } from './config';
+import { readConfig, watchConfig } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
+import { codeModeHandler } from './kernels/builtin/codeMode';
 import { BuiltinKernels } from './kernels/builtin/controller';
+import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
 import { McpAdvertiser } from './mcp/advertise';
 import { EditorNotebooks } from './notebooks/cells';
@@ -16,7 +18,7 @@ import { BridgeStatus } from './statusBar';
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
   const log = vscode.window.createOutputChannel('Agent Bridge', { log: true });
-  push(log);
+  push(log, watchConfig());
   try {
     const version = String(context.extension.packageJSON.version);
     const builtin = new BuiltinKernels({
@@ -24,6 +26,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       python: () => readConfig().pythonPath,
       script: context.asAbsolutePath(join('dist', 'kernel.py')),
       log,
+      // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
+      // `cells` and `notebooks` exist by the time a kernel calls.
+      calls: (notebook): CallHandler => codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+      codeModeInCells: () => readConfig().codeModeInCells,
     });
     const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
     const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];

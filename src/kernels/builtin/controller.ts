@@ -1,9 +1,8 @@
 import * as vscode from 'vscode';
 import type { Kernel } from '../../core/kernel';
-import { KeyedQueue } from '../../core/keyedQueue';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
-import { KernelProcess, type KernelOutput } from './kernelProcess';
+import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { bundleToOutput, errorOutput } from './outputs';
 import { BuiltinScratchpad } from './scratchpad';
 
@@ -23,6 +22,10 @@ export interface BuiltinOptions {
   python: () => string;
   script: string;
   log: Log;
+  /** Answers the host calls of a notebook's kernel (code mode: `agent_bridge`); read at each call. */
+  calls?: (notebook: vscode.NotebookDocument) => CallHandler;
+  /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
+  codeModeInCells?: () => boolean;
 }
 
 /**
@@ -35,7 +38,6 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly controller: vscode.NotebookController;
   private readonly selected = new Set<vscode.NotebookDocument>();
   private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
-  private readonly cellQueue = new KeyedQueue();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [];
@@ -110,6 +112,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         python: this.options.python(),
         script: this.options.script,
         cwd: folder,
+        env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
+        onCall: (method, params, ctx) => {
+          const handler = this.options.calls?.(notebook);
+          return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));
+        },
         log: (line) => this.options.log.debug(`[kernel ${name}] ${line}`),
         onExit: ({ code, signal, expected }) => {
           if (expected) return;
@@ -128,34 +135,38 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
 
   private async executeCells(cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
     const kernel = this.kernelOf(notebook);
-    // Executions are created at once so queued cells show as pending in the editor.
+    // Executions are created at once so queued cells show as pending in the editor. The kernel
+    // process keeps the order; it does not make a cell wait behind a run that waits for it
+    // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
     const runs = cells.map((cell) => ({ cell, execution: this.controller.createNotebookCellExecution(cell), abort: new AbortController() }));
     await Promise.all(
       runs.map((run) => {
         kernel.pending.add(run.abort);
         const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
-        return this.cellQueue
-          .run(notebook.uri.toString(), () => this.executeCell(kernel, run.execution, run.abort.signal))
-          .finally(() => {
-            cancel.dispose();
-            kernel.pending.delete(run.abort);
-          });
+        return this.executeCell(kernel, run.execution, run.abort.signal).finally(() => {
+          cancel.dispose();
+          kernel.pending.delete(run.abort);
+        });
       }),
     );
   }
 
   private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
-    execution.start(Date.now());
-    if (signal.aborted) {
-      execution.end(undefined, Date.now());
-      return;
-    }
-    execution.executionOrder = ++kernel.executionOrder;
     // Output calls are chained so that items reach the editor in the order the kernel sent them.
-    let edits: Thenable<void> = execution.clearOutput();
+    let edits: Thenable<void> = Promise.resolve();
+    let started = false;
+    /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
+    const start = () => {
+      if (started) return;
+      started = true;
+      execution.start(Date.now());
+      execution.executionOrder = ++kernel.executionOrder;
+      edits = execution.clearOutput();
+    };
     let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
     const emit = (edit: () => Thenable<void>) => (edits = edits.then(edit));
     const onOutput = (o: KernelOutput) => {
+      start();
       if (o.kind === 'stream') {
         const item = o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
         if (stream && stream.name === o.name) {
@@ -172,7 +183,13 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       const output = o.kind === 'error' ? errorOutput(o.name, o.message, o.traceback) : bundleToOutput(o.data);
       emit(() => execution.appendOutput(output));
     };
-    const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal);
+    const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal, start);
+    if (!started) {
+      // Dropped before its turn (interrupted while queued): it never ran.
+      execution.start(Date.now());
+      execution.end(undefined, Date.now());
+      return;
+    }
     if (result.value) {
       const value = result.value;
       emit(() => execution.appendOutput(bundleToOutput(value)));

@@ -6,35 +6,43 @@ goes there and the driver forwards it. One JSON object per line, UTF-8, on each 
 
   host -> kernel (fd 3)
     {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"}
-    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str}
+    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
   kernel -> host (fd 4)
     {"type":"ready","pid":int,"python":"3.11.7"}                         once, at start
     {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id null: while idle
     {"type":"display","id":int,"data":{mime:str}}
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
     {"type":"done","id":int,"success":bool,"value":{mime:str}|null}      ends every run
-    {"type":"call","rid":int,"method":str,"params":any}                  answered by a reply
+    {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply
 
 Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
-it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError.
+it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError
+(KeyboardInterrupt when the reply says the calling run was interrupted). While the main thread
+waits for a reply, execute requests that arrive are run at once, nested, on the main thread (the
+host may answer a call by running cells: they must not queue behind the run that waits for
+them). Each run keeps its own id, so its output is routed to it; SIGINT interrupts the innermost
+running code. `_agent_bridge_host.fail_run()` makes the current run end with success false.
+
+The code-mode module `agent_bridge` (agent_bridge.py beside this file) is importable in
+scratchpad runs only, unless AGENT_BRIDGE_CODE_MODE_IN_CELLS=1 makes it importable in cells too.
 SIGINT raises KeyboardInterrupt only while a run executes. EOF on fd 3 (host gone) exits.
 """
 
 import sys
 
-if sys.version_info < (3, 8):  # before the imports: Python 2 has no `queue`
+if sys.version_info < (3, 8):  # before the imports, which older Pythons may lack
     sys.stderr.write("The Agent Bridge kernel needs Python 3.8 or newer; this is %s.\n" % sys.version.split()[0])
     sys.exit(1)
 
 import ast
 import base64
 import builtins
+import collections
 import io
 import itertools
 import json
 import linecache
 import os
-import queue
 import signal
 import threading
 import time
@@ -65,10 +73,16 @@ _buf_size = 0
 _flush_armed = False
 _wake_flusher = threading.Event()
 _user_ns = {}
-_loop = None
+_loops = []  # asyncio loops of runs with top-level await; a nested run needs another than its caller's
 _scratchpad_files = []
 _drain_fds = []  # (fd, ioctl request)
 _drain_count = None
+_inbox = collections.deque()  # execute requests not yet started, appended by the reader thread
+_inbox_wake = threading.Event()  # set on every request and reply: the main thread may have work
+_failed_runs = set()  # ids of runs that fail_run() marked failed
+_CODE_MODE = "agent_bridge"
+_code_mode_in_cells = os.environ.get("AGENT_BRIDGE_CODE_MODE_IN_CELLS") == "1"
+_code_mode_module = None
 
 
 def _write_line(data):
@@ -225,12 +239,13 @@ HostCallError.__module__ = "_agent_bridge_host"
 
 
 class _PendingCall(object):
-    __slots__ = ("event", "result", "error")
+    __slots__ = ("event", "result", "error", "interrupt")
 
     def __init__(self):
         self.event = threading.Event()
         self.result = None
         self.error = None
+        self.interrupt = False
 
 
 _calls = {}
@@ -247,13 +262,36 @@ def _bridge_call(method, params=None):
     pending = _PendingCall()
     _calls[rid] = pending
     try:
-        _send({"type": "call", "rid": rid, "method": method, "params": params})
-        pending.event.wait()
+        _send({"type": "call", "rid": rid, "id": _run_id, "method": method, "params": params})
+        if threading.get_ident() == _main_ident:
+            _serve_until(pending.event)
+        else:
+            pending.event.wait()
     finally:
         _calls.pop(rid, None)
+    if pending.interrupt:
+        raise KeyboardInterrupt
     if pending.error is not None:
         raise HostCallError(pending.error)
     return pending.result
+
+
+def _serve_until(event):
+    """Waits on the main thread for `event`, running the execute requests that arrive meanwhile
+    (nested runs). An interrupt while waiting raises here, in the caller's code; while a nested
+    run starts or ends it is ignored, so a request taken from the inbox always gets its `done`."""
+    global _executing
+    while not event.is_set():
+        if _inbox:
+            outer = _executing
+            _executing = False
+            try:
+                _execute(_inbox.popleft())
+            finally:
+                _executing = outer
+            continue
+        _inbox_wake.wait()
+        _inbox_wake.clear()
 
 
 def _deliver_reply(msg):
@@ -263,14 +301,84 @@ def _deliver_reply(msg):
     pending.result = msg.get("result")
     error = msg.get("error")
     pending.error = None if error is None else str(error)
+    pending.interrupt = msg.get("interrupt") is True
     pending.event.set()
+    _inbox_wake.set()
+
+
+def _fail_run():
+    """Makes the current run end with success false (its output and value are kept)."""
+    if _run_id is not None:
+        _failed_runs.add(_run_id)
 
 
 def _install_host_module():
     mod = types.ModuleType("_agent_bridge_host", "Synchronous calls from kernel code into the Agent Bridge host.")
     mod.call = _bridge_call
+    mod.fail_run = _fail_run
     mod.HostCallError = HostCallError
     sys.modules["_agent_bridge_host"] = mod
+
+
+class _CodeModeFinder(object):
+    """Last on sys.meta_path: says why `import agent_bridge` fails where it is not offered."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != _CODE_MODE:
+            return None
+        if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_bridge.py")):
+            raise ModuleNotFoundError("agent_bridge.py is missing beside the kernel (%s): reinstall the extension" % __file__, name=name)
+        raise ModuleNotFoundError(
+            "agent_bridge (Agent Bridge code mode) can be imported in scratchpad runs "
+            "(POST /api/kernel/execute, MCP execute_code), not in notebook cells; the VS Code setting "
+            "agentBridge.codeMode.inCells makes it importable in cells (restart the kernel after changing it).",
+            name=name,
+        )
+
+
+def _load_code_mode():
+    """agent_bridge.py, loaded once; None when it cannot be (a kernel.py copied without it)."""
+    global _code_mode_module
+    if _code_mode_module is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_bridge.py")
+        if not os.path.exists(path):
+            return None
+        spec = importlib.util.spec_from_file_location(_CODE_MODE, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _code_mode_module = module
+    return _code_mode_module
+
+
+def _show_code_mode(visible):
+    """Makes agent_bridge importable or not; returns what sys.modules held, for _restore_code_mode."""
+    held = sys.modules.get(_CODE_MODE)
+    if visible:
+        if held is None:
+            try:
+                module = _load_code_mode()
+            except Exception as e:
+                _stderr.write("agent_bridge could not be loaded: %s: %s\n" % (type(e).__name__, e))
+                module = None
+            if module is not None:
+                sys.modules[_CODE_MODE] = module
+    elif held is not None and held is _code_mode_module:
+        del sys.modules[_CODE_MODE]
+    return held
+
+
+def _restore_code_mode(held):
+    now = sys.modules.get(_CODE_MODE)
+    if now is held:
+        return
+    if held is None:
+        if now is _code_mode_module:
+            del sys.modules[_CODE_MODE]
+    elif now is None or now is _code_mode_module:
+        sys.modules[_CODE_MODE] = held
 
 
 # ---- rich values --------------------------------------------------------------------------------
@@ -393,23 +501,37 @@ def _run_code(code, ns):
 
 
 def _run_coroutine(coro):
-    global _loop
     import asyncio  # only paid for by notebooks that await
 
-    if _loop is None or _loop.is_closed():
-        _loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(_loop)
-    task = _loop.create_task(coro)
+    # A run nested in a host call of a run that awaits finds that run's loop running: it gets a
+    # loop of its own, and the caller's is made current again afterwards.
+    outer = asyncio._get_running_loop()
+    loop = None
+    for candidate in _loops:
+        if not candidate.is_running() and not candidate.is_closed():
+            loop = candidate
+            break
+    if loop is None:
+        loop = asyncio.new_event_loop()
+        _loops[:] = [l for l in _loops if not l.is_closed()] + [loop]
+    if outer is not None:
+        asyncio._set_running_loop(None)
+    asyncio.set_event_loop(loop)
+    task = loop.create_task(coro)
     try:
-        return _loop.run_until_complete(task)
+        return loop.run_until_complete(task)
     except BaseException:
         if not task.done():
             task.cancel()  # let the interrupted coroutine run its cleanup now, not in the next run
             try:
-                _loop.run_until_complete(task)
+                loop.run_until_complete(task)
             except BaseException:
                 pass
         raise
+    finally:
+        if outer is not None:
+            asyncio.set_event_loop(outer)
+            asyncio._set_running_loop(outer)
 
 
 def _own_frames_stripped(tb, filename):
@@ -483,6 +605,8 @@ def _find_drainable_fds():
 
 
 def _execute(req):
+    """Runs one request to its `done`. Re-entrant: a run nested in a host call of another keeps
+    its own id, streams and code-mode visibility, and gives the caller's back when it ends."""
     global _run_id, _executing, _interrupt_pending
     run_id = req.get("id")
     code = req.get("code")
@@ -490,6 +614,10 @@ def _execute(req):
         code = ""
     cell = req.get("mode") != "scratchpad"
     filename = "<%s %s>" % ("cell" if cell else "scratchpad", run_id)
+    outer_id = _run_id
+    outer_streams = (sys.stdout, sys.stderr)
+    if outer_id is not None:
+        _locked_flush_then(None)  # the caller's buffered output leaves under the caller's id
     _run_id = run_id
     _interrupt_pending = False
     sys.stdout, sys.stderr = _stdout, _stderr  # undo redirections a previous run leaked
@@ -500,6 +628,7 @@ def _execute(req):
         _scratchpad_files.append(filename)
         if len(_scratchpad_files) > _SCRATCHPAD_SOURCES_KEPT:
             linecache.cache.pop(_scratchpad_files.pop(0), None)
+    code_mode_held = _show_code_mode(not cell or _code_mode_in_cells)
     # Scratchpad: a shallow copy, so new bindings vanish but mutated objects stay mutated.
     ns = _user_ns if cell else dict(_user_ns)
     value = None
@@ -528,16 +657,21 @@ def _execute(req):
         else:
             text = "".join(traceback.format_exception_only(type(e), e))
         error = _error_message(e, text)
+    _restore_code_mode(code_mode_held)
     if error is not None:
         _send(error)
     _drain_os_output()
-    _send({"type": "done", "id": run_id, "success": error is None, "value": value})
-    _run_id = None
+    failed = run_id in _failed_runs
+    _failed_runs.discard(run_id)
+    _send({"type": "done", "id": run_id, "success": error is None and not failed, "value": value})
+    _run_id = outer_id
+    if outer_id is not None:
+        sys.stdout, sys.stderr = outer_streams
 
 
 # ---- process setup ------------------------------------------------------------------------------
 
-def _read_requests(fd, requests):
+def _read_requests(fd):
     with open(fd, "rb") as f:
         for line in f:
             try:
@@ -547,7 +681,8 @@ def _read_requests(fd, requests):
                 os.write(2, b"agent-bridge kernel: ignoring a malformed request line\n")
                 continue
             if op == "execute":
-                requests.put(msg)
+                _inbox.append(msg)
+                _inbox_wake.set()
             elif op == "reply":
                 _deliver_reply(msg)
     os._exit(0)  # host closed the channel: it is gone or wants us gone
@@ -600,16 +735,20 @@ def main(argv):
     sys.path.insert(0, "")
     _user_ns = _setup_user_namespace()
     _install_host_module()
+    sys.meta_path.append(_CodeModeFinder)
     sys.stdout, sys.stderr = _stdout, _stderr
     signal.signal(signal.SIGINT, _on_sigint)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
-    requests = queue.SimpleQueue()
     _start_thread(_flusher)
-    _start_thread(_read_requests, req_fd, requests)
+    _start_thread(_read_requests, req_fd)
     _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
     while True:
-        _execute(requests.get())
+        if _inbox:
+            _execute(_inbox.popleft())
+        else:
+            _inbox_wake.wait()
+            _inbox_wake.clear()
 
 
 if __name__ == "__main__":

@@ -8,17 +8,21 @@
  * C code) is forwarded as stream output of the run in progress, or logged while idle.
  *
  *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"}
- *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"}
+ *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
  *   kernel -> host  {"type":"ready","pid","python"}           once, at start
  *                   {"type":"stream","id","name","text"}      id null while idle
  *                   {"type":"display","id","data":{mime:str}}
  *                   {"type":"error","id","name","message","traceback"}
  *                   {"type":"done","id","success","value":{mime:str}|null}   ends every run
- *                   {"type":"call","rid","method","params"}   Python blocks until our reply
+ *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
- * SIGINT (sent to the kernel's process group) interrupts the running code; the kernel ignores it
- * while idle. Closing fd 3 makes the kernel exit.
+ * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
+ * at once and the kernel runs it nested, on its main thread, while the caller waits (a call may
+ * be answered by running cells, which would otherwise queue behind their caller forever). Each
+ * run keeps its own id, so output is routed per run. SIGINT (sent to the kernel's process group)
+ * interrupts the innermost running code; the kernel ignores it while idle. Closing fd 3 makes
+ * the kernel exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
@@ -30,7 +34,7 @@ export type RunMode = 'cell' | 'scratchpad';
 export type HostRequest =
   | { op: 'execute'; id: number; code: string; mode: RunMode }
   | { op: 'reply'; rid: number; result: unknown }
-  | { op: 'reply'; rid: number; error: string };
+  | { op: 'reply'; rid: number; error: string; interrupt?: true };
 
 export type KernelMessage =
   | { type: 'ready'; pid: number; python: string }
@@ -38,7 +42,7 @@ export type KernelMessage =
   | { type: 'display'; id: number | null; data: MimeBundle }
   | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
   | { type: 'done'; id: number; success: boolean; value: MimeBundle | null }
-  | { type: 'call'; rid: number; method: string; params: unknown };
+  | { type: 'call'; rid: number; id: number | null; method: string; params: unknown };
 
 export type KernelOutput =
   | { kind: 'stream'; name: StreamName; text: string }
@@ -64,15 +68,27 @@ export interface KernelExitInfo {
   expected: boolean;
 }
 
+/** What a call handler knows of the run that called. */
+export interface CallContext {
+  /** Id of the calling run; null for a call made outside any run (from a thread of a run that ended). */
+  readonly runId: number | null;
+  /** Output into the calling run, as if it had printed it; dropped once that run ended. */
+  emit(output: KernelOutput): void;
+  /** Aborted when the calling run is aborted (its client went away; the reply then interrupts it) or ends. */
+  readonly signal: AbortSignal;
+}
+
+/** Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python. */
+export type CallHandler = (method: string, params: unknown, ctx: CallContext) => Promise<unknown>;
+
 export interface KernelProcessOptions {
   python: string;
   /** Absolute path of kernel.py. */
   script: string;
   cwd?: string;
-  /** Base environment (default process.env); MPLBACKEND=Agg and UTF-8 I/O are forced on top. */
-  env?: NodeJS.ProcessEnv;
-  /** Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python. */
-  onCall?: (method: string, params: unknown) => Promise<unknown>;
+  /** Base environment (default process.env), read at every spawn; MPLBACKEND=Agg and UTF-8 I/O are forced on top. */
+  env?: NodeJS.ProcessEnv | (() => NodeJS.ProcessEnv);
+  onCall?: CallHandler;
   /** Fires when a kernel that was ready exits (start failures reject start() instead). */
   onExit?: (info: KernelExitInfo) => void;
   log?: (line: string) => void;
@@ -87,6 +103,9 @@ export const KERNEL_DISPOSED = 'KernelDisposed';
 export const KERNEL_START_FAILED = 'KernelStartFailed';
 
 const STDERR_TAIL_CHARS = 2000;
+/** Interrupts of the same innermost run this close together send one SIGINT: a second one could
+ * reach the run it is nested in, once the first has ended the inner one. */
+const SIGINT_COALESCE_MS = 250;
 /** After `exit`, how long to wait for the pipes to deliver what the process wrote last. */
 const EXIT_DRAIN_MS = 200;
 
@@ -97,16 +116,23 @@ interface Job {
   readonly onOutput: (o: KernelOutput) => void;
   readonly resolve: (r: RunResult) => void;
   readonly signal: AbortSignal | undefined;
+  readonly onStart: (() => void) | undefined;
   onAbort: (() => void) | undefined;
   aborted: boolean;
+  /** Host calls of this run not answered yet: while > 0 the run waits, and runs may nest in it. */
+  openCalls: number;
+  /** Aborts the calls' handlers when the run is aborted (made on the first call). */
+  calls: AbortController | undefined;
 }
 
 export class KernelProcess {
   private proc: Proc | null = null;
-  private current: Job | null = null;
+  /** Runs sent to the kernel and not done, outermost first: each later one nests in the one before. */
+  private readonly active: Job[] = [];
   private readonly queue: Job[] = [];
   private nextId = 0;
   private disposed = false;
+  private lastSigint: { job: Job; at: number } | undefined;
 
   constructor(private readonly opts: KernelProcessOptions) {}
 
@@ -126,10 +152,32 @@ export class KernelProcess {
     return this.ensureProc().ready;
   }
 
-  run(code: string, mode: RunMode, onOutput: (o: KernelOutput) => void, signal?: AbortSignal): Promise<RunResult> {
+  /**
+   * Queues a run; resolves when it is done (never rejects). `onStart` fires when the run is sent
+   * to the kernel: its turn came (not for runs dropped or failed before that).
+   */
+  run(
+    code: string,
+    mode: RunMode,
+    onOutput: (o: KernelOutput) => void,
+    signal?: AbortSignal,
+    onStart?: () => void,
+  ): Promise<RunResult> {
     return new Promise<RunResult>((resolve) => {
       if (signal?.aborted) return resolve({ success: false, value: null, cancelled: true });
-      const job: Job = { id: ++this.nextId, code, mode, onOutput, resolve, signal, onAbort: undefined, aborted: false };
+      const job: Job = {
+        id: ++this.nextId,
+        code,
+        mode,
+        onOutput,
+        resolve,
+        signal,
+        onStart,
+        onAbort: undefined,
+        aborted: false,
+        openCalls: 0,
+        calls: undefined,
+      };
       if (this.disposed) return this.fail(job, KERNEL_DISPOSED, 'The kernel was disposed.');
       if (signal) {
         job.onAbort = () => this.abort(job);
@@ -140,9 +188,14 @@ export class KernelProcess {
     });
   }
 
-  /** SIGINT to the kernel (and its subprocesses) if a run is in progress. */
+  /** SIGINT to the kernel (and its subprocesses) if a run is in progress: the innermost run's code gets it. */
   interrupt(): void {
-    if (this.current && this.proc?.alive) this.proc.signal('SIGINT');
+    const inner = this.active[this.active.length - 1];
+    if (!inner || !this.proc?.alive) return;
+    const now = Date.now();
+    if (this.lastSigint?.job === inner && now - this.lastSigint.at < SIGINT_COALESCE_MS) return;
+    this.lastSigint = { job: inner, at: now };
+    this.proc.signal('SIGINT');
   }
 
   async restart(): Promise<void> {
@@ -164,7 +217,7 @@ export class KernelProcess {
   private ensureProc(): Proc {
     // A process that exited but whose pipes are still draining is replaced, unless its
     // in-flight run is waiting to be failed by onDead.
-    if (this.proc && (this.proc.alive || this.current)) return this.proc;
+    if (this.proc && (this.proc.alive || this.active.length)) return this.proc;
     const p = new Proc(this.opts, this);
     this.proc = p;
     p.ready.then(
@@ -180,14 +233,22 @@ export class KernelProcess {
     return p;
   }
 
+  /** Sends the next queued run when the kernel is idle, or nested when the innermost run waits on a call. */
   private pump(): void {
-    if (this.current || this.queue.length === 0 || this.disposed) return;
+    if (this.queue.length === 0 || this.disposed) return;
+    const inner = this.active[this.active.length - 1];
+    if (inner && inner.openCalls === 0) return;
     const p = this.ensureProc();
     if (!p.info) return; // pumped again on ready
     const job = this.queue.shift() as Job;
-    this.current = job;
-    p.stderrTail = '';
+    if (!inner) p.stderrTail = '';
+    this.active.push(job);
     p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode });
+    try {
+      job.onStart?.();
+    } catch (err) {
+      this.opts.log?.(`kernel onStart handler threw: ${errorText(err)}`);
+    }
   }
 
   private abort(job: Job): void {
@@ -196,9 +257,16 @@ export class KernelProcess {
     if (i >= 0) {
       this.queue.splice(i, 1);
       this.finish(job, { success: false, value: null });
-    } else if (this.current === job) {
+    } else if (this.active.includes(job)) {
+      // The innermost code gets the SIGINT: the job itself, or a run nested in its call, whose
+      // handler learns through ctx.signal and whose reply then interrupts the job.
+      job.calls?.abort();
       this.interrupt();
     }
+  }
+
+  private activeJob(id: number | null): Job | undefined {
+    return id === null ? undefined : this.active.find((j) => j.id === id);
   }
 
   private finish(job: Job, result: RunResult): void {
@@ -213,10 +281,13 @@ export class KernelProcess {
   }
 
   private failAll(name: string, message: string): void {
-    const jobs = this.current ? [this.current, ...this.queue] : [...this.queue];
-    this.current = null;
+    const jobs = [...this.active.reverse(), ...this.queue];
+    this.active.length = 0;
     this.queue.length = 0;
-    for (const job of jobs) this.fail(job, name, message);
+    for (const job of jobs) {
+      job.calls?.abort();
+      this.fail(job, name, message);
+    }
   }
 
   private killProc(): void {
@@ -228,41 +299,47 @@ export class KernelProcess {
   /** @internal from Proc */
   onMessage(p: Proc, msg: KernelMessage): void {
     if (p !== this.proc) return;
-    const cur = this.current;
     switch (msg.type) {
-      case 'stream':
-        if (cur && msg.id === cur.id) emit(cur, { kind: 'stream', name: msg.name, text: msg.text }, this.opts.log);
+      case 'stream': {
+        const job = this.activeJob(msg.id);
+        if (job) emit(job, { kind: 'stream', name: msg.name, text: msg.text }, this.opts.log);
         else this.opts.log?.(`kernel ${msg.name} (idle): ${msg.text}`);
         return;
-      case 'display':
-        if (cur && msg.id === cur.id) emit(cur, { kind: 'display', data: msg.data }, this.opts.log);
+      }
+      case 'display': {
+        const job = this.activeJob(msg.id);
+        if (job) emit(job, { kind: 'display', data: msg.data }, this.opts.log);
         return;
-      case 'error':
-        if (cur && msg.id === cur.id) {
-          emit(cur, { kind: 'error', name: msg.name, message: msg.message, traceback: msg.traceback }, this.opts.log);
-        }
+      }
+      case 'error': {
+        const job = this.activeJob(msg.id);
+        if (job) emit(job, { kind: 'error', name: msg.name, message: msg.message, traceback: msg.traceback }, this.opts.log);
         return;
-      case 'done':
-        if (!cur || msg.id !== cur.id) {
+      }
+      case 'done': {
+        const job = this.activeJob(msg.id);
+        if (!job) {
           this.opts.log?.(`kernel: done for unknown run ${msg.id}`);
           return;
         }
-        this.current = null;
-        this.finish(cur, { success: msg.success, value: msg.value ?? null });
+        this.active.splice(this.active.indexOf(job), 1);
+        job.calls?.abort();
+        this.finish(job, { success: msg.success, value: msg.value ?? null });
         this.pump();
         return;
+      }
       case 'call':
-        this.answerCall(p, msg.rid, msg.method, msg.params);
+        this.answerCall(p, msg.rid, msg.id ?? null, msg.method, msg.params);
         return;
       default:
         return;
     }
   }
 
-  /** @internal from Proc: OS-level output on fds 1/2. */
+  /** @internal from Proc: OS-level output on fds 1/2 (it cannot tell runs apart: the innermost gets it). */
   onStdio(p: Proc, name: StreamName, text: string): void {
-    const cur = this.current;
-    if (p === this.proc && cur) emit(cur, { kind: 'stream', name, text }, this.opts.log);
+    const inner = this.active[this.active.length - 1];
+    if (p === this.proc && inner) emit(inner, { kind: 'stream', name, text }, this.opts.log);
     else this.opts.log?.(`kernel ${name}: ${text}`);
   }
 
@@ -286,28 +363,50 @@ export class KernelProcess {
     }
   }
 
-  private answerCall(p: Proc, rid: number, method: string, params: unknown): void {
+  private answerCall(p: Proc, rid: number, runId: number | null, method: string, params: unknown): void {
     const handler = this.opts.onCall;
     if (!handler) {
       p.send({ op: 'reply', rid, error: `The host does not answer calls (method "${method}").` });
       return;
     }
+    const job = this.activeJob(runId);
+    if (job) {
+      job.openCalls++;
+      job.calls ??= new AbortController();
+    }
+    const ctx: CallContext = {
+      runId,
+      emit: (output) => {
+        if (job && this.active.includes(job)) emit(job, output, this.opts.log);
+      },
+      signal: job?.calls?.signal ?? new AbortController().signal,
+    };
+    const reply = (answer: { result: unknown } | { error: string }) => {
+      if (job) job.openCalls = Math.max(0, job.openCalls - 1);
+      if (job?.aborted && this.active.includes(job)) {
+        p.send({ op: 'reply', rid, error: 'The run was interrupted.', interrupt: true });
+      } else if ('error' in answer) {
+        p.send({ op: 'reply', rid, error: answer.error });
+      } else {
+        try {
+          p.send({ op: 'reply', rid, result: answer.result === undefined ? null : answer.result });
+        } catch (err) {
+          p.send({ op: 'reply', rid, error: `The result of "${method}" is not JSON: ${errorText(err)}` });
+        }
+      }
+    };
     let answer: Promise<unknown>;
     try {
-      answer = Promise.resolve(handler(method, params));
+      answer = Promise.resolve(handler(method, params, ctx));
     } catch (err) {
       answer = Promise.reject(err);
     }
     answer.then(
-      (result) => {
-        try {
-          p.send({ op: 'reply', rid, result: result === undefined ? null : result });
-        } catch (err) {
-          p.send({ op: 'reply', rid, error: `The result of "${method}" is not JSON: ${errorText(err)}` });
-        }
-      },
-      (err: unknown) => p.send({ op: 'reply', rid, error: errorText(err) }),
+      (result) => reply({ result }),
+      (err: unknown) => reply({ error: errorText(err) }),
     );
+    // The caller now waits: a queued run can go ahead, nested in it.
+    if (job) this.pump();
   }
 }
 
@@ -343,7 +442,8 @@ class Proc {
     });
     this.ready.catch(() => undefined); // callers that never await start() must not see an unhandled rejection
     // Inherited by subprocesses too: Python children then stream their output promptly, in UTF-8.
-    const env: NodeJS.ProcessEnv = { ...(opts.env ?? process.env), MPLBACKEND: 'Agg', PYTHONIOENCODING: 'utf-8', PYTHONUNBUFFERED: '1' };
+    const base = typeof opts.env === 'function' ? opts.env() : (opts.env ?? process.env);
+    const env: NodeJS.ProcessEnv = { ...base, MPLBACKEND: 'Agg', PYTHONIOENCODING: 'utf-8', PYTHONUNBUFFERED: '1' };
     this.child = spawn(opts.python, ['-u', opts.script, '3', '4'], {
       cwd: opts.cwd,
       env,

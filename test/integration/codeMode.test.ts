@@ -1,0 +1,316 @@
+/**
+ * Code mode inside a real VS Code, end to end over HTTP: scratchpad runs (POST /api/kernel/execute)
+ * that import `agent_bridge` and change and run the notebook's cells through the builtin kernel.
+ * The person is simulated with WorkspaceEdits and commands through the VS Code API.
+ */
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { BridgeClient, type SseResult } from '../../sandbox-test/http';
+
+const EXTENSION_ID = 'agent-bridge.agent-bridge';
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await Promise.resolve()
+      .then(probe)
+      .catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+function nbformat(sources: string[]): string {
+  return JSON.stringify({
+    cells: sources.map((source, i) => ({
+      cell_type: 'code',
+      id: `cm${i}`,
+      metadata: {},
+      source,
+      execution_count: null,
+      outputs: [],
+    })),
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  });
+}
+
+/** Everything of a notebook a batch could change, to compare before and after. */
+function contents(doc: vscode.NotebookDocument): string {
+  return JSON.stringify(
+    doc.getCells().map((c) => ({
+      kind: c.kind,
+      language: c.document.languageId,
+      text: c.document.getText(),
+      metadata: c.metadata,
+      outputs: c.outputs.map((o) => o.items.map((i) => [i.mime, Buffer.from(i.data).toString('base64')])),
+    })),
+  );
+}
+
+const texts = (doc: vscode.NotebookDocument) => doc.getCells().map((c) => c.document.getText());
+const stdoutOf = (cell: vscode.NotebookCell) =>
+  cell.outputs
+    .flatMap((o) => o.items)
+    .filter((i) => i.mime === 'application/vnd.code.notebook.stdout')
+    .map((i) => Buffer.from(i.data).toString('utf8'))
+    .join('');
+
+describe('code mode (agent_bridge) in VS Code', function () {
+  this.timeout(60_000);
+  let client: BridgeClient;
+  let folder: string;
+  let counter = 0;
+
+  before(async function () {
+    this.timeout(30_000);
+    const ext = vscode.extensions.getExtension(EXTENSION_ID);
+    assert.ok(ext, `${EXTENSION_ID} is not installed`);
+    await ext.activate();
+    const file = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
+    assert.ok(file, 'AGENT_BRIDGE_DISCOVERY_FILE is not set in the extension host');
+    const advert = await poll('the discovery file', 15_000, () =>
+      fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { url: string; token: string | null }) : undefined,
+    );
+    client = new BridgeClient(advert.url, advert.token);
+    folder =
+      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
+      fs.mkdtempSync(path.join(process.env['TMPDIR'] ?? '/tmp', 'code-mode-it-'));
+  });
+
+  /** A new notebook on disk, open in an editor with the builtin kernel selected. */
+  async function openNotebook(sources: string[]): Promise<{ doc: vscode.NotebookDocument; session: string }> {
+    const file = path.join(folder, `code-mode-it-${process.pid}-${counter++}.ipynb`);
+    fs.writeFileSync(file, nbformat(sources));
+    const res = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 30_000 });
+    assert.equal(res.status, 200, res.text);
+    const doc = vscode.workspace.notebookDocuments.find((d) => d.uri.fsPath === file);
+    assert.ok(doc, 'the notebook is not open');
+    return { doc, session: res.json().session.id as string };
+  }
+
+  const execute = async (session: string, ...lines: string[]): Promise<SseResult> => {
+    const r = await client.run(session, lines.join('\n'), { timeoutMs: 45_000 });
+    assert.equal(r.status, 200, r.raw);
+    assert.ok(r.done, `no done event: ${r.raw}`);
+    return r;
+  };
+  const done = (r: SseResult) => r.done!.data as { success: boolean; output: { mimetype: string; data: string } };
+
+  /** The person types: a WorkspaceEdit through the VS Code API, as an editor keystroke would be. */
+  async function personTypes(doc: vscode.NotebookDocument, index: number, text: string): Promise<void> {
+    const document = doc.cellAt(index).document;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(document.uri, new vscode.Range(0, 0, document.lineCount, 0), text);
+    assert.equal(await vscode.workspace.applyEdit(edit), true);
+  }
+
+  it('creates and runs cells from one scratchpad call; a later call reads what they defined', async () => {
+    const { doc, session } = await openNotebook(['a = 20']);
+    const r = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    first = ctx.cells[0]',
+      '    new = ctx.create_cell("b = a + 22\\nprint(\'b is\', b)", after=first.id)',
+      '    ctx.run_cell(first.id)',
+      '    ctx.run_cell(new)',
+      'ctx.globals["b"]',
+    );
+    assert.equal(done(r).success, true, r.stderr);
+    assert.equal(done(r).output.data, '42');
+    assert.deepEqual(texts(doc), ['a = 20', "b = a + 22\nprint('b is', b)"]);
+    const ids = (await client.get(`/notebooks/cells?notebook=${session}`)).json().cells.map((c: { id: string }) => c.id);
+    assert.equal(r.stdout, `b is 42\ncreated cell '${ids[1]}' and ran\nran cell '${ids[0]}'\n`);
+    assert.equal(stdoutOf(doc.cellAt(1)), 'b is 42\n', 'the cell shows its own output');
+    assert.equal(doc.cellAt(1).executionSummary?.success, true);
+
+    const later = await execute(session, 'b * 2');
+    assert.equal(done(later).output.data, '84', 'b lives in the kernel');
+    assert.equal(done(await execute(session, 'import agent_bridge')).success, true, 'importable in scratchpads');
+  });
+
+  it('rejects a block with a syntax error and leaves the notebook unchanged', async () => {
+    const { doc, session } = await openNotebook(['x = 1', 'y = 2']);
+    const before = contents(doc);
+    const r = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    ctx.cells[0]',
+      '    ctx.edit_cell(0, "x = 10")',
+      '    ctx.create_cell("def broken(:\\n    pass")',
+      '    ctx.delete_cell(1)',
+    );
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /SyntaxError: invalid syntax.*nothing was changed/);
+    assert.equal(contents(doc), before);
+    assert.equal(doc.isDirty, false);
+  });
+
+  it('raises StaleCellError when the person edited a cell since the agent read it', async () => {
+    const { doc, session } = await openNotebook(['x = 1', 'y = 2']);
+    const read = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    c = ctx.cells[0]',
+      'c.code',
+    );
+    assert.equal(done(read).output.data, "'x = 1'");
+    await personTypes(doc, 0, 'x = 100');
+    const r = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    ctx.edit_cell(0, "x = 2")',
+      '    ctx.create_cell("z = 3")',
+    );
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /agent_bridge\.StaleCellError: ctx\.edit_cell\(0\): Cell c\w+ \(index 0\) changed since you read it/);
+    assert.deepEqual(texts(doc), ['x = 100', 'y = 2'], 'nothing changed');
+
+    const retry = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    assert ctx.cells[0].code == "x = 100"',
+      '    ctx.edit_cell(0, "x = 2")',
+    );
+    assert.equal(done(retry).success, true, retry.stderr);
+    assert.deepEqual(texts(doc), ['x = 2', 'y = 2']);
+  });
+
+  it('applies a block as one edit that one undo reverts', async () => {
+    const { doc, session } = await openNotebook(['a = 1', 'b = 2', 'c = 3']);
+    const editor = await vscode.window.showNotebookDocument(doc, { preserveFocus: false });
+    const before = contents(doc);
+    const r = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      '    cells = list(ctx.cells)',
+      '    ctx.edit_cell(cells[0].id, "a = 10")',
+      '    ctx.delete_cell(cells[1].id)',
+      '    ctx.move_cell(cells[2].id, before=cells[0].id)',
+      '    first = ctx.create_cell("import math", before=cells[2].id)',
+      '    ctx.create_cell("# Notes", kind="markdown", after=first)',
+    );
+    assert.equal(done(r).success, true, r.stderr);
+    assert.deepEqual(texts(doc), ['import math', '# Notes', 'c = 3', 'a = 10']);
+    assert.match(
+      r.stdout,
+      /^edited cell 'c\w+'\ndeleted cell 'c\w+'\nmoved cell 'c\w+'\ncreated cell 'c\w+'\ncreated cell 'c\w+'\n$/,
+    );
+
+    assert.equal(vscode.window.activeNotebookEditor, editor, 'the notebook editor is not active');
+    await vscode.commands.executeCommand('undo');
+    await poll('the undo', 5_000, () => (contents(doc) === before ? true : undefined)).catch(() => undefined);
+    assert.deepEqual(texts(doc), ['a = 1', 'b = 2', 'c = 3']);
+    assert.equal(contents(doc), before);
+  });
+
+  it('makes the call fail when a cell it ran raises, with the traceback on stderr', async () => {
+    const { doc, session } = await openNotebook(['ok = 1']);
+    const r = await execute(
+      session,
+      'import agent_bridge as cm',
+      'async with cm.get_context() as ctx:',
+      "    bad = ctx.create_cell(\"print('start')\\nraise ValueError('nope')\")",
+      '    ctx.run_cell(bad)',
+    );
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /ValueError: nope/);
+    assert.match(r.stdout, /^start\ncreated cell 'c\w+' and ran: failed with ValueError: nope\n$/);
+    assert.equal(doc.cellAt(1).executionSummary?.success, false);
+    assert.equal(done(await execute(session, '6 * 7')).output.data, '42', 'the kernel goes on');
+  });
+
+  it('interrupts a cell it runs (POST /notebooks/interrupt), and cancels the runs queued after it', async () => {
+    const { doc, session } = await openNotebook(['import time']);
+    const stream = client.execute(
+      session,
+      [
+        'import agent_bridge as cm',
+        'async with cm.get_context() as ctx:',
+        '    slow = ctx.create_cell("print(\'sleeping\', flush=True)\\ntime.sleep(60)")',
+        '    after = ctx.create_cell("never = 1")',
+        '    ctx.run_cell(0)',
+        '    ctx.run_cell(slow)',
+        '    ctx.run_cell(after)',
+      ].join('\n'),
+      { timeoutMs: 45_000 },
+    );
+    assert.ok(
+      await stream.next((e) => e.event === 'stdout' && String((e.data as { data: string }).data).includes('sleeping'), 20_000),
+    );
+    const res = await client.post('/notebooks/interrupt', { notebook: session });
+    assert.equal(res.status, 200, res.text);
+    const r = await stream.result;
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /KeyboardInterrupt/);
+    assert.match(
+      r.stdout,
+      /^sleeping\ncreated cell 'c\w+' and ran: failed with KeyboardInterrupt\b.*\ncreated cell 'c\w+' and ran: cancelled\nran cell 'c\w+'\n$/,
+    );
+    assert.equal(doc.cellAt(2).executionSummary?.success ?? null, null, 'the cell queued after it did not run');
+    assert.equal(done(await execute(session, '"alive"')).output.data, "'alive'");
+    assert.equal(done(await execute(session, '"never" in globals()')).output.data, 'False');
+  });
+
+  it('with agentBridge.codeMode.inCells on, a cell can create and run another cell', async () => {
+    const config = () => vscode.workspace.getConfiguration('agentBridge');
+    await config().update('codeMode.inCells', true, vscode.ConfigurationTarget.Global);
+    try {
+      // The setting is read when the kernel starts: a new notebook's kernel starts on its first run.
+      const { doc, session } = await openNotebook([
+        [
+          'import agent_bridge as cm',
+          'async with cm.get_context() as ctx:',
+          '    made = ctx.create_cell("made_by_cell = 7")',
+          '    ctx.run_cell(made)',
+          'print("sees", made_by_cell)',
+        ].join('\n'),
+      ]);
+      const res = await client.request({
+        method: 'POST',
+        path: '/notebooks/cells/0/run',
+        json: { notebook: session, wait: true, timeoutMs: 30_000 },
+        timeoutMs: 45_000,
+      });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json().success, true, res.text);
+      assert.deepEqual(texts(doc).slice(1), ['made_by_cell = 7']);
+      assert.equal(doc.cellAt(1).executionSummary?.success, true, 'the new cell ran (nested in the first)');
+      assert.match(stdoutOf(doc.cellAt(0)), /created cell 'c\w+' and ran\nsees 7\n$/);
+    } finally {
+      await config().update('codeMode.inCells', undefined, vscode.ConfigurationTarget.Global);
+    }
+  });
+
+  it('is not importable in ordinary cells', async () => {
+    const { doc, session } = await openNotebook(['import agent_bridge']);
+    const res = await client.request({
+      method: 'POST',
+      path: '/notebooks/cells/0/run',
+      json: { notebook: session, wait: true },
+      timeoutMs: 45_000,
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().success, false);
+    const error = doc
+      .cellAt(0)
+      .outputs.flatMap((o) => o.items)
+      .find((i) => i.mime === 'application/vnd.code.notebook.error');
+    assert.ok(error);
+    assert.match(Buffer.from(error.data).toString('utf8'), /scratchpad runs/);
+  });
+});
