@@ -5,95 +5,29 @@
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeClient, type HttpResult } from '../../sandbox-test/http';
+import { connect, contents, NotebookMaker, personTypes, poll, sleep, type CellSource } from './support';
 
-const EXTENSION_ID = 'agent-bridge.agent-bridge';
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;
 
-async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await Promise.resolve()
-      .then(probe)
-      .catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
-function nbformat(cells: { kind: 'code' | 'markdown'; source: string }[]): string {
-  return JSON.stringify({
-    cells: cells.map((c, i) => ({
-      cell_type: c.kind,
-      id: `it${i}`,
-      metadata: {},
-      source: c.source,
-      ...(c.kind === 'code' ? { execution_count: null, outputs: [] } : {}),
-    })),
-    metadata: {
-      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
-      language_info: { name: 'python' },
-    },
-    nbformat: 4,
-    nbformat_minor: 5,
-  });
-}
 
-/** Everything of a notebook a batch could change, to compare before and after. */
-function contents(doc: vscode.NotebookDocument): string {
-  return JSON.stringify(
-    doc.getCells().map((c) => ({
-      kind: c.kind,
-      language: c.document.languageId,
-      text: c.document.getText(),
-      metadata: c.metadata,
-      outputs: c.outputs.map((o) => o.items.map((i) => [i.mime, Buffer.from(i.data).toString('base64')])),
-    })),
-  );
-}
 
 describe('cell routes in VS Code', function () {
   this.timeout(60_000);
   let client: BridgeClient;
-  let folder: string;
-  let counter = 0;
+  let notebooks: NotebookMaker;
 
   before(async function () {
     this.timeout(30_000);
-    const ext = vscode.extensions.getExtension(EXTENSION_ID);
-    assert.ok(ext, `${EXTENSION_ID} is not installed`);
-    await ext.activate();
-    const file = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
-    assert.ok(file, 'AGENT_BRIDGE_DISCOVERY_FILE is not set in the extension host');
-    const advert = await poll('the discovery file', 15_000, () =>
-      fs.existsSync(file)
-        ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { url: string; token: string | null; port: number })
-        : undefined,
-    );
-    client = new BridgeClient(advert.url, advert.token);
-    folder =
-      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
-      fs.mkdtempSync(path.join(process.env['TMPDIR'] ?? '/tmp', 'cells-it-'));
+    ({ client } = await connect());
+    notebooks = new NotebookMaker(client, 'cells-it');
   });
 
-  /** A new notebook on disk, open in an editor with the builtin kernel selected. */
-  async function openNotebook(
-    cells: { kind: 'code' | 'markdown'; source: string }[],
-  ): Promise<{ doc: vscode.NotebookDocument; session: string }> {
-    const file = path.join(folder, `cells-it-${process.pid}-${counter++}.ipynb`);
-    fs.writeFileSync(file, nbformat(cells));
-    const res = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 30_000 });
-    assert.equal(res.status, 200, res.text);
-    const doc = vscode.workspace.notebookDocuments.find((d) => d.uri.fsPath === file);
-    assert.ok(doc, 'the notebook is not open');
-    return { doc, session: res.json().session.id as string };
-  }
+  const openNotebook = (cells: readonly CellSource[]) => notebooks.open(cells);
 
   const call = (method: string, route: string, json?: unknown, timeoutMs = 45_000): Promise<HttpResult> =>
     client.request({ method, path: route, ...(json === undefined ? {} : { json }), timeoutMs });
@@ -103,13 +37,6 @@ describe('cell routes in VS Code', function () {
     return res.json().cells;
   };
 
-  /** The person types: a WorkspaceEdit through the VS Code API, as an editor keystroke would be. */
-  async function personTypes(doc: vscode.NotebookDocument, index: number, text: string): Promise<void> {
-    const document = doc.cellAt(index).document;
-    const edit = new vscode.WorkspaceEdit();
-    edit.replace(document.uri, new vscode.Range(0, 0, document.lineCount, 0), text);
-    assert.equal(await vscode.workspace.applyEdit(edit), true);
-  }
 
   it('lists the notebook with its kernel, and cells with ids, kinds and versions', async () => {
     const { doc, session } = await openNotebook([

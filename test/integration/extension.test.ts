@@ -4,48 +4,20 @@
  * opened through the VS Code API shows up in /api/sessions.
  */
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeClient } from '../../sandbox-test/http';
+import { connect, EXTENSION_ID, poll, type Advert } from './support';
 
-const EXTENSION_ID = 'agent-bridge.agent-bridge';
 /** The builtin kernel's NotebookController id (src/kernels/builtin/controller.ts). */
 const BUILTIN_KERNEL_ID = 'agent-bridge-python';
 
-interface Advert {
-  url: string;
-  port: number;
-  token: string | null;
-}
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${last})` : ''}`);
-    await sleep(100);
-  }
-}
 
 /** The repository root (this file is bundled into out/integration/index.js). */
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
-function readAdvert(): Advert | undefined {
-  const file = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
-  assert.ok(file, 'AGENT_BRIDGE_DISCOVERY_FILE is not set in the extension host');
-  if (!fs.existsSync(file)) return undefined;
-  const advert = JSON.parse(fs.readFileSync(file, 'utf8')) as Advert;
-  return Number.isInteger(advert.port) && advert.port > 0 ? advert : undefined;
-}
 
 describe('Agent Bridge extension', () => {
   let advert: Advert;
@@ -53,11 +25,7 @@ describe('Agent Bridge extension', () => {
 
   before(async function () {
     this.timeout(30_000);
-    const ext = vscode.extensions.getExtension(EXTENSION_ID);
-    assert.ok(ext, `${EXTENSION_ID} is not installed`);
-    await ext.activate();
-    advert = await poll('the discovery file', 15_000, readAdvert);
-    client = new BridgeClient(advert.url, advert.token);
+    ({ advert, client } = await connect());
   });
 
   it('is present and active', () => {

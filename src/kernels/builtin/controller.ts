@@ -69,23 +69,24 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
   async select(editor: vscode.NotebookEditor): Promise<void> {
     if (this.selected.has(editor.notebook)) return;
-    const confirmed = new Promise<void>((resolve) => {
-      const sub = this.onDidChange(() => {
-        if (this.selected.has(editor.notebook)) {
-          sub.dispose();
-          resolve();
-        }
+    let confirm = () => {};
+    const confirmed = new Promise<void>((resolve) => (confirm = resolve));
+    const sub = this.onDidChange(() => this.selected.has(editor.notebook) && confirm());
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await vscode.commands.executeCommand('notebook.selectKernel', {
+        notebookEditor: editor,
+        id: BUILTIN_CONTROLLER_ID,
+        extension: this.options.extensionId,
       });
-    });
-    await vscode.commands.executeCommand('notebook.selectKernel', {
-      notebookEditor: editor,
-      id: BUILTIN_CONTROLLER_ID,
-      extension: this.options.extensionId,
-    });
-    const timeout = new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new Error('VS Code did not confirm the kernel selection within 10 s')), 10_000),
-    );
-    await Promise.race([confirmed, timeout]);
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('VS Code did not confirm the kernel selection within 10 s')), 10_000);
+      });
+      await Promise.race([confirmed, timeout]);
+    } finally {
+      clearTimeout(timer);
+      sub.dispose();
+    }
   }
 
   interrupt(notebook: vscode.NotebookDocument): void {
