@@ -31,7 +31,9 @@ export function commandTable(deps: CommandDeps): Record<string, () => unknown> {
         `${env}execute-code.sh --url ${connection.url}${file} -c 'print(1)'`,
       ].join('\n');
       await vscode.env.clipboard.writeText(text);
-      void vscode.window.showInformationMessage(`Agent Bridge connection info for ${connection.url} copied (it contains the token).`);
+      void vscode.window.showInformationMessage(
+        `Agent Bridge connection info for ${connection.url} copied (it contains the token).`,
+      );
     },
     'agentBridge.restartServer': () => deps.restartServer(),
     'agentBridge.showLog': () => deps.log.show(true),

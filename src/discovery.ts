@@ -66,7 +66,8 @@ export class Discovery {
 
   publish(advert: BridgeAdvert): void {
     const registryFile = join(this.registryDir, marimoRegistryFileName(advert.host, advert.port));
-    for (const stale of this.written) if (stale !== registryFile && !this.ownFiles.includes(stale)) rmSync(stale, { force: true });
+    for (const stale of this.written)
+      if (stale !== registryFile && !this.ownFiles.includes(stale)) rmSync(stale, { force: true });
     this.written = new Set();
     mkdirSync(this.registryDir, { recursive: true, mode: 0o700 });
     writeFileAtomic(registryFile, JSON.stringify(marimoRegistryEntry(advert)) + '\n');

@@ -66,7 +66,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     push(
       sessions.onDidChange(() => void Promise.all([bridge.publish(), refresh()])),
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('agentBridge.port') || e.affectsConfiguration('agentBridge.requireToken') || e.affectsConfiguration('agentBridge.maxBodyBytes')) {
+        if (
+          e.affectsConfiguration('agentBridge.port') ||
+          e.affectsConfiguration('agentBridge.requireToken') ||
+          e.affectsConfiguration('agentBridge.maxBodyBytes')
+        ) {
           void restartServer();
         }
       }),

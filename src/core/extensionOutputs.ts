@@ -27,7 +27,8 @@ const decoder = new TextDecoder();
 /** Tags of HTML markup only: Python's own `<module>` or `<cell 3>` in a traceback must survive. */
 // eslint-disable-next-line no-control-regex -- ANSI escape sequences are exactly what is removed
 const ANSI_ESCAPE = /\x1b\[[0-9;?]*[A-Za-z]/g;
-const HTML_TAG = /<\/?(a|abbr|b|br|code|div|em|h[1-6]|i|li|ol|p|pre|small|span|strong|table|tbody|td|th|thead|tr|u|ul)(\s[^>]*)?\/?>/gi;
+const HTML_TAG =
+  /<\/?(a|abbr|b|br|code|div|em|h[1-6]|i|li|ol|p|pre|small|span|strong|table|tbody|td|th|thead|tr|u|ul)(\s[^>]*)?\/?>/gi;
 
 /** Plain text for a terminal: no ANSI colour codes, no HTML markup. */
 export function plainText(text: string): string {

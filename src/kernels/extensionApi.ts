@@ -72,7 +72,10 @@ export class ExtensionKernels implements KernelProvider {
     }
     const api = source.kernels(extension.exports);
     if (!api) {
-      return new KernelUnavailable(503, `This version of the ${source.label} extension (${source.extensionId}) exports no kernels API: update it`);
+      return new KernelUnavailable(
+        503,
+        `This version of the ${source.label} extension (${source.extensionId}) exports no kernels API: update it`,
+      );
     }
     let kernel: ApiKernel | undefined;
     try {
@@ -85,7 +88,8 @@ export class ExtensionKernels implements KernelProvider {
           `or through the command "${source.label}: Manage Access To Jupyter Kernels"`,
       );
     }
-    if (!kernel) return new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
+    if (!kernel)
+      return new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
     return new ApiKernelAdapter(source.name, kernel);
   }
 }

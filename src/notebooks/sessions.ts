@@ -73,7 +73,10 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
     if (options.kernel === 'builtin') {
       if (notebook.notebookType !== 'jupyter-notebook') {
-        throw new BridgeError(400, `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${path} is a ${notebook.notebookType}`);
+        throw new BridgeError(
+          400,
+          `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${path} is a ${notebook.notebookType}`,
+        );
       }
       await this.builtin.select(editor);
     }

@@ -32,7 +32,10 @@ export interface RouteContext {
 /** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
 function mcpMethodNotAllowed({ req, res }: { req: Request; res: Response }): never {
   res.set('Allow', 'POST');
-  throw new BridgeError(405, `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`);
+  throw new BridgeError(
+    405,
+    `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`,
+  );
 }
 
 const health = () => ({ status: 'healthy', server: 'agent-bridge' });
@@ -59,7 +62,11 @@ export const routes: readonly Route<RouteContext>[] = [
 
   // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning. The SDK is
   // loaded on the first MCP request, not at activation.
-  route({ method: 'post', path: MCP_PATH, handle: async ({ req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, ctx) }),
+  route({
+    method: 'post',
+    path: MCP_PATH,
+    handle: async ({ req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, ctx),
+  }),
   route({ method: 'get', path: MCP_PATH, handle: mcpMethodNotAllowed }),
   route({ method: 'delete', path: MCP_PATH, handle: mcpMethodNotAllowed }),
 

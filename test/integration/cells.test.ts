@@ -9,12 +9,8 @@ import * as vscode from 'vscode';
 import { BridgeClient, type HttpResult } from '../../sandbox-test/http';
 import { connect, contents, NotebookMaker, personTypes, poll, sleep, type CellSource } from './support';
 
-
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;
-
-
-
 
 describe('cell routes in VS Code', function () {
   this.timeout(60_000);
@@ -36,7 +32,6 @@ describe('cell routes in VS Code', function () {
     assert.equal(res.status, 200, res.text);
     return res.json().cells;
   };
-
 
   it('lists the notebook with its kernel, and cells with ids, kinds and versions', async () => {
     const { doc, session } = await openNotebook([

@@ -8,10 +8,6 @@ import * as vscode from 'vscode';
 import { BridgeClient, type SseResult } from '../../sandbox-test/http';
 import { connect, contents, NotebookMaker, personTypes, poll, type CellSource } from './support';
 
-
-
-
-
 const texts = (doc: vscode.NotebookDocument) => doc.getCells().map((c) => c.document.getText());
 const stdoutOf = (cell: vscode.NotebookCell) =>
   cell.outputs
@@ -40,7 +36,6 @@ describe('code mode (agent_bridge) in VS Code', function () {
     return r;
   };
   const done = (r: SseResult) => r.done!.data as { success: boolean; output: { mimetype: string; data: string } };
-
 
   it('creates and runs cells from one scratchpad call; a later call reads what they defined', async () => {
     const { doc, session } = await openNotebook(['a = 20']);

@@ -12,12 +12,8 @@ import { connect, EXTENSION_ID, poll, type Advert } from './support';
 /** The builtin kernel's NotebookController id (src/kernels/builtin/controller.ts). */
 const BUILTIN_KERNEL_ID = 'agent-bridge-python';
 
-
-
-
 /** The repository root (this file is bundled into out/integration/index.js). */
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
-
 
 describe('Agent Bridge extension', () => {
   let advert: Advert;

@@ -57,7 +57,13 @@ export function nbformat(cells: readonly CellSource[]): string {
   return JSON.stringify({
     cells: cells.map((c, i) => {
       const { kind, source } = typeof c === 'string' ? { kind: 'code' as const, source: c } : c;
-      return { cell_type: kind, id: `it${i}`, metadata: {}, source, ...(kind === 'code' ? { execution_count: null, outputs: [] } : {}) };
+      return {
+        cell_type: kind,
+        id: `it${i}`,
+        metadata: {},
+        source,
+        ...(kind === 'code' ? { execution_count: null, outputs: [] } : {}),
+      };
     }),
     metadata: {
       kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
@@ -78,7 +84,8 @@ export class NotebookMaker {
     private readonly prefix: string,
   ) {
     this.folder =
-      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? fs.mkdtempSync(path.join(process.env['TMPDIR'] ?? '/tmp', `${prefix}-`));
+      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
+      fs.mkdtempSync(path.join(process.env['TMPDIR'] ?? '/tmp', `${prefix}-`));
   }
 
   async open(cells: readonly CellSource[]): Promise<{ doc: vscode.NotebookDocument; session: string }> {

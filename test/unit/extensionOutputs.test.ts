@@ -11,7 +11,10 @@ const item = (mime: string, data: string) => ({ mime, data: bytes(data) });
 
 describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
   it('maps stdout and stderr items to stream events in order', () => {
-    const out = interpretOutput({ items: [item(mimes.stdout, 'a\n'), item(mimes.stderr, 'warn\n'), item(mimes.stdout, 'b')] }, mimes);
+    const out = interpretOutput(
+      { items: [item(mimes.stdout, 'a\n'), item(mimes.stderr, 'warn\n'), item(mimes.stdout, 'b')] },
+      mimes,
+    );
     assert.deepEqual(out.streams, [
       { name: 'stdout', text: 'a\n' },
       { name: 'stderr', text: 'warn\n' },
@@ -23,13 +26,21 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
 
   it('turns an error item into a plain-text traceback on stderr and a failure', () => {
     const stack = '\x1b[31mTraceback (most recent call last)\x1b[0m\n  File "<cell>", line 1\n\x1b[31mValueError\x1b[0m: x';
-    const out = interpretOutput({ items: [item(mimes.error, JSON.stringify({ name: 'ValueError', message: 'x', stack }))] }, mimes);
+    const out = interpretOutput(
+      { items: [item(mimes.error, JSON.stringify({ name: 'ValueError', message: 'x', stack }))] },
+      mimes,
+    );
     assert.equal(out.failed, true);
-    assert.deepEqual(out.streams, [{ name: 'stderr', text: 'Traceback (most recent call last)\n  File "<cell>", line 1\nValueError: x\n' }]);
+    assert.deepEqual(out.streams, [
+      { name: 'stderr', text: 'Traceback (most recent call last)\n  File "<cell>", line 1\nValueError: x\n' },
+    ]);
   });
 
   it('falls back to name: message when an error has no stack', () => {
-    const out = interpretOutput({ items: [item(mimes.error, JSON.stringify({ name: 'NameError', message: "name 'y' is not defined" }))] }, mimes);
+    const out = interpretOutput(
+      { items: [item(mimes.error, JSON.stringify({ name: 'NameError', message: "name 'y' is not defined" }))] },
+      mimes,
+    );
     assert.equal(out.streams[0]?.text, "NameError: name 'y' is not defined\n");
   });
 
@@ -43,12 +54,18 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
   });
 
   it('collects rich items as the value, binary ones base64', () => {
-    const out = interpretOutput({ items: [item('text/html', '<b>2</b>'), item('text/plain', '2'), { mime: 'image/png', data: new Uint8Array([1, 2, 3]) }] }, mimes);
+    const out = interpretOutput(
+      { items: [item('text/html', '<b>2</b>'), item('text/plain', '2'), { mime: 'image/png', data: new Uint8Array([1, 2, 3]) }] },
+      mimes,
+    );
     assert.deepEqual(out.value, { 'text/html': '<b>2</b>', 'text/plain': '2', 'image/png': 'AQID' });
   });
 
   it("unwraps marimo's renderer payload into the value's own mime", () => {
-    const payload = JSON.stringify({ cellId: 'scratch', state: { output: { mimetype: 'text/html', data: "<pre class='text-xs'>2</pre>" } } });
+    const payload = JSON.stringify({
+      cellId: 'scratch',
+      state: { output: { mimetype: 'text/html', data: "<pre class='text-xs'>2</pre>" } },
+    });
     const out = interpretOutput({ items: [item('application/vnd.marimo.ui+json', payload)] }, mimes);
     assert.deepEqual(out.value, { 'text/html': "<pre class='text-xs'>2</pre>" });
   });

@@ -38,8 +38,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   async function run(code: string, mode: RunMode = 'cell', signal?: AbortSignal, k: KernelProcess = kernel): Promise<Collected> {
     const outputs: KernelOutput[] = [];
     const result = await k.run(code, mode, (o) => outputs.push(o), signal);
-    const text = (name: string) =>
-      outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
+    const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
     const errors = outputs.filter((o): o is Extract<KernelOutput, { kind: 'error' }> => o.kind === 'error');
     return { ...result, outputs, stdout: text('stdout'), stderr: text('stderr'), errors };
   }
@@ -139,7 +138,9 @@ describe('KernelProcess (builtin Python kernel)', function () {
   });
 
   it('supports top-level await, in cells and scratchpads', async () => {
-    const r = await run('import asyncio\nasync def twice(v):\n    await asyncio.sleep(0.01)\n    return 2 * v\nv = await twice(4)\nawait twice(v)');
+    const r = await run(
+      'import asyncio\nasync def twice(v):\n    await asyncio.sleep(0.01)\n    return 2 * v\nv = await twice(4)\nawait twice(v)',
+    );
     assert.equal(r.success, true);
     assert.deepEqual(r.value, { 'text/plain': '16' });
     assert.deepEqual((await run('await twice(v + 1)', 'scratchpad')).value, { 'text/plain': '18' });
@@ -248,12 +249,16 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(bad.errors[0]?.message, 'unknown method nope');
 
     make(); // no handler
-    const none = await run('import _agent_bridge_host as host\ntry:\n    host.call("echo", 1)\nexcept host.HostCallError as e:\n    r = str(e)\nr');
+    const none = await run(
+      'import _agent_bridge_host as host\ntry:\n    host.call("echo", 1)\nexcept host.HostCallError as e:\n    r = str(e)\nr',
+    );
     assert.match(String(none.value?.['text/plain']), /does not answer calls/);
   });
 
   it('forwards OS-level output of the run (fd 1/2, subprocesses)', async () => {
-    const r = await run('import os, subprocess\nos.write(1, b"raw\\n")\nos.write(2, b"raw err\\n")\nsubprocess.run(["echo", "child"])\nNone');
+    const r = await run(
+      'import os, subprocess\nos.write(1, b"raw\\n")\nos.write(2, b"raw err\\n")\nsubprocess.run(["echo", "child"])\nNone',
+    );
     assert.equal(r.success, true);
     assert.equal(r.stdout, 'raw\nchild\n');
     assert.equal(r.stderr, 'raw err\n');

@@ -27,11 +27,14 @@ describe('HTTP contract (fake notebook host)', () => {
     kernel = new FakeKernel({
       'print(2 + 2)': { steps: [{ name: 'stdout', text: '4\n' }], result: done() },
       '1 + 1': { steps: [], result: done('2') },
-      'raise': { steps: [{ name: 'stderr', text: 'Traceback...\nValueError: x\n' }], result: { success: false, output: { mimetype: 'text/plain', data: '' } } },
-      'slow': { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
-      'forever': { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
-      'crash': { steps: [{ throws: 'kernel went away' }], result: done() },
-      'héllo': { steps: [{ name: 'stdout', text: 'héllo ✓ 日本\n' }], result: done('"✓"') },
+      raise: {
+        steps: [{ name: 'stderr', text: 'Traceback...\nValueError: x\n' }],
+        result: { success: false, output: { mimetype: 'text/plain', data: '' } },
+      },
+      slow: { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
+      forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
+      crash: { steps: [{ throws: 'kernel went away' }], result: done() },
+      héllo: { steps: [{ name: 'stdout', text: 'héllo ✓ 日本\n' }], result: done('"✓"') },
     });
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
@@ -76,7 +79,10 @@ describe('HTTP contract (fake notebook host)', () => {
       const res = await execute('print(2 + 2)');
       assert.equal(res.status, 200);
       assert.equal(res.headers['content-type'], 'text/event-stream; charset=utf-8');
-      assert.equal(res.body, 'event: stdout\ndata: {"data":"4\\n"}\n\nevent: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n');
+      assert.equal(
+        res.body,
+        'event: stdout\ndata: {"data":"4\\n"}\n\nevent: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n',
+      );
     });
     it('puts the trailing value in done.output', async () => {
       const res = await execute('1 + 1');
@@ -96,7 +102,10 @@ describe('HTTP contract (fake notebook host)', () => {
     it('ends a stream whose kernel threw with stderr and a failed done', async () => {
       const res = await execute('crash');
       assert.equal(res.status, 200);
-      assert.equal(res.body, 'event: stderr\ndata: {"data":"kernel went away\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n');
+      assert.equal(
+        res.body,
+        'event: stderr\ndata: {"data":"kernel went away\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n',
+      );
     });
     it('never sends comments, ids or retries', async () => {
       const res = await execute('slow');
@@ -106,12 +115,22 @@ describe('HTTP contract (fake notebook host)', () => {
 
   describe('execute errors, in marimo order', () => {
     it('401 before anything else', async () => {
-      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const res = await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       assert.equal(res.status, 401);
       assert.equal(JSON.parse(res.body).detail, 'Authorization header required');
     });
     it('400 for a missing code before the session is checked', async () => {
-      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json' }, body: '{}' });
+      const res = await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: '{}',
+      });
       assert.equal(res.status, 400);
       assert.match(JSON.parse(res.body).detail, /code/);
     });
@@ -121,12 +140,22 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.match(JSON.parse(res.body).detail, /^Invalid request body: code: /);
     });
     it('400 for malformed JSON', async () => {
-      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' }, body: '{"code":' });
+      const res = await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        body: '{"code":',
+      });
       assert.equal(res.status, 400);
       assert.match(JSON.parse(res.body).detail, /Malformed JSON/);
     });
     it('400 Missing Marimo-Session-Id header', async () => {
-      const res = await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"code":"1"}' });
+      const res = await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json' },
+        body: '{"code":"1"}',
+      });
       assert.equal(res.status, 400);
       assert.deepEqual(JSON.parse(res.body), { detail: 'Missing Marimo-Session-Id header' });
     });
@@ -162,7 +191,8 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal(res.status, 421);
     });
     it('accepts localhost and [::1] Hosts', async () => {
-      for (const host of [`localhost:${port}`, `[::1]:${port}`]) assert.equal((await request(port, { path: '/health', headers: { host } })).status, 200);
+      for (const host of [`localhost:${port}`, `[::1]:${port}`])
+        assert.equal((await request(port, { path: '/health', headers: { host } })).status, 200);
     });
     it('403 for a foreign Origin, even with the token', async () => {
       const res = await request(port, { path: '/api/sessions', headers: { ...auth(), origin: 'https://evil.example' } });
@@ -172,7 +202,10 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal((await request(port, { path: '/api/sessions', headers: { ...auth(), origin: 'null' } })).status, 403);
     });
     it('allows a loopback Origin', async () => {
-      assert.equal((await request(port, { path: '/api/sessions', headers: { ...auth(), origin: `http://localhost:${port}` } })).status, 200);
+      assert.equal(
+        (await request(port, { path: '/api/sessions', headers: { ...auth(), origin: `http://localhost:${port}` } })).status,
+        200,
+      );
     });
     it('401 for a wrong token', async () => {
       assert.equal((await request(port, { path: '/api/sessions', headers: { authorization: 'Bearer nope' } })).status, 401);
@@ -181,10 +214,17 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal((await request(port, { path: `/api/sessions?access_token=${TOKEN}` })).status, 401);
     });
     it('sends no CORS headers, not even on a preflight', async () => {
-      const res = await request(port, { method: 'OPTIONS', path: '/api/kernel/execute', headers: { origin: `http://127.0.0.1:${port}`, 'access-control-request-method': 'POST' } });
+      const res = await request(port, {
+        method: 'OPTIONS',
+        path: '/api/kernel/execute',
+        headers: { origin: `http://127.0.0.1:${port}`, 'access-control-request-method': 'POST' },
+      });
       assert.equal(res.headers['access-control-allow-origin'], undefined);
       const ok = await request(port, { path: '/api/sessions', headers: auth() });
-      assert.equal(Object.keys(ok.headers).some((h) => h.startsWith('access-control-')), false);
+      assert.equal(
+        Object.keys(ok.headers).some((h) => h.startsWith('access-control-')),
+        false,
+      );
     });
     it('with the token turned off, needs none but still checks Host and Origin', async () => {
       token = null;
@@ -214,7 +254,13 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.ok(b!.started < a!.ended, 'sessions were serialized with each other');
     });
     it('interrupts the run when the client disconnects', async () => {
-      await request(port, { method: 'POST', path: '/api/kernel/execute', headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' }, body: JSON.stringify({ code: 'forever' }), abortAfterMs: 100 }).catch(() => undefined);
+      await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        body: JSON.stringify({ code: 'forever' }),
+        abortAfterMs: 100,
+      }).catch(() => undefined);
       for (let i = 0; i < 50 && !kernel.calls[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal(kernel.calls[0]?.aborted, true);
       const next = await execute('1 + 1');

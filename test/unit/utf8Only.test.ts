@@ -13,7 +13,9 @@ describe('UTF-8-only iconv stand-in', () => {
   it('streams multi-byte characters split across chunks', () => {
     const bytes = Buffer.from('日本 ✓');
     const d = getDecoder('utf8');
-    const text = [d.write(bytes.subarray(0, 2)), d.write(bytes.subarray(2, 5)), d.write(bytes.subarray(5)), d.end() ?? ''].join('');
+    const text = [d.write(bytes.subarray(0, 2)), d.write(bytes.subarray(2, 5)), d.write(bytes.subarray(5)), d.end() ?? ''].join(
+      '',
+    );
     assert.equal(text, '日本 ✓');
   });
 });

@@ -124,7 +124,10 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
           const how = signal ? `signal ${signal}` : `exit code ${code}`;
           this.options.log.warn(`builtin kernel of ${name} stopped (${how})`);
           void vscode.window
-            .showWarningMessage(`The Agent Bridge Python kernel of ${name} stopped (${how}). It starts again on the next run.`, 'Restart Now')
+            .showWarningMessage(
+              `The Agent Bridge Python kernel of ${name} stopped (${how}). It starts again on the next run.`,
+              'Restart Now',
+            )
             .then((choice) => choice && this.restart(notebook));
         },
       });
@@ -139,7 +142,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     // Executions are created at once so queued cells show as pending in the editor. The kernel
     // process keeps the order; it does not make a cell wait behind a run that waits for it
     // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
-    const runs = cells.map((cell) => ({ cell, execution: this.controller.createNotebookCellExecution(cell), abort: new AbortController() }));
+    const runs = cells.map((cell) => ({
+      cell,
+      execution: this.controller.createNotebookCellExecution(cell),
+      abort: new AbortController(),
+    }));
     await Promise.all(
       runs.map((run) => {
         kernel.pending.add(run.abort);
@@ -169,7 +176,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     const onOutput = (o: KernelOutput) => {
       start();
       if (o.kind === 'stream') {
-        const item = o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
+        const item =
+          o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
         if (stream && stream.name === o.name) {
           const output = stream.output;
           emit(() => execution.appendOutputItems(item, output));

@@ -457,7 +457,8 @@ class Proc {
     const fromKernel = stdio[4] as Readable;
     const stdout = stdio[1] as Readable;
     const stderr = stdio[2] as Readable;
-    for (const s of [stdout, stderr, fromKernel, this.toKernel]) s.on('error', (err) => opts.log?.(`kernel pipe error: ${err.message}`));
+    for (const s of [stdout, stderr, fromKernel, this.toKernel])
+      s.on('error', (err) => opts.log?.(`kernel pipe error: ${err.message}`));
     fromKernel.on('data', (chunk: Buffer) => this.onData(chunk));
     const outDecoder = new StringDecoder('utf8');
     const errDecoder = new StringDecoder('utf8');
@@ -476,13 +477,16 @@ class Proc {
     this.child.on('error', (err) => {
       // Spawn failures (ENOENT, EACCES) come here, possibly without an `exit`.
       opts.log?.(`kernel process error: ${err.message}`);
-      if (this.settleReady) this.settleReady(new Error(`Could not start the Python kernel with "${opts.python}": ${err.message}`));
+      if (this.settleReady)
+        this.settleReady(new Error(`Could not start the Python kernel with "${opts.python}": ${err.message}`));
       if (this.child.pid === undefined) this.onExit(null, null);
     });
     this.child.on('exit', (code, signal) => this.onExit(code, signal));
     this.startTimer = setTimeout(() => {
       if (!this.settleReady) return;
-      this.settleReady(new Error(`The Python kernel ("${opts.python}") did not start within ${this.startTimeout} ms.${this.tailNote()}`));
+      this.settleReady(
+        new Error(`The Python kernel ("${opts.python}") did not start within ${this.startTimeout} ms.${this.tailNote()}`),
+      );
       this.kill();
     }, this.startTimeout);
     this.startTimer.unref();

@@ -16,7 +16,8 @@ export class BuiltinScratchpad implements Kernel {
       'scratchpad',
       (o) => {
         if (o.kind === 'stream') onStream({ name: o.name, text: o.text });
-        else if (o.kind === 'error') onStream({ name: 'stderr', text: o.traceback.endsWith('\n') ? o.traceback : `${o.traceback}\n` });
+        else if (o.kind === 'error')
+          onStream({ name: 'stderr', text: o.traceback.endsWith('\n') ? o.traceback : `${o.traceback}\n` });
       },
       signal,
     );

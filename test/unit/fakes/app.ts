@@ -26,7 +26,9 @@ export function startTestServer(options: {
     routes,
     context: {
       host: options.host ?? new FakeNotebookHost([]),
-      cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), { outputTextLimit: () => options.outputTextLimit ?? 100 }),
+      cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
+        outputTextLimit: () => options.outputTextLimit ?? 100,
+      }),
       runs: new KeyedQueue(),
       version: '0.0.0-test',
     },
