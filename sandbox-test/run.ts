@@ -17,6 +17,7 @@ import { Harness } from './harness';
 import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox } from './vscode';
 import { type BridgeAdvert, type CheckContext, findAdvertCopies, type OpenedNotebook, type SessionInfo } from './checks/context';
+import { registerCellChecks } from './checks/cells';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
 import { registerMarimoChecks } from './checks/marimo';
 import { registerScriptChecks } from './checks/scripts';
@@ -116,6 +117,7 @@ async function main(): Promise<number> {
     const vscodeUp = Date.now();
     const discoveryFile = path.join(sandbox.root, 'bridge.json');
     const advert = await findBridge(sandbox, discoveryFile);
+    const bridgeUp = Date.now();
     say(`bridge at ${advert.url} (extension host pid ${advert.pid})`);
     const client = new BridgeClient(advert.url, advert.token);
     // Sequential on purpose: each open shows an editor and selects a kernel; the first takes ~3 s.
@@ -138,11 +140,13 @@ async function main(): Promise<number> {
     };
     registerDiscoveryChecks(harness, ctx);
     registerMarimoChecks(harness, ctx);
+    registerCellChecks(harness, ctx);
     registerScriptChecks(harness, ctx);
     registerSecurityChecks(harness, ctx);
     await harness.runPending();
     say(
-      `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since VS Code was up)`,
+      `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +
+        `${((Date.now() - bridgeUp) / 1000).toFixed(1)} s since the bridge answered)`,
     );
   } catch (err) {
     harness.record('setup', 'fail', (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').slice(0, 600));

@@ -96,6 +96,8 @@ export interface Sandbox {
   readonly workspace: string;
   /** Workbench URL the browser opened. */
   readonly workbenchUrl: string;
+  /** The Playwright page holding the workbench (to act as the person: click, type). */
+  readonly page: Page;
   /** Exit code reported by `codeAutomationExit` when extensionTestsPath was given. */
   readonly testsExitCode: Promise<number> | undefined;
   /** Last lines of code-server's log, for error messages. */
@@ -819,6 +821,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     codeServerPid: server.pid!,
     workspace,
     workbenchUrl,
+    page: page!,
     testsExitCode,
     logTail,
     alive: () => !serverExit && !pageGone && !stopping,

@@ -118,7 +118,23 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     eq(done.output.data, '[42]', 'the list after the mutation');
   });
 
-  h.skip('execute: a global defined by running a fixture cell (x = 41) is visible', 'needs cell routes');
+  h.check('execute: a global defined by running a fixture cell (x = 41) is visible', async ({ signal }) => {
+    const cells = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
+      cells: { id: string; code: string }[];
+    }>().cells;
+    const cell = cells?.find((c) => c.code === 'x = 41');
+    ok(cell, `fixture cell "x = 41" not in ${show(cells?.map((c) => c.code))}`);
+    const ran = await client.post(
+      `/notebooks/cells/${cell.id}/run`,
+      { notebook: sid, wait: true },
+      { signal, timeoutMs: 12_000 },
+    );
+    eq(ran.status, 200, `run status (body ${show(ran.text, 300)})`);
+    eq(ran.json().success, true, 'run success');
+    const r = await run('print(x + 1)', signal);
+    eq(expectWellFramed(r).success, true, `print(x + 1) success (stderr ${show(r.stderr)})`);
+    eq(r.stdout, '42\n', 'stdout of print(x + 1)');
+  });
 
   h.check('execute: unicode round-trips in stdout and in the output', async ({ signal }) => {
     const text = 'héllo → 世界 🐍 \u00e9\u0301';

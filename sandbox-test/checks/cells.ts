@@ -1,0 +1,490 @@
+/**
+ * The cell routes (`/notebooks...`) against the packaged extension, over HTTP, on analysis.ipynb
+ * with the builtin kernel. Each check sets up the cells it needs (so `--only` works), and the
+ * read-before-write check makes a real human edit: it clicks into the cell's editor in the
+ * workbench through the launcher's Chromium page and types on the keyboard.
+ */
+import { randomBytes } from 'node:crypto';
+import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
+import type { HttpResult, RequestOptions } from '../http';
+import type { CheckContext } from './context';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** A cell as GET /notebooks/cells shows it (the fields the checks read). */
+interface Cell {
+  id: string;
+  index: number;
+  kind: 'code' | 'markup';
+  language: string;
+  code: string;
+  version: number;
+  execution: { order: number | null; success: boolean | null; durationMs: number | null; status: string } | null;
+  outputs: { items: OutputItem[] }[];
+}
+
+interface OutputItem {
+  type: string;
+  mime: string;
+  text?: string;
+  name?: string;
+  message?: string;
+  traceback?: string;
+}
+
+interface NotebookInfo {
+  sessionId: string;
+  uri: string;
+  path: string | null;
+  notebookType: string;
+  kernel: string | null;
+  cellCount: number;
+  dirty: boolean;
+}
+
+/** Asserts a JSON error `{detail, ...}` with this status; returns the body. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- error bodies carry route-specific extras
+function expectError(r: HttpResult, statuses: number | number[], what: string): any {
+  const allowed = Array.isArray(statuses) ? statuses : [statuses];
+  ok(allowed.includes(r.status), `${what}: status ${r.status}, expected ${allowed.join('/')} (body ${show(r.text, 300)})`);
+  match(String(r.headers['content-type']), /^application\/json/, `${what}: content-type`);
+  const body = r.json();
+  ok(typeof body?.detail === 'string' && body.detail.length > 0, `${what}: no "detail" string in ${show(r.text)}`);
+  return body;
+}
+
+const items = (cell: Cell): OutputItem[] => cell.outputs.flatMap((o) => o.items);
+
+export function registerCellChecks(h: Harness, ctx: CheckContext): void {
+  const { client } = ctx;
+  const nb = ctx.analysis;
+  const sid = nb.session.id;
+  const q = `notebook=${encodeURIComponent(sid)}`;
+  /** A token unique to this run, so cells made by the checks are found by their text. */
+  const tag = randomBytes(3).toString('hex');
+
+  const call = (method: string, path: string, json: unknown, opts: Omit<RequestOptions, 'path' | 'method' | 'json'>) =>
+    client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });
+
+  const list = async (signal: AbortSignal, notebook = sid): Promise<{ notebook: NotebookInfo; cells: Cell[] }> => {
+    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}`, { signal });
+    eq(r.status, 200, `GET /notebooks/cells status (body ${show(r.text, 300)})`);
+    return r.json();
+  };
+  const getCell = async (ref: string | number, signal: AbortSignal): Promise<Cell> => {
+    const r = await client.get(`/notebooks/cells/${encodeURIComponent(String(ref))}?${q}`, { signal });
+    eq(r.status, 200, `GET /notebooks/cells/${ref} status (body ${show(r.text, 300)})`);
+    return r.json().cell;
+  };
+  const create = async (code: string, signal: AbortSignal, where: Record<string, unknown> = {}): Promise<Cell> => {
+    const r = await client.post('/notebooks/cells', { notebook: sid, code, ...where }, { signal });
+    eq(r.status, 201, `POST /notebooks/cells status (body ${show(r.text, 300)})`);
+    return r.json().cell;
+  };
+  const runWait = (ref: string, signal: AbortSignal) =>
+    client.post(`/notebooks/cells/${ref}/run`, { notebook: sid, wait: true, timeoutMs: 10_000 }, { signal, timeoutMs: 12_000 });
+
+  // --------------------------------------------------------------------------------- reads
+
+  h.check('cells: GET /notebooks lists both fixtures with kernel "builtin"', async ({ signal }) => {
+    const r = await client.get('/notebooks', { signal });
+    eq(r.status, 200, 'status');
+    const notebooks = r.json<{ notebooks: NotebookInfo[] }>().notebooks;
+    ok(Array.isArray(notebooks), `no notebooks array: ${show(r.text, 300)}`);
+    for (const fixture of [ctx.analysis, ctx.other]) {
+      const entry = notebooks.find((n) => n.sessionId === fixture.session.id);
+      ok(entry, `${fixture.name}.ipynb (${fixture.session.id}) not listed: ${show(notebooks, 400)}`);
+      eq(entry.path, fixture.path, `${fixture.name} path`);
+      eq(entry.uri, fixture.session.uri, `${fixture.name} uri`);
+      eq(entry.notebookType, 'jupyter-notebook', `${fixture.name} notebookType`);
+      eq(entry.kernel, 'builtin', `${fixture.name} kernel`);
+      eq(typeof entry.dirty, 'boolean', `${fixture.name} dirty flag type`);
+    }
+    // other.ipynb is never edited by the checks: its two fixture cells.
+    eq(notebooks.find((n) => n.sessionId === ctx.other.session.id)!.cellCount, 2, 'other.ipynb cellCount');
+  });
+
+  h.check('cells: list analysis.ipynb — ids, indices, kinds, languages, code, versions', async ({ signal }) => {
+    // By path this time (the notebook may be named by session id, path or uri).
+    const { notebook, cells } = await list(signal, nb.path);
+    eq(notebook.sessionId, sid, 'notebook.sessionId');
+    eq(notebook.cellCount, cells.length, 'notebook.cellCount vs cells');
+    cells.forEach((c, i) => {
+      eq(c.index, i, `cells[${i}].index`);
+      match(c.id, /^c[0-9a-z]{5}$/, `cells[${i}].id`);
+      ok(Number.isInteger(c.version) && c.version >= 0, `cells[${i}].version is ${show(c.version)}`);
+      ok(c.kind === 'code' || c.kind === 'markup', `cells[${i}].kind is ${show(c.kind)}`);
+      if (c.kind === 'code')
+        ok(c.execution && typeof c.execution.status === 'string', `cells[${i}].execution ${show(c.execution)}`);
+      else eq(c.execution, null, `cells[${i}].execution of a markup cell`);
+    });
+    eq(new Set(cells.map((c) => c.id)).size, cells.length, 'distinct ids');
+    const x = cells.find((c) => c.code === 'x = 41');
+    ok(x, `fixture cell "x = 41" not listed: ${show(cells.map((c) => c.code))}`);
+    deepEq([x.kind, x.language], ['code', 'python'], 'kind and language of "x = 41"');
+    const md = cells.find((c) => c.code.startsWith('# Analysis'));
+    ok(md, `fixture markdown cell not listed: ${show(cells.map((c) => c.code))}`);
+    deepEq([md.kind, md.language], ['markup', 'markdown'], 'kind and language of the markdown cell');
+    // A second list: the same ids and versions (reading changes nothing).
+    const again = (await list(signal)).cells;
+    deepEq(
+      again.map((c) => [c.id, c.version]),
+      cells.map((c) => [c.id, c.version]),
+      'ids and versions on a second list',
+    );
+  });
+
+  h.check('cells: GET one cell by id, by index and by negative index', async ({ signal }) => {
+    const { cells } = await list(signal);
+    ok(cells.length >= 2, `only ${cells.length} cells`);
+    const byId = await getCell(cells[1]!.id, signal);
+    deepEq(byId, cells[1], 'cell by id');
+    deepEq(await getCell(1, signal), cells[1], 'cell by index 1');
+    deepEq(await getCell(-1, signal), cells[cells.length - 1], 'cell by index -1');
+  });
+
+  // -------------------------------------------------------------------------------- writes
+
+  h.check('cells: POST /notebooks/cells creates at the index; the other ids stay', async ({ signal }) => {
+    const before = (await list(signal)).cells;
+    const code = `created_${tag} = 1`;
+    const cell = await create(code, signal, { index: 1 });
+    deepEq([cell.index, cell.kind, cell.language, cell.code], [1, 'code', 'python', code], 'created cell');
+    ok(!before.some((c) => c.id === cell.id), `the new cell reuses id ${cell.id}`);
+    const after = (await list(signal)).cells;
+    eq(after.length, before.length + 1, 'cell count');
+    deepEq(after[1], cell, 'the listed cell at index 1');
+    deepEq(
+      after.filter((c) => c.id !== cell.id).map((c) => [c.id, c.code, c.version]),
+      before.map((c) => [c.id, c.code, c.version]),
+      'the other cells (ids, code, versions)',
+    );
+    // Placed by id as well: right after the new cell.
+    const next = await create(`after_${tag} = 2`, signal, { after: cell.id });
+    eq(next.index, 2, 'index of a cell created with "after"');
+  });
+
+  h.check('cells: PATCH replaces the code; GET shows it and a new version', async ({ signal }) => {
+    const cell = await create(`edit_me_${tag} = 1`, signal);
+    const code = `edited_${tag} = "héllo → 世界"`;
+    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code }, { signal });
+    eq(r.status, 200, `PATCH status (body ${show(r.text, 300)})`);
+    const patched: Cell = r.json().cell;
+    eq(patched.code, code, 'code in the PATCH response');
+    ok(patched.version > cell.version, `version ${cell.version} → ${patched.version}`);
+    const got = await getCell(cell.id, signal);
+    deepEq([got.code, got.version, got.index], [code, patched.version, cell.index], 'GET after PATCH (code, version, index)');
+  });
+
+  h.check('cells: PATCH without "code" → 400 naming it, and the cell is unchanged', async ({ signal }) => {
+    const cell = await create(`keep_me_${tag} = 1`, signal);
+    for (const body of [{ notebook: sid }, { notebook: sid, language: 'python' }]) {
+      const r = await call('PATCH', `/notebooks/cells/${cell.id}`, body, { signal });
+      const err = expectError(r, 400, `PATCH ${show(body)}`);
+      includes(err.detail, 'code', 'detail');
+    }
+    const got = await getCell(cell.id, signal);
+    deepEq([got.code, got.version], [cell.code, cell.version], 'cell after the refused PATCHes');
+  });
+
+  h.check('cells: DELETE removes the cell; the others keep ids and indices shift', async ({ signal }) => {
+    const doomed = await create(`delete_me_${tag} = 1`, signal, { index: 0 });
+    const before = (await list(signal)).cells;
+    const r = await call('DELETE', `/notebooks/cells/${doomed.id}?${q}`, undefined, { signal });
+    eq(r.status, 200, `DELETE status (body ${show(r.text, 300)})`);
+    deepEq(r.json(), { deleted: doomed.id, cellCount: before.length - 1 }, 'DELETE body');
+    const after = (await list(signal)).cells;
+    deepEq(
+      after.map((c) => [c.id, c.index]),
+      before.slice(1).map((c, i) => [c.id, i]),
+      'cells after the delete (id, index)',
+    );
+    expectError(await client.get(`/notebooks/cells/${doomed.id}?${q}`, { signal }), 404, 'GET of the deleted cell');
+  });
+
+  h.check('cells: move to index 0, then back to the end with "after"', async ({ signal }) => {
+    const mover = await create(`move_me_${tag} = 1`, signal);
+    const before = (await list(signal)).cells;
+    const last = before.length - 1;
+    eq(before[last]!.id, mover.id, 'the new cell is last');
+    const r = await client.post(`/notebooks/cells/${mover.id}/move`, { notebook: sid, to: 0 }, { signal });
+    eq(r.status, 200, `move status (body ${show(r.text, 300)})`);
+    deepEq([r.json().cell.id, r.json().cell.index], [mover.id, 0], 'moved cell');
+    const moved = (await list(signal)).cells;
+    deepEq(
+      moved.map((c) => c.id),
+      [mover.id, ...before.slice(0, last).map((c) => c.id)],
+      'order after moving to 0',
+    );
+    eq(moved[0]!.code, mover.code, 'code of the moved cell');
+    // And back to the end, placed after the cell that was last before it.
+    const back = await client.post(
+      `/notebooks/cells/${mover.id}/move`,
+      { notebook: sid, after: before[last - 1]!.id },
+      { signal },
+    );
+    eq(back.status, 200, `move back status (body ${show(back.text, 300)})`);
+    deepEq(
+      (await list(signal)).cells.map((c) => c.id),
+      before.map((c) => c.id),
+      'order after moving back',
+    );
+  });
+
+  // ---------------------------------------------------------------------------------- runs
+
+  h.check('cells: run with wait → the outputs of print, success true', async ({ signal }) => {
+    const cell = await create(`print("run", 6 * 7, "${tag}")`, signal);
+    const r = await runWait(cell.id, signal);
+    eq(r.status, 200, `run status (body ${show(r.text, 300)})`);
+    const body = r.json<{ success: boolean; cell: Cell }>();
+    eq(body.success, true, 'success');
+    deepEq(
+      items(body.cell).map((i) => [i.type, i.text]),
+      [['stdout', `run 42 ${tag}\n`]],
+      'output items',
+    );
+    eq(body.cell.execution?.status, 'idle', 'execution.status');
+    eq(body.cell.execution?.success, true, 'execution.success');
+    ok(typeof body.cell.execution?.order === 'number', `execution.order ${show(body.cell.execution?.order)}`);
+    deepEq((await getCell(cell.id, signal)).outputs, body.cell.outputs, 'outputs on a later GET');
+  });
+
+  h.check('cells: run a raising cell with wait → an error item, success false', async ({ signal }) => {
+    const cell = await create(`print("before")\n{}["missing_${tag}"]`, signal);
+    const r = await runWait(cell.id, signal);
+    eq(r.status, 200, `run status (body ${show(r.text, 300)})`);
+    const body = r.json<{ success: boolean; cell: Cell }>();
+    eq(body.success, false, 'success');
+    const all = items(body.cell);
+    deepEq([all[0]?.type, all[0]?.text], ['stdout', 'before\n'], 'first output item');
+    const error = all.find((i) => i.type === 'error');
+    ok(error, `no error item in ${show(all, 400)}`);
+    eq(error.name, 'KeyError', 'error.name');
+    includes(error.message, `missing_${tag}`, 'error.message');
+    includes(error.traceback, 'KeyError', 'error.traceback');
+    eq(body.cell.execution?.success, false, 'execution.success');
+  });
+
+  h.check('cells: run with Accept: text/event-stream streams stdout as printed, then done', async ({ signal }) => {
+    const cell = await create(
+      `import time\nfor i in range(3):\n    print("s${tag}", i, flush=True)\n    time.sleep(0.1)`,
+      signal,
+    );
+    const r = await client.stream({
+      method: 'POST',
+      path: `/notebooks/cells/${cell.id}/run`,
+      json: { notebook: sid },
+      headers: { accept: 'text/event-stream' },
+      timeoutMs: 12_000,
+      signal,
+    }).result;
+    eq(r.status, 200, `status (body ${show(r.raw, 300)})`);
+    match(String(r.headers['content-type']), /^text\/event-stream/, 'content-type');
+    ok(r.framingErrors.length === 0, `framing: ${r.framingErrors.join('; ')}`);
+    eq(r.trailing, '', 'bytes after the last event');
+    ok(r.ended === 'closed', `the stream did not close cleanly (${r.ended}${r.error ? `: ${r.error}` : ''})`);
+    const names = r.events.map((e) => e.event);
+    ok(
+      names.every((n) => ['stdout', 'stderr', 'output', 'done'].includes(n)),
+      `unexpected event names ${show(names)}`,
+    );
+    eq(names.filter((n) => n === 'done').length, 1, `number of done events in ${show(names)}`);
+    eq(names[names.length - 1], 'done', 'last event');
+    eq(r.stdout, `s${tag} 0\ns${tag} 1\ns${tag} 2\n`, 'streamed stdout');
+    const done = r.done!.data as { success: boolean; cell: Cell };
+    eq(done.success, true, 'done.success');
+    eq(done.cell?.id, cell.id, 'done.cell.id');
+    const first = r.events.find((e) => e.event === 'stdout')!;
+    ok(r.done!.at - first.at >= 150, `first stdout at ${first.at} ms, done at ${r.done!.at} ms: not streamed as printed`);
+  });
+
+  // ------------------------------------------------------------------------------- batches
+
+  h.check('cells: a batch whose last op is invalid → 4xx and nothing changes (versions included)', async ({ signal }) => {
+    const a = await create(`batch_a_${tag} = 1`, signal);
+    const { cells: before } = await list(signal);
+    const md = before.find((c) => c.kind === 'markup');
+    ok(md, 'no markup cell to use');
+    for (const last of [
+      { op: 'delete', ref: 9999 }, // index out of range
+      { op: 'edit', ref: md.id, code: 'x', version: md.version + 7 }, // stale version
+      { op: 'move', ref: a.id, to: before.length + 3 }, // target out of range
+      { op: 'delete', ref: a.id }, // deletes a cell an earlier op edits
+      { op: 'edit', ref: `cnope${tag.slice(0, 1)}` }, // no code: schema error
+    ]) {
+      const r = await client.post(
+        '/notebooks/edits',
+        {
+          notebook: sid,
+          ops: [
+            { op: 'create', code: `batch_new_${tag} = 1`, index: 0 },
+            { op: 'edit', ref: a.id, code: `batch_a_${tag} = 10` },
+            { op: 'move', ref: md.id, to: 0 },
+            last,
+          ],
+        },
+        { signal },
+      );
+      expectError(r, [400, 404, 409], `batch ending with ${show(last)}`);
+      const after = (await list(signal)).cells;
+      deepEq(after, before, `cells after the batch ending with ${show(last)}`);
+    }
+  });
+
+  h.check('cells: a valid batch applies every op at once and runs a cell', async ({ signal }) => {
+    const a = await create(`batch_ok_${tag} = 1`, signal);
+    const gone = await create(`batch_gone_${tag} = 1`, signal);
+    const before = (await list(signal)).cells;
+    const r = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'edit', ref: a.id, code: `batch_ok_${tag} = 2\nprint("batch", batch_ok_${tag})` },
+          { op: 'delete', ref: gone.id },
+          { op: 'create', code: `# batch_made_${tag}`, after: a.id },
+        ],
+        run: [a.id],
+        wait: true,
+        timeoutMs: 10_000,
+      },
+      { signal, timeoutMs: 12_000 },
+    );
+    eq(r.status, 200, `status (body ${show(r.text, 300)})`);
+    const body = r.json<{ cells: Cell[]; deleted: string[]; cellCount: number; runs: { success: boolean; cell: Cell }[] }>();
+    deepEq(body.deleted, [gone.id], 'deleted');
+    eq(body.cellCount, before.length, 'cellCount (one created, one deleted)');
+    eq(body.runs?.length, 1, 'number of runs');
+    eq(body.runs[0]!.success, true, 'run success');
+    deepEq(
+      items(body.runs[0]!.cell).map((i) => i.text),
+      ['batch 2\n'],
+      'run output',
+    );
+    const after = (await list(signal)).cells;
+    const ai = after.findIndex((c) => c.id === a.id);
+    eq(after[ai + 1]?.code, `# batch_made_${tag}`, 'the created cell follows the edited one');
+    ok(!after.some((c) => c.id === gone.id), 'the deleted cell is still listed');
+  });
+
+  // ----------------------------------------------------------------------------- bad input
+
+  h.check('cells: unknown notebook → 404 listing the open notebooks', async ({ signal }) => {
+    const missing = `${ctx.workspace}/nope.ipynb`;
+    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(missing)}`, { signal });
+    const body = expectError(r, 404, 'GET with an unknown notebook');
+    includes(body.detail, nb.path, 'detail');
+    includes(body.detail, ctx.other.path, 'detail');
+    const ids = (body.notebooks ?? []).map((n: { sessionId: string }) => n.sessionId);
+    ok(ids.includes(sid) && ids.includes(ctx.other.session.id), `notebooks in the body: ${show(body.notebooks, 300)}`);
+    // The same for a write, and nothing is created anywhere.
+    const count = (await list(signal)).cells.length;
+    expectError(await client.post('/notebooks/cells', { notebook: 's_nope00', code: 'x' }, { signal }), 404, 'POST');
+    eq((await list(signal)).cells.length, count, 'cell count of analysis.ipynb');
+  });
+
+  h.check('cells: unknown cell id or index out of range → 404 with the cell count', async ({ signal }) => {
+    const count = (await list(signal)).cells.length;
+    for (const [method, path, json] of [
+      ['GET', `/notebooks/cells/cnope00?${q}`, undefined],
+      ['GET', `/notebooks/cells/${count + 5}?${q}`, undefined],
+      ['PATCH', '/notebooks/cells/cnope00', { notebook: sid, code: 'x' }],
+      ['DELETE', `/notebooks/cells/cnope00?${q}`, undefined],
+      ['POST', '/notebooks/cells/cnope00/run', { notebook: sid, wait: true }],
+    ] as const) {
+      const body = expectError(await call(method, path, json, { signal }), 404, `${method} ${path}`);
+      eq(body.cellCount, count, `${method} ${path}: cellCount`);
+      includes(body.detail, String(count), `${method} ${path}: detail`);
+    }
+  });
+
+  h.check('cells: wrong types → 400 naming the field, nothing changes', async ({ signal }) => {
+    const cell = await create(`typed_${tag} = 1`, signal);
+    const before = (await list(signal)).cells;
+    for (const [method, path, json, field] of [
+      ['POST', '/notebooks/cells', { notebook: sid, code: 42 }, 'code'],
+      ['POST', '/notebooks/cells', { notebook: sid, code: 'x', index: 'one' }, 'index'],
+      ['POST', '/notebooks/cells', { notebook: sid, code: 'x', kind: 'sql' }, 'kind'],
+      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: 'x', version: 'latest' }, 'version'],
+      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: 'x', colour: 'red' }, 'colour'],
+      ['POST', `/notebooks/cells/${cell.id}/move`, { notebook: sid, to: -1 }, 'to'],
+      ['POST', `/notebooks/cells/${cell.id}/run`, { notebook: sid, wait: 'yes' }, 'wait'],
+      ['POST', '/notebooks/edits', { notebook: sid, ops: [{ op: 'rename', ref: cell.id }] }, 'op'],
+      ['POST', '/notebooks/edits', { notebook: sid, ops: [] }, 'ops'],
+    ] as const) {
+      const body = expectError(await call(method, path, json, { signal }), 400, `${method} ${path} ${show(json)}`);
+      includes(body.detail, field, `${method} ${path} ${show(json)}: detail`);
+    }
+    deepEq((await list(signal)).cells, before, 'cells after the refused requests');
+  });
+
+  // ------------------------------------------------------------------- read-before-write
+
+  h.check(
+    'cells: 409 after a human edit typed in the workbench (Chromium keyboard)',
+    async ({ signal, note }) => {
+      const page = ctx.sandbox.page;
+      const marker = `human_${tag}`;
+      const typed = `typed_${tag}`;
+      const cell = await create(`${marker} = 1`, signal, { index: 1 });
+      const read = await getCell(cell.id, signal); // what the agent was shown
+      const t0 = Date.now();
+      // The person: bring analysis.ipynb to the front, click into the cell's editor, type.
+      await page
+        .getByRole('tab', { name: /analysis\.ipynb/ })
+        .first()
+        .click({ timeout: 5_000 });
+      const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: marker });
+      await editor.first().waitFor({ state: 'visible', timeout: 5_000 });
+      eq(await editor.count(), 1, `editors showing ${marker}`);
+      await editor.first().click({ timeout: 5_000 });
+      await page.keyboard.press('End');
+      await page.keyboard.type(`  # ${typed}`);
+      note(`clicked and typed in ${Date.now() - t0} ms`);
+      // Wait until the extension host has the keystrokes (reading them does not matter: the PATCH
+      // below names the version the agent read before the person typed).
+      let current: Cell | undefined;
+      for (const end = Date.now() + 5_000; Date.now() < end; await sleep(100)) {
+        current = await getCell(cell.id, signal);
+        if (current.code.includes(typed)) break;
+      }
+      if (!current?.code.includes(typed)) fail(`the typed text never reached the bridge; the cell reads ${show(current?.code)}`);
+      note(`bridge saw the typing after ${Date.now() - t0} ms (version ${read.version} → ${current.version})`);
+      const clobber = `agent_${tag} = 2`;
+      const r = await call(
+        'PATCH',
+        `/notebooks/cells/${cell.id}`,
+        { notebook: sid, code: clobber, version: read.version },
+        { signal },
+      );
+      const body = expectError(r, 409, 'PATCH with the version read before the human edit');
+      const shown: Cell | undefined = body.cell;
+      ok(shown, `no current cell in the 409 body: ${show(r.text, 300)}`);
+      eq(shown.id, cell.id, '409 body: cell.id');
+      includes(shown.code, typed, '409 body: cell.code');
+      eq(shown.code, `${marker} = 1  # ${typed}`, '409 body: cell.code');
+      ok(shown.version > read.version, `409 body: version ${shown.version} is not past ${read.version}`);
+      const still = await getCell(cell.id, signal);
+      eq(still.code, shown.code, 'the cell after the 409 (nothing changed)');
+      // Same with a batch edit: refused whole.
+      const batch = await client.post(
+        '/notebooks/edits',
+        { notebook: sid, ops: [{ op: 'edit', ref: cell.id, code: clobber, version: read.version }] },
+        { signal },
+      );
+      expectError(batch, 409, 'batch edit with the stale version');
+      // Having read the person's text, the agent may write (no version: the bridge's own record).
+      const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: clobber }, { signal });
+      eq(ok2.status, 200, `PATCH after re-reading (body ${show(ok2.text, 300)})`);
+      eq((await getCell(cell.id, signal)).code, clobber, 'code after the PATCH that was allowed');
+      // ... and the person sees the agent's text in the same editor.
+      await page
+        .locator('.notebook-editor .monaco-list-row .view-lines', { hasText: `agent_${tag}` })
+        .first()
+        .waitFor({ state: 'visible', timeout: 5_000 })
+        .catch(() => fail(`the workbench does not show the agent's write agent_${tag}`));
+    },
+    { timeoutMs: 20_000 },
+  );
+}
