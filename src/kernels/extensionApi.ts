@@ -19,6 +19,8 @@ interface ExtensionKernelSource {
   kernels(exports: unknown): KernelsApi | undefined;
   /** What the person must do when no kernel is running for the notebook. */
   noKernelHint: string;
+  /** How the person grants access after refusing it. */
+  accessHint: string;
 }
 
 function field(value: unknown, key: string): unknown {
@@ -37,6 +39,7 @@ export const EXTENSION_KERNEL_SOURCES: readonly ExtensionKernelSource[] = [
     notebookType: 'marimo-notebook',
     kernels: (exports) => asKernelsApi(field(field(exports, 'experimental'), 'kernels')),
     noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
+    accessHint: 'allow "Agent Bridge" when VS Code asks, then retry',
   },
   {
     name: 'jupyter',
@@ -45,6 +48,7 @@ export const EXTENSION_KERNEL_SOURCES: readonly ExtensionKernelSource[] = [
     notebookType: 'jupyter-notebook',
     kernels: (exports) => asKernelsApi(field(exports, 'kernels')),
     noKernelHint: 'select a Jupyter kernel for the notebook and run a cell once (or select "Agent Bridge Python")',
+    accessHint: 'allow "Agent Bridge" when VS Code asks, or with the command "Jupyter: Manage Access To Jupyter Kernels"',
   },
 ];
 
@@ -84,8 +88,7 @@ export class ExtensionKernels implements KernelProvider {
       const reason = error instanceof Error ? error.message : String(error);
       return new KernelUnavailable(
         409,
-        `The ${source.label} extension refused access to its kernel (${reason}): allow "Agent Bridge" when VS Code asks, ` +
-          `or through the command "${source.label}: Manage Access To Jupyter Kernels"`,
+        `The ${source.label} extension refused access to its kernel (${reason}): ${source.accessHint}`,
       );
     }
     if (!kernel)

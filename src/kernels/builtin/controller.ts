@@ -100,8 +100,10 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     const kernel = this.kernels.get(notebook);
     if (!kernel) return;
     for (const pending of kernel.pending) pending.abort();
-    kernel.executionOrder = 0;
-    await kernel.process.restart();
+    // A fresh process rather than KernelProcess.restart(), so a changed pythonPath takes effect.
+    kernel.process.dispose();
+    this.kernels.delete(notebook);
+    await this.kernelOf(notebook).process.start();
   }
 
   private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {
