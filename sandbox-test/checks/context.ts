@@ -3,28 +3,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BridgeClient, SseResult } from '../http';
 import type { Sandbox } from '../vscode';
+import type { SessionInfo } from '../../src/core/sessions';
+import type { BridgeAdvert } from '../../src/discovery';
 import { eq, fail, ok, show } from '../harness';
 
-/** A session as the bridge describes it (discovery file, /notebooks/open). */
-export interface SessionInfo {
-  id: string;
-  path: string | null;
-  uri: string;
-  notebookType: string;
-}
-
-/** Our own discovery file (`$AGENT_BRIDGE_DISCOVERY_FILE`). */
-export interface BridgeAdvert {
-  server: string;
-  version: string;
-  url: string;
-  host: string;
-  port: number;
-  pid: number;
-  token: string | null;
-  startedAt: string;
-  sessions: SessionInfo[];
-}
+// The wire shapes, from the extension's own declarations (the checks assert their values).
+export type { SessionInfo } from '../../src/core/sessions';
+export type { BridgeAdvert } from '../../src/discovery';
 
 export interface OpenedNotebook {
   /** Fixture name without extension: `analysis`, `other`. */
