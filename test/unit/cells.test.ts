@@ -3,18 +3,12 @@ import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { ERROR_MIME } from '../../src/core/outputs';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
-import { FakeNotebooks } from './fakes/notebooks';
+import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
 
 const TOKEN = TEST_TOKEN;
-const A = {
-  sessionId: 's_aaaaaa',
-  uri: 'file:///work/a.ipynb',
-  path: '/work/a.ipynb',
-  notebookType: 'jupyter-notebook',
-  kernel: 'builtin',
-};
+const A = NOTEBOOK_A;
 const B = { sessionId: 's_bbbbbb', uri: 'untitled:Untitled-1.ipynb', path: null, notebookType: 'jupyter-notebook', kernel: null };
-const PNG = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
+const PNG = PNG_BYTES;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely
 type Json = any;

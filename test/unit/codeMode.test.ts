@@ -10,7 +10,7 @@ import {
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { FakeNotebooks } from './fakes/notebooks';
+import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
 const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
 const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
@@ -302,13 +302,7 @@ describe('planBlock (code-mode block → one batch)', () => {
 
 describe('agent_bridge (code mode) over a fake notebook', function () {
   this.timeout(15_000);
-  const A = {
-    sessionId: 's_aaaaaa',
-    uri: 'file:///work/a.ipynb',
-    path: '/work/a.ipynb',
-    notebookType: 'jupyter-notebook',
-    kernel: 'builtin',
-  };
+  const A = NOTEBOOK_A;
   let kernel: KernelProcess;
   let docs: FakeNotebooks;
   let ids: string[];

@@ -6,18 +6,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
-import { FakeNotebooks } from './fakes/notebooks';
+import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
-const A = {
-  sessionId: 's_aaaaaa',
-  uri: 'file:///work/a.ipynb',
-  path: '/work/a.ipynb',
-  notebookType: 'jupyter-notebook',
-  kernel: 'builtin',
-};
-const PNG = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
+const A = NOTEBOOK_A;
+const PNG = PNG_BYTES;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- structured results are read loosely
 type Json = any;

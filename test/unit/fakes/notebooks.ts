@@ -250,3 +250,14 @@ export class FakeNotebooks implements OpenNotebooks {
     return book;
   }
 }
+
+/** The notebook most unit suites open: a saved .ipynb on the builtin kernel. */
+export const NOTEBOOK_A = {
+  sessionId: 's_aaaaaa',
+  uri: 'file:///work/a.ipynb',
+  path: '/work/a.ipynb',
+  notebookType: 'jupyter-notebook',
+  kernel: 'builtin',
+};
+/** A PNG signature and two bytes: enough for a binary output item. */
+export const PNG_BYTES = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
