@@ -77,8 +77,7 @@ function parseArgs(argv: string[]): Args {
       if (!args.listSizes.length || args.listSizes.some((n) => !Number.isInteger(n) || n < 1)) {
         throw new Error(`--list-sizes takes cell counts such as 10,100,1000\n${USAGE}`);
       }
-    }
-    else if (a === '--compare') {
+    } else if (a === '--compare') {
       while (argv[i + 1] && !argv[i + 1]!.startsWith('--')) args.compare.push(path.resolve(argv[++i]!));
       if (!args.compare.length || args.compare.length > 2) throw new Error(`--compare takes one or two files\n${USAGE}`);
     } else if (a === '--help' || a === '-h') {
