@@ -22,6 +22,11 @@ const REPO_ROOT = path.resolve(__dirname, '..');
 const TEST_DIR = path.join(REPO_ROOT, 'test', 'integration');
 const OUT_FILE = path.join(REPO_ROOT, 'out', 'integration', 'index.js');
 const LAUNCHER = path.join(REPO_ROOT, 'scripts', 'code-launcher.sh');
+/**
+ * Test-only stand-in for the marimo extension (same id and kernels API shape), loaded next to ours
+ * for the contract tests of the extension kernel adapter (test/integration/extensionKernels.test.ts).
+ */
+const STAND_IN_MARIMO = path.join(REPO_ROOT, 'test', 'fixtures', 'stand-in-marimo');
 
 const say = (msg: string) => process.stderr.write(`[test:integration] ${msg}\n`);
 
@@ -62,6 +67,18 @@ async function bundleTests(): Promise<void> {
   say(`bundled ${files.length} test file(s) into ${path.relative(REPO_ROOT, OUT_FILE)}`);
 }
 
+/**
+ * Packs the stand-in into a .vsix for the sandbox to install: the web workbench loads a single
+ * extensionDevelopmentPath (its payload is a Map, so a second entry replaces the first).
+ */
+function packStandIn(dir: string): string {
+  const vsix = path.join(dir, 'stand-in-marimo.vsix');
+  const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
+  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), args, { cwd: STAND_IN_MARIMO, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`packing ${STAND_IN_MARIMO} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
+  return vsix;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const grepAt = argv.indexOf('--grep');
@@ -81,7 +98,8 @@ async function main(): Promise<number> {
   try {
     const code = await runTests({
       ...(download ? { version: process.env['AGENT_BRIDGE_VSCODE_VERSION'] || 'stable' } : { vscodeExecutablePath: LAUNCHER }),
-      extensionDevelopmentPath: REPO_ROOT,
+      // Desktop VS Code loads several development extensions; the sandbox installs the stand-in.
+      extensionDevelopmentPath: download ? [REPO_ROOT, STAND_IN_MARIMO] : REPO_ROOT,
       extensionTestsPath: OUT_FILE,
       extensionTestsEnv: env,
       launchArgs: download
@@ -91,7 +109,7 @@ async function main(): Promise<number> {
             `--user-data-dir=${path.join(scratch, 'user-data')}`,
             `--extensions-dir=${path.join(scratch, 'extensions')}`,
           ]
-        : [workspace],
+        : [workspace, `--install-vsix=${packStandIn(scratch)}`],
     });
     return code;
   } catch (err) {

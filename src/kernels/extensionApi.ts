@@ -93,7 +93,7 @@ export class ExtensionKernels implements KernelProvider {
     }
     if (!kernel)
       return new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
-    return new ApiKernelAdapter(source.name, kernel);
+    return new ApiKernelAdapter(source, kernel);
   }
 }
 
@@ -105,31 +105,54 @@ const streamMimes = (): StreamMimes => ({
 
 /** An extension's kernel as a bridge Kernel: outputs mapped onto the scratchpad stream. */
 class ApiKernelAdapter implements Kernel {
+  readonly kind: string;
+
   constructor(
-    readonly kind: string,
+    private readonly source: ExtensionKernelSource,
     private readonly kernel: ApiKernel,
-  ) {}
+  ) {
+    this.kind = source.name;
+  }
 
   async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
     const cancellation = new vscode.CancellationTokenSource();
-    const onAbort = () => cancellation.cancel();
-    signal.addEventListener('abort', onAbort);
+    // A kernel that ignores cancellation must not hold the session's queue: stop waiting for it.
+    const aborted = new Promise<'aborted'>((resolve) => {
+      const onAbort = () => {
+        cancellation.cancel();
+        resolve('aborted');
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
     const mimes = streamMimes();
     let failed = false;
+    let produced = false;
     let value: MimeBundle | undefined;
+    const outputs = this.kernel.executeCode(code, cancellation.token)[Symbol.asyncIterator]();
     try {
-      for await (const output of this.kernel.executeCode(code, cancellation.token)) {
-        const interpreted = interpretOutput(output, mimes);
+      for (;;) {
+        const next = await Promise.race([outputs.next(), aborted]);
+        if (next === 'aborted') {
+          void outputs.return?.().catch(() => undefined);
+          break;
+        }
+        if (next.done) break;
+        produced = true;
+        const interpreted = interpretOutput(next.value, mimes);
         interpreted.streams.forEach(onStream);
         failed ||= interpreted.failed;
         if (interpreted.value) value = interpreted.value;
-        if (signal.aborted) break;
       }
     } catch (error) {
-      if (!signal.aborted) onStream({ name: 'stderr', text: `${error instanceof Error ? error.message : String(error)}\n` });
+      if (!signal.aborted) {
+        const message = error instanceof Error ? error.message : String(error);
+        // Jupyter asks for consent inside executeCode: a refusal surfaces here, before any output.
+        const hint = produced ? '' : ` (if the ${this.source.label} extension refused access: ${this.source.accessHint})`;
+        onStream({ name: 'stderr', text: `${message}${hint}\n` });
+      }
       failed = true;
     } finally {
-      signal.removeEventListener('abort', onAbort);
       cancellation.dispose();
     }
     if (signal.aborted) failed = true;
