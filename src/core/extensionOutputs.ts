@@ -1,4 +1,5 @@
 import type { MimeBundle, StreamEvent } from './kernel';
+import { isTextMime, stripAnsi } from './outputs';
 
 /** One output as the marimo and Jupyter extensions' `executeCode` yield it. */
 export interface ApiOutput {
@@ -21,19 +22,15 @@ export interface InterpretedOutput {
 }
 
 const MARIMO_UI_MIME = 'application/vnd.marimo.ui+json';
-const BINARY_PREFIXES = ['image/', 'audio/', 'video/', 'application/octet-stream', 'application/pdf'];
 const decoder = new TextDecoder();
 
 /** Tags of HTML markup only: Python's own `<module>` or `<cell 3>` in a traceback must survive. */
-// eslint-disable-next-line no-control-regex -- ANSI escape sequences are exactly what is removed
-const ANSI_ESCAPE = /\x1b\[[0-9;?]*[A-Za-z]/g;
 const HTML_TAG =
   /<\/?(a|abbr|b|br|code|div|em|h[1-6]|i|li|ol|p|pre|small|span|strong|table|tbody|td|th|thead|tr|u|ul)(\s[^>]*)?\/?>/gi;
 
 /** Plain text for a terminal: no ANSI colour codes, no HTML markup. */
 export function plainText(text: string): string {
-  return text
-    .replace(ANSI_ESCAPE, '')
+  return stripAnsi(text)
     .replace(HTML_TAG, '')
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
@@ -63,7 +60,7 @@ export function interpretOutput(output: ApiOutput, mimes: StreamMimes): Interpre
       result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
     } else if (item.mime === MARIMO_UI_MIME) {
       Object.assign(value, marimoValue(decoder.decode(item.data)));
-    } else if (BINARY_PREFIXES.some((p) => item.mime.startsWith(p))) {
+    } else if (!isTextMime(item.mime)) {
       value[item.mime] = Buffer.from(item.data).toString('base64');
     } else {
       value[item.mime] = decoder.decode(item.data);

@@ -5,7 +5,7 @@ import type { CellService, CellView } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/outputs';
 import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
-import { createBody, editBody, editsBody, moveBody, notebookBody, runBody } from '../server/cellSchemas';
+import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../server/cellSchemas';
 import { Reply } from '../server/route';
 import type { RouteContext } from '../server/routes';
 
@@ -16,7 +16,6 @@ import type { RouteContext } from '../server/routes';
  * outputs come back once as MCP image content (the JSON keeps their url and size).
  */
 
-const ref = z.union([z.string().min(1), z.number().int()]).describe('A cell id, or an index (negative counts from the end).');
 const withRef = { ref };
 const deleteArgs = editBody.pick({ notebook: true, version: true, force: true }).extend(withRef);
 const waitArgs = { wait: z.boolean().optional().describe('Wait for the runs to end (default true).') };

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { RunHandle, RunResult } from '../core/cells';
 import { BridgeError } from '../core/errors';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
 import { Reply } from './route';
 import { openEventStream } from './sse';
 
@@ -74,9 +75,8 @@ export function outputIndex(value: string | undefined, name: string): number {
 
 /** Content-Type for a raw output item: streams as text, errors as JSON, others as their mime. */
 export function rawContentType(mime: string): string {
-  if (mime === 'application/vnd.code.notebook.stdout' || mime === 'application/vnd.code.notebook.stderr')
-    return 'text/plain; charset=utf-8';
-  if (mime === 'application/vnd.code.notebook.error') return 'application/json; charset=utf-8';
+  if (mime === STDOUT_MIME || mime === STDERR_MIME) return 'text/plain; charset=utf-8';
+  if (mime === ERROR_MIME) return 'application/json; charset=utf-8';
   if (mime.startsWith('text/') && !mime.includes('charset')) return `${mime}; charset=utf-8`;
   return mime;
 }

@@ -3,7 +3,10 @@ import { z } from 'zod';
 /** Request schemas of the cell routes: strict, so a misspelt key is a 400, not a silent no-op. */
 
 const notebook = z.string().min(1, 'name a notebook by session id, path or uri').optional();
-const ref = z.union([z.string().min(1), z.number().int()], { error: 'a cell id or index' });
+/** A cell: its id, or its index (negative counts from the end). Shared with the MCP tools. */
+export const ref = z
+  .union([z.string().min(1), z.number().int()], { error: 'a cell id or index' })
+  .describe('A cell id, or an index (negative counts from the end).');
 const kind = z.enum(['code', 'markup']);
 const language = z.string().min(1);
 const code = z.string({ error: '"code" is required: the whole new text of the cell ("" empties it)' });
