@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { CellService } from './core/cells';
 import { KeyedQueue } from './core/keyedQueue';
 import type { Log } from './core/log';
-import type { NotebookHost } from './core/sessions';
+import type { NotebookHost, SessionInfo } from './core/sessions';
 import { Discovery, type BridgeAdvert } from './discovery';
 import { createApp, listen, type RunningServer } from './server/app';
 import { routes } from './server/routes';
@@ -55,16 +55,14 @@ export class Bridge {
     });
     this.server = await listen(app, settings.port, (bound) => (port = bound));
     this.startedAt = new Date().toISOString();
-    await this.publish();
     this.options.log.info(`bridge listening on http://127.0.0.1:${port} (token ${this.token ? 'required' : 'off'})`);
     return this.connection!;
   }
 
-  /** Rewrites the discovery files; called again whenever the sessions change. */
-  async publish(): Promise<void> {
+  /** (Re)writes the discovery files: after a start, and whenever the sessions change. */
+  publish(sessions: SessionInfo[]): void {
     const connection = this.connection;
     if (!connection) return;
-    const sessions = await this.options.host.sessions();
     const advert: BridgeAdvert = {
       server: 'agent-bridge',
       version: this.options.version,

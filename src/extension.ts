@@ -47,9 +47,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const terminalEnv = context.environmentVariableCollection;
     terminalEnv.persistent = false;
     terminalEnv.description = 'Agent Bridge: MARIMO_TOKEN and AGENT_BRIDGE_URL for marimo-pair scripts and agents';
+    // Kernels are resolved once per change (for Jupyter that is an API call), then shared.
     const refresh = async () => {
       const connection = bridge.connection;
-      status.update(connection, (await sessions.sessions()).length);
+      const open = await sessions.sessions();
+      bridge.publish(open);
+      status.update(connection, open.length);
       mcp.update();
       terminalEnv.clear();
       if (!connection) return;
@@ -64,7 +67,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     };
     push(
-      sessions.onDidChange(() => void Promise.all([bridge.publish(), refresh()])),
+      sessions.onDidChange(() => void refresh()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (
           e.affectsConfiguration('agentBridge.port') ||

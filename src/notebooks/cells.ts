@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { KernelUnavailable } from '../kernels/kernel';
 import type { CellSnapshot, Disposable, IndexRange, NewCell, NotebookChange, NotebookEntry, OpenNotebooks } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { Log } from '../core/log';
@@ -39,14 +40,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
-    const notebook = this.notebook(uri);
-    try {
-      return { kind: (await this.sessions.kernelFor(this.sessions.info(notebook).id)).kind };
-    } catch (error) {
-      const reason = error instanceof BridgeError ? error.detail : String(error);
-      const label = `${labelOf(notebook)}: `;
-      return { unavailable: reason.startsWith(label) ? reason.slice(label.length) : reason };
-    }
+    const kernel = await this.sessions.resolveKernel(this.notebook(uri));
+    return kernel instanceof KernelUnavailable ? { unavailable: kernel.detail } : { kind: kernel.kind };
   }
 
   active() {

@@ -45,14 +45,14 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   async sessions(): Promise<SessionInfo[]> {
     const notebooks = [...this.idByNotebook.keys()];
-    const usable = await Promise.all(notebooks.map(async (nb) => !((await this.kernelOf(nb)) instanceof KernelUnavailable)));
+    const usable = await Promise.all(notebooks.map(async (nb) => !((await this.resolveKernel(nb)) instanceof KernelUnavailable)));
     return notebooks.filter((_, i) => usable[i]).map((nb) => this.info(nb));
   }
 
   async kernelFor(sessionId: string): Promise<Kernel> {
     const notebook = this.notebookById.get(sessionId);
     if (!notebook) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
-    const kernel = await this.kernelOf(notebook);
+    const kernel = await this.resolveKernel(notebook);
     if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.status, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;
   }
@@ -95,7 +95,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   }
 
   /** The first provider's kernel; else the first reason given; else a hint to pick one. */
-  private async kernelOf(notebook: vscode.NotebookDocument): Promise<Kernel | KernelUnavailable> {
+  async resolveKernel(notebook: vscode.NotebookDocument): Promise<Kernel | KernelUnavailable> {
     let unavailable: KernelUnavailable | undefined;
     for (const provider of this.providers) {
       const answer = await provider.kernelFor(notebook);
