@@ -368,7 +368,7 @@ async function benchScratchpad(ctx: Ctx): Promise<void> {
       unit: 'ms',
       better: 'lower',
       baseline: { label: 'bare node:http server', value: bs.p50 },
-      note: 'the floor of any request: the ratio is what Express and the middleware cost per request',
+      note: 'the floor of any request: the ratio is what the bridge’s request path (checks, router) costs per request',
     }),
   );
   ctx.details['scratchpad'] = {

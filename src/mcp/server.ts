@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteContext } from '../server/routes';
 import { registerCellTools } from './cellTools';
 import { registerCodeTools } from './tools';
@@ -26,7 +26,7 @@ export function createMcpServer(ctx: RouteContext): McpServer {
  * already passed the bridge's Host, Origin, token and content-type checks and its body is parsed.
  * Closing the connection aborts the tool calls in flight, which interrupts their runs.
  */
-export async function serveMcp(req: Request, res: Response, ctx: RouteContext): Promise<void> {
+export async function serveMcp(req: IncomingMessage, res: ServerResponse, body: unknown, ctx: RouteContext): Promise<void> {
   const server = createMcpServer(ctx);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
   res.on('close', () => {
@@ -34,5 +34,5 @@ export async function serveMcp(req: Request, res: Response, ctx: RouteContext): 
     void server.close();
   });
   await server.connect(transport);
-  await transport.handleRequest(req, res, req.body);
+  await transport.handleRequest(req, res, body);
 }

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RunHandle, RunResult } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
@@ -12,7 +12,7 @@ export interface RunOptions {
   timeoutMs: number;
 }
 
-export const wantsEventStream = (req: Request) => (req.headers.accept ?? '').includes('text/event-stream');
+export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
 
 const timeoutDetail = (ms: number, ids: readonly string[]) =>
   `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
@@ -23,7 +23,12 @@ const timeoutDetail = (ms: number, ids: readonly string[]) =>
  * streamed as they arrive (`stdout`/`stderr` {data}, `output` {item}) and the stream ends with
  * `done` {success, cell} or `timeout` {detail, cell}. A client that goes away stops the wait only.
  */
-export async function respondRun(handle: RunHandle, options: RunOptions, req: Request, res: Response): Promise<unknown> {
+export async function respondRun(
+  handle: RunHandle,
+  options: RunOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<unknown> {
   if (wantsEventStream(req)) {
     const stream = openEventStream(res);
     const gone = new AbortController();
@@ -34,12 +39,11 @@ export async function respondRun(handle: RunHandle, options: RunOptions, req: Re
         signal: gone.signal,
         onEvent: (e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
       });
-      if (result.done) stream.send('done', { success: result.success, cell: result.cell });
-      else stream.send('timeout', { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
+      if (result.done) stream.end('done', { success: result.success, cell: result.cell });
+      else stream.end('timeout', { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
     } catch (error) {
-      stream.send('error', { detail: error instanceof Error ? error.message : String(error) });
+      stream.end('error', { detail: error instanceof Error ? error.message : String(error) });
     }
-    stream.end();
     return undefined;
   }
   if (!options.wait) return new Reply(202, { queued: [handle.cellId] });

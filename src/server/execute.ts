@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BridgeError } from '../core/errors';
 import { NO_OUTPUT, type ExecResult, type Kernel, type StreamEvent } from '../core/kernel';
 import type { KeyedQueue } from '../core/keyedQueue';
@@ -50,12 +50,12 @@ export function runScratchpad(
  */
 export async function executeScratchpad(
   code: string,
-  req: Request,
-  res: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
   deps: { host: NotebookHost; runs: KeyedQueue },
 ): Promise<void> {
-  const sessionId = req.header('marimo-session-id');
-  if (!sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
+  const sessionId = req.headers['marimo-session-id'];
+  if (typeof sessionId !== 'string' || !sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
   const kernel = await deps.host.kernelFor(sessionId);
 
   const stream = openEventStream(res);
@@ -71,6 +71,6 @@ export async function executeScratchpad(
     (e) => stream.send(e.name, { data: e.text }),
     abort.signal,
   );
-  if (result) stream.send('done', result);
-  stream.end();
+  if (result) stream.end('done', result);
+  else stream.end();
 }

@@ -1,16 +1,15 @@
-import type { Express, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { BridgeError } from '../core/errors';
-
-export type Method = 'get' | 'post' | 'patch' | 'delete';
+import type { Method } from './router';
 
 /** What a handler receives: inputs already validated against the route's schemas. */
 export interface RouteInput<B, Q> {
   body: B;
   query: Q;
   params: Record<string, string>;
-  req: Request;
-  res: Response;
+  req: IncomingMessage;
+  res: ServerResponse;
 }
 
 /** A non-200 JSON answer (201 Created, 202 Accepted, 504 with a body, ...). */
@@ -46,23 +45,10 @@ export function describeZodError(where: string, error: z.ZodError): string {
   return `Invalid ${where}: ${issues.join('; ')}`;
 }
 
-function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+/** A row's input checked against its schema (400 naming each bad field); no schema, no input. */
+export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
   if (!result.success) throw new BridgeError(400, describeZodError(where, result.error));
   return result.data;
-}
-
-/** Mounts every row: validation first, so a bad request never reaches a handler. */
-export function mountRoutes<Ctx>(app: Express, routes: readonly Route<Ctx>[], ctx: Ctx): void {
-  for (const r of routes) {
-    app[r.method](r.path, async (req: Request, res: Response) => {
-      const body = parse(r.body, req.body ?? {}, 'request body');
-      const query = parse(r.query, req.query, 'query');
-      const result = await r.handle({ body, query, params: req.params as Record<string, string>, req, res }, ctx);
-      if (res.headersSent) return;
-      if (result instanceof Reply) res.status(result.status).json(result.body);
-      else res.json(result ?? {});
-    });
-  }
 }

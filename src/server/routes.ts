@@ -1,10 +1,8 @@
-import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { CellService } from '../core/cells';
 import type { KeyedQueue } from '../core/keyedQueue';
 import type { NotebookHost } from '../core/sessions';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
-import { BridgeError } from '../core/errors';
 import { DEFAULT_RUN_TIMEOUT_MS, outputIndex, rawContentType, respondRun, waitRuns } from './cellRun';
 import {
   createBody,
@@ -19,6 +17,7 @@ import {
 } from './cellSchemas';
 import { executeScratchpad } from './execute';
 import { Reply, route, type Route } from './route';
+import { MethodNotAllowed } from './router';
 
 /** What the handlers work with; built once per server by the composition root. */
 export interface RouteContext {
@@ -30,10 +29,9 @@ export interface RouteContext {
 }
 
 /** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
-function mcpMethodNotAllowed({ req, res }: { req: Request; res: Response }): never {
-  res.set('Allow', 'POST');
-  throw new BridgeError(
-    405,
+function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }): never {
+  throw new MethodNotAllowed(
+    ['POST'],
     `${req.method} ${MCP_PATH} is not supported: this MCP server is stateless; send every request as a POST`,
   );
 }
@@ -65,7 +63,9 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: MCP_PATH,
-    handle: async ({ req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, ctx),
+    // JSON-RPC messages, which the SDK validates itself.
+    body: z.unknown(),
+    handle: async ({ body, req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, body, ctx),
   }),
   route({ method: 'get', path: MCP_PATH, handle: mcpMethodNotAllowed }),
   route({ method: 'delete', path: MCP_PATH, handle: mcpMethodNotAllowed }),
@@ -171,10 +171,12 @@ export const routes: readonly Route<RouteContext>[] = [
         outputIndex(params['output'], 'index'),
         outputIndex(params['item'], 'item'),
       );
-      res
-        .status(200)
-        .set({ 'Content-Type': rawContentType(item.mime), 'X-Content-Type-Options': 'nosniff' })
-        .end(Buffer.from(item.data));
+      res.writeHead(200, {
+        'Content-Type': rawContentType(item.mime),
+        'Content-Length': item.data.byteLength,
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.end(item.data);
     },
   }),
 ];

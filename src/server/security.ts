@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { BridgeError } from '../core/errors';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */
@@ -13,30 +13,30 @@ export interface SecurityOptions {
   token: () => string | null;
 }
 
-/** Host allowlist (421), loopback-only Origin (403), then the bearer token (401), in that order. */
-export function securityMiddleware(options: SecurityOptions) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    const port = options.port();
-    const host = req.headers.host ?? '';
-    if (!LOOPBACK_HOSTS.some((name) => host === `${name}:${port}`)) {
-      throw new BridgeError(421, `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
-    }
-    const origin = req.headers.origin;
-    if (origin !== undefined && !isLoopbackOrigin(origin)) {
-      throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
-    }
-    const token = options.token();
-    if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearerMatches(req.headers.authorization, token)) {
-      throw new BridgeError(401, 'Authorization header required');
-    }
-    next();
-  };
+/**
+ * Host allowlist (421), loopback-only Origin (403), then the bearer token (401), in that order;
+ * throws the first that fails. Every request passes here before its route is even looked up.
+ */
+export function checkRequest(req: IncomingMessage, path: string, options: SecurityOptions): void {
+  const port = options.port();
+  const host = req.headers.host ?? '';
+  if (!LOOPBACK_HOSTS.some((name) => host === `${name}:${port}`)) {
+    throw new BridgeError(421, `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined && !isLoopbackOrigin(origin)) {
+    throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
+  }
+  const token = options.token();
+  if (token !== null && !PUBLIC_PATHS.has(path) && !bearerMatches(req.headers.authorization, token)) {
+    throw new BridgeError(401, 'Authorization header required');
+  }
 }
 
 function isLoopbackOrigin(origin: string): boolean {
   try {
     const { hostname, protocol } = new URL(origin);
-    return (protocol === 'http:' || protocol === 'https:') && ['127.0.0.1', 'localhost', '[::1]'].includes(hostname);
+    return (protocol === 'http:' || protocol === 'https:') && LOOPBACK_HOSTS.includes(hostname);
   } catch {
     return false;
   }
@@ -48,18 +48,4 @@ function bearerMatches(header: string | undefined, token: string): boolean {
   if (!match) return false;
   const digest = (s: string) => createHash('sha256').update(s).digest();
   return timingSafeEqual(digest(match[1]!), digest(token));
-}
-
-/**
- * Requests that carry a body must declare it as JSON (415 otherwise): a form post from a web
- * page, which skips the CORS preflight, can never be one. Empty bodies need no type.
- */
-export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  const length = req.headers['content-length'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  if (hasBody && !req.is('application/json')) {
-    const type = req.headers['content-type'] ?? 'none';
-    throw new BridgeError(415, `Content-Type must be application/json (got ${type})`);
-  }
-  next();
 }

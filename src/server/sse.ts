@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 
 /**
  * marimo's event-stream framing, which execute-code.sh parses line by line: exactly
@@ -11,29 +11,33 @@ export function frameEvent(name: string, data: unknown): string {
 
 export interface EventStream {
   send(name: string, data: unknown): void;
-  end(): void;
+  /** Ends the stream, with its last event written in the same packet when there is one. */
+  end(name?: string, data?: unknown): void;
   /** True once the client went away (or the stream was ended). */
   readonly closed: boolean;
 }
 
-/** Starts a 200 event stream on `res`; each event is written (and so flushed) at once. */
-export function openEventStream(res: Response): EventStream {
-  res.status(200).set({
+/**
+ * Starts a 200 event stream on `res`. The headers go out at once, so a client sees the run was
+ * accepted before it produces anything; each event is written (and so sent) as it comes.
+ */
+export function openEventStream(res: ServerResponse): EventStream {
+  res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache',
     'X-Accel-Buffering': 'no',
   });
   res.flushHeaders();
-  res.socket?.setNoDelay(true);
+  const open = () => !res.writableEnded && !res.destroyed;
   return {
     send(name, data) {
-      if (!res.writableEnded && !res.destroyed) res.write(frameEvent(name, data));
+      if (open()) res.write(frameEvent(name, data));
     },
-    end() {
-      if (!res.writableEnded) res.end();
+    end(name, data) {
+      if (open()) res.end(name === undefined ? undefined : frameEvent(name, data));
     },
     get closed() {
-      return res.writableEnded || res.destroyed;
+      return !open();
     },
   };
 }

@@ -175,6 +175,17 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(res.status, 400);
       assert.match(res.body.detail, /^Invalid query: .*Unrecognized key: "cell"/);
     });
+    it('400 for a query key given twice, and for a malformed percent-encoding in a path', async () => {
+      const twice = await api('GET', '/notebooks/cells?notebook=s_aaaaaa&notebook=s_aaaaaa');
+      assert.match(twice.body.detail, /^Invalid query: notebook: /);
+      const bad = await api('GET', '/notebooks/cells/%E0%A4?notebook=s_aaaaaa');
+      assert.deepEqual([bad.status, bad.body.detail], [400, "Malformed percent-encoding in the path segment '%E0%A4'"]);
+    });
+    it('decodes percent-encoded cell refs', async () => {
+      const plain = await api('GET', '/notebooks/cells/-1?notebook=s_aaaaaa');
+      const encoded = await api('GET', '/notebooks/cells/%2D1?notebook=s_aaaaaa');
+      assert.deepEqual([encoded.status, encoded.body], [200, plain.body]);
+    });
   });
 
   describe('creating', () => {

@@ -239,6 +239,54 @@ describe('HTTP contract (fake notebook host)', () => {
     });
   });
 
+  describe('request bodies and paths', () => {
+    const post = (headers: Record<string, string>, body: string | Buffer) =>
+      request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'marimo-session-id': 's_aaaaaa', ...headers },
+        body,
+      });
+    it('accepts a UTF-8 charset and a BOM, refuses other charsets and compressed bodies with 415', async () => {
+      const ok = await post({ 'content-type': 'application/json; charset="UTF-8"' }, '\ufeff{"code":"1 + 1"}');
+      assert.match(ok.body, /"data":"2"/);
+      const latin1 = await post({ 'content-type': 'application/json; charset=latin1' }, '{"code":"1 + 1"}');
+      assert.deepEqual(
+        [latin1.status, JSON.parse(latin1.body).detail],
+        [415, "Charset 'latin1' is not supported: send UTF-8 JSON"],
+      );
+      const gzip = await post({ 'content-type': 'application/json', 'content-encoding': 'gzip' }, '{"code":"1 + 1"}');
+      assert.equal(gzip.status, 415);
+    });
+    it('413 for an oversized chunked body (no Content-Length), and closes that connection', async () => {
+      const res = await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        body: JSON.stringify({ code: 'x'.repeat(4096) }),
+      });
+      assert.equal(res.status, 413);
+      assert.equal(res.headers.connection, 'close');
+      assert.equal(kernel.calls.length, 0);
+    });
+    it('400 for JSON that is not an object', async () => {
+      const res = await post({ 'content-type': 'application/json' }, '"print(1)"');
+      assert.deepEqual([res.status, JSON.parse(res.body).detail], [400, 'The JSON body must be an object']);
+    });
+    it('405 with Allow for a path that takes another method', async () => {
+      const res = await request(port, { method: 'DELETE', path: '/api/sessions', headers: auth() });
+      assert.deepEqual([res.status, res.headers.allow], [405, 'GET']);
+      assert.match(JSON.parse(res.body).detail, /^DELETE \/api\/sessions is not supported: use GET$/);
+    });
+    it('answers HEAD from the GET row, without a body', async () => {
+      const res = await request(port, { method: 'HEAD', path: '/health' });
+      assert.deepEqual([res.status, res.body], [200, '']);
+    });
+    it('checks the token before telling a path exists', async () => {
+      assert.equal((await request(port, { path: '/nope' })).status, 401);
+    });
+  });
+
   describe('runs', () => {
     it('runs one at a time per session, in arrival order', async () => {
       const [first, second] = await Promise.all([execute('slow'), execute('1 + 1')]);
