@@ -86,7 +86,7 @@ _code_mode_module = None
 
 
 def _write_line(data):
-    """Writes one encoded message; caller holds _lock."""
+    """Writes encoded messages; caller holds _lock."""
     if _msg_fd < 0:
         return
     view = memoryview(data)
@@ -104,9 +104,12 @@ def _encode(obj):
     return (_json_encode(obj) + "\n").encode("utf-8", "replace")
 
 
-def _flush_locked():
-    """Sends buffered output, one stream message per run of the same stream; caller holds _lock."""
+def _flush_locked(tail=None):
+    """Sends buffered output, one stream message per run of the same stream, then `tail` (an
+    encoded message) if any, in ONE write: a print and the run's end reach the host together,
+    which then wakes once, not twice. Caller holds _lock."""
     global _buf_size
+    messages = []
     n = len(_buf)
     if n:
         items = _buf[:n]
@@ -115,15 +118,19 @@ def _flush_locked():
         name, parts = items[0][0], []
         for item in items:
             if item[0] is not name:
-                _send_text(name, "".join(parts))
+                _stream_messages(messages, name, "".join(parts))
                 name, parts = item[0], []
             parts.append(item[1])
-        _send_text(name, "".join(parts))
+        _stream_messages(messages, name, "".join(parts))
+    if tail is not None:
+        messages.append(tail)
+    if messages:
+        _write_line(messages[0] if len(messages) == 1 else b"".join(messages))
 
 
-def _send_text(name, text):
+def _stream_messages(messages, name, text):
     for i in range(0, len(text), _CHUNK_CHARS):
-        _write_line(_encode({"type": "stream", "id": _run_id, "name": name, "text": text[i:i + _CHUNK_CHARS]}))
+        messages.append(_encode({"type": "stream", "id": _run_id, "name": name, "text": text[i:i + _CHUNK_CHARS]}))
 
 
 def _locked_flush_then(data):
@@ -134,9 +141,7 @@ def _locked_flush_then(data):
         if main:
             _io_busy = True
         try:
-            _flush_locked()
-            if data is not None:
-                _write_line(data)
+            _flush_locked(data)
         finally:
             if main:
                 _io_busy = False
