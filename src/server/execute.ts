@@ -19,6 +19,7 @@ export function runScratchpad(
   signal: AbortSignal,
 ): Promise<ExecResult | null> {
   let started = false;
+  const waits = runs.busy(sessionId);
   const turn = runs.run(sessionId, async () => {
     if (signal.aborted) return null;
     started = true;
@@ -31,6 +32,8 @@ export function runScratchpad(
       return { success: false, output: NO_OUTPUT };
     }
   });
+  // An idle session starts the run on the next microtask, before any abort (an event) can come.
+  if (!waits) return turn;
   const dropped = new Promise<null>((resolve) => {
     const drop = () => {
       if (!started) resolve(null);

@@ -27,13 +27,16 @@ interface Compiled<R> {
 
 /**
  * Matches `METHOD /a/:b/c` patterns segment by segment, exactly (no trailing-slash or case
- * folding: clients call the paths as written). A path that exists under another method is a 405
+ * folding: clients call the paths as written); a literal row wins over a pattern that also fits. A path that exists under another method is a 405
  * with an Allow header, not a 404; HEAD is answered by the GET row.
  */
 export class Router<R extends { method: Method; path: string }> {
   private readonly rows: Compiled<R>[];
+  /** Rows without params by `method path`: most requests are found in one lookup. */
+  private readonly literal = new Map<string, R>();
 
   constructor(rows: readonly R[]) {
+    for (const row of rows) if (!row.path.includes('/:')) this.literal.set(`${row.method} ${row.path}`, row);
     this.rows = rows.map((row) => {
       const parts = row.path.split('/').slice(1);
       return {
@@ -47,6 +50,8 @@ export class Router<R extends { method: Method; path: string }> {
   /** The row for `method path`; throws the 404 or 405 the client should get otherwise. */
   match(method: string, path: string): Match<R> {
     const wanted = method === 'HEAD' ? 'get' : method.toLowerCase();
+    const row = this.literal.get(`${wanted} ${path}`);
+    if (row) return { row, params: {} };
     const parts = path.split('/').slice(1);
     const allowed: string[] = [];
     for (const c of this.rows) {
