@@ -301,6 +301,24 @@ describe('HTTP contract (fake notebook host)', () => {
       const [a, b] = kernel.calls;
       assert.ok(b!.started < a!.ended, 'sessions were serialized with each other');
     });
+    it('never runs a queued run whose client went away while it waited', async () => {
+      const first = execute('slow');
+      await new Promise((r) => setTimeout(r, 20));
+      await request(port, {
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        body: JSON.stringify({ code: '1 + 1' }),
+        abortAfterMs: 50,
+      }).catch(() => undefined);
+      await first;
+      const after = await execute('print(2 + 2)');
+      assert.match(after.body, /"data":"4\\n"/);
+      assert.deepEqual(
+        kernel.calls.map((c) => c.code),
+        ['slow', 'print(2 + 2)'],
+      );
+    });
     it('interrupts the run when the client disconnects', async () => {
       await request(port, {
         method: 'POST',
