@@ -14,13 +14,16 @@ describe('HTTP contract (fake notebook host)', () => {
   let token: string | null;
 
   const auth = () => ({ authorization: `Bearer ${TOKEN}` });
-  const execute = (code: unknown, extra: Record<string, string> = {}, session = 's_aaaaaa') =>
+  const execute = (code: unknown, extra: Record<string, string> = {}, session = 's_aaaaaa', abortAfterMs?: number) =>
     request(port, {
       method: 'POST',
       path: '/api/kernel/execute',
       headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': session, ...extra },
       body: JSON.stringify({ code }),
+      abortAfterMs,
     });
+  /** A client that sends code and goes away after `ms`. */
+  const executeThenLeave = (code: string, ms: number) => execute(code, {}, 's_aaaaaa', ms).catch(() => undefined);
 
   beforeEach(async () => {
     token = TOKEN;
@@ -304,13 +307,7 @@ describe('HTTP contract (fake notebook host)', () => {
     it('never runs a queued run whose client went away while it waited', async () => {
       const first = execute('slow');
       await new Promise((r) => setTimeout(r, 20));
-      await request(port, {
-        method: 'POST',
-        path: '/api/kernel/execute',
-        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
-        body: JSON.stringify({ code: '1 + 1' }),
-        abortAfterMs: 50,
-      }).catch(() => undefined);
+      await executeThenLeave('1 + 1', 50);
       await first;
       const after = await execute('print(2 + 2)');
       assert.match(after.body, /"data":"4\\n"/);
@@ -320,13 +317,7 @@ describe('HTTP contract (fake notebook host)', () => {
       );
     });
     it('interrupts the run when the client disconnects', async () => {
-      await request(port, {
-        method: 'POST',
-        path: '/api/kernel/execute',
-        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
-        body: JSON.stringify({ code: 'forever' }),
-        abortAfterMs: 100,
-      }).catch(() => undefined);
+      await executeThenLeave('forever', 100);
       for (let i = 0; i < 50 && !kernel.calls[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal(kernel.calls[0]?.aborted, true);
       const next = await execute('1 + 1');
