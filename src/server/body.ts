@@ -38,7 +38,7 @@ function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     const settle = (error?: Error) => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      req.off('data', onData).off('end', onEnd).off('error', cut).off('close', cut);
       if (error) {
         req.pause();
         reject(error);
@@ -50,9 +50,9 @@ function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
       else chunks.push(chunk);
     };
     const onEnd = () => settle();
-    const onError = (error: Error) => settle(error);
-    const onClose = () => settle(new Error('the client closed the connection before sending the whole body'));
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    // The client is gone: the answer reaches nobody, but it must not count as the bridge's fault.
+    const cut = () => settle(new BridgeError(400, 'The request body ended early: the client closed the connection'));
+    req.on('data', onData).on('end', onEnd).on('error', cut).on('close', cut);
   });
 }
 

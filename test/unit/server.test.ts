@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { connect } from 'node:net';
+import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
@@ -271,6 +272,26 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal(res.status, 413);
       assert.equal(res.headers.connection, 'close');
       assert.equal(kernel.calls.length, 0);
+    });
+    it('a client that leaves halfway through its body is not an internal error', async () => {
+      const errors: string[] = [];
+      const own = await startTestServer({ log: { ...silentLog, error: (m) => errors.push(m) } });
+      try {
+        await new Promise<void>((resolve) => {
+          const socket = connect(own.port, '127.0.0.1', () => {
+            socket.write(
+              `POST /api/kernel/execute HTTP/1.1\r\nHost: 127.0.0.1:${own.port}\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+                'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"code":',
+            );
+            setTimeout(() => socket.destroy(), 50);
+          });
+          socket.on('close', () => resolve());
+        });
+        await new Promise((r) => setTimeout(r, 50));
+        assert.deepEqual(errors, []);
+      } finally {
+        await own.close();
+      }
     });
     it('400 for JSON that is not an object', async () => {
       const res = await post({ 'content-type': 'application/json' }, '"print(1)"');

@@ -20,6 +20,7 @@ export function startTestServer(options: {
   token?: () => string | null;
   maxBodyBytes?: number;
   outputTextLimit?: number;
+  log?: Log;
 }): Promise<RunningServer> {
   let port = 0;
   const app = createApp({
@@ -35,7 +36,7 @@ export function startTestServer(options: {
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
-    log: silentLog,
+    log: options.log ?? silentLog,
   });
   return listen(app, 0, (p) => (port = p));
 }
