@@ -4,6 +4,7 @@
  * process groups, and the marker variable in their environment) and nothing else.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { MARKER_VAR, REPO_ROOT, STACK } from './stack';
 
@@ -16,6 +17,8 @@ export interface SandboxRecord {
   status: 'starting' | 'running' | 'stopping' | 'failed';
   error?: string;
   root: string;
+  /** The sandbox's short TMPDIR, outside `root` (see SHORT_TMP_PREFIX). */
+  tmp?: string;
   workspace: string;
   /** The Node process that owns the sandbox (runs the launcher). */
   launcherPid: number;
@@ -185,6 +188,17 @@ export function keepLogs(root: string, id: string): string | undefined {
   return dest;
 }
 
+/**
+ * Where each sandbox gets its TMPDIR. Chromium and VS Code put Unix sockets there, whose paths
+ * must fit in 108 bytes: under a deep checkout the sandbox root is too long for that.
+ */
+export const SHORT_TMP_PREFIX = path.join(fs.existsSync('/tmp') ? '/tmp' : os.tmpdir(), 'ab-');
+
+/** Removes a sandbox's short TMPDIR (only ever one of ours). */
+export function removeShortTmp(dir: string | undefined): void {
+  if (dir?.startsWith(SHORT_TMP_PREFIX) && !dir.slice(SHORT_TMP_PREFIX.length).includes(path.sep)) removeTree(dir);
+}
+
 export function removeTree(dir: string): void {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
@@ -245,6 +259,7 @@ export async function stopRecorded(record: SandboxRecord, graceMs = 20_000): Pro
     keepLogs(record.root, record.id);
     removeTree(record.root);
   }
+  removeShortTmp(record.tmp);
   removeLauncherLog(record);
   removeOwnedWorkspace(record);
   fs.rmSync(recordPath(record.id), { force: true });

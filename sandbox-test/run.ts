@@ -149,7 +149,7 @@ async function main(): Promise<number> {
         `${((Date.now() - bridgeUp) / 1000).toFixed(1)} s since the bridge answered)`,
     );
   } catch (err) {
-    harness.record('setup', 'fail', (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').slice(0, 600));
+    harness.record('setup', 'fail', headAndTail((err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ')));
     if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
   } finally {
     if (sandbox) {
@@ -176,3 +176,8 @@ main().then(
     process.exit(1);
   },
 );
+
+/** A long error kept readable: its start says what failed, its end (a browser's log) says why. */
+function headAndTail(text: string, head = 300, tail = 900): string {
+  return text.length <= head + tail ? text : `${text.slice(0, head)} … ${text.slice(-tail)}`;
+}

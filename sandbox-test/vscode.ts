@@ -4,13 +4,14 @@
  * API calls are served. Used by the harness (sandbox-test/run.ts), sandbox-up/down/cleanup and the
  * integration tests (scripts/code-launcher.sh runs this file's CLI).
  *
- * Isolation: every run gets `.vscode-test/runs/<id>/` with its own HOME, XDG_* dirs, TMPDIR,
- * user-data-dir, extensions-dir and code-server config. Every process we start carries
+ * Isolation: every run gets `.vscode-test/runs/<id>/` with its own HOME, XDG_* dirs,
+ * user-data-dir, extensions-dir and code-server config, and its own TMPDIR `/tmp/ab-XXXXXX` (short:
+ * the Unix sockets made there must fit in 108 bytes, whatever the checkout's depth). Every process we start carries
  * `AGENT_BRIDGE_SANDBOX=<id>` in its environment, and the run is recorded in
  * `.vscode-test/sandboxes/<id>.json` (pids and process groups) so cleanup can find exactly those
  * processes and nothing else.
  *
- * See /work/shared/vscode-here.md for why each flag and setting is there.
+ * SETUP.md §5 says how the stack is installed and run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -26,8 +27,10 @@ import {
   listProcs,
   readRecord,
   recordPath,
+  removeShortTmp,
   removeTree,
   sandboxProcesses,
+  SHORT_TMP_PREFIX,
   signal,
   sleep,
   writeRecord,
@@ -40,7 +43,7 @@ export * from './records';
 
 // -------------------------------------------------------------------------------------- types
 
-/** The folders of one sandbox, all under `root`. */
+/** The folders of one sandbox, all under `root` but `tmp` (see SHORT_TMP_PREFIX). */
 export interface SandboxDirs {
   root: string;
   home: string;
@@ -238,13 +241,13 @@ function makeDirs(root: string): SandboxDirs {
     configHome: path.join(root, 'home', '.config'),
     dataHome: path.join(root, 'home', '.local', 'share'),
     stateHome: path.join(root, 'home', '.local', 'state'),
-    tmp: path.join(root, 'tmp'),
+    tmp: fs.mkdtempSync(SHORT_TMP_PREFIX),
     userData: path.join(root, 'user-data'),
     extensions: path.join(root, 'extensions'),
     chrome: path.join(root, 'chrome'),
     logs: path.join(root, 'logs'),
   };
-  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 }); // mkdtemp's is 0700 too
   return dirs;
 }
 
@@ -326,6 +329,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     kind,
     status: 'starting',
     root,
+    tmp: dirs.tmp,
     workspace,
     launcherPid: process.pid,
     pgids: [],
@@ -421,6 +425,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
       const kept = keepLogs(root, id);
       if (kept) progress(`logs kept in ${kept}`);
       removeTree(root);
+      removeShortTmp(dirs.tmp);
       fs.rmSync(recordPath(id), { force: true });
     }
   };
