@@ -6,27 +6,19 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import { BridgeClient, type HttpResult } from '../../sandbox-test/http';
-import { connect, contents, NotebookMaker, personTypes, poll, sleep, type CellSource } from './support';
+import type { HttpResult } from '../../sandbox-test/http';
+import { contents, personTypes, poll, sleep, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;
 
 describe('cell routes in VS Code', function () {
   this.timeout(60_000);
-  let client: BridgeClient;
-  let notebooks: NotebookMaker;
-
-  before(async function () {
-    this.timeout(30_000);
-    ({ client } = await connect());
-    notebooks = new NotebookMaker(client, 'cells-it');
-  });
-
-  const openNotebook = (cells: readonly CellSource[]) => notebooks.open(cells);
+  const bridge = useBridge('cells-it');
+  const { openNotebook } = bridge;
 
   const call = (method: string, route: string, json?: unknown, timeoutMs = 45_000): Promise<HttpResult> =>
-    client.request({ method, path: route, ...(json === undefined ? {} : { json }), timeoutMs });
+    bridge.client.request({ method, path: route, ...(json === undefined ? {} : { json }), timeoutMs });
   const cellsOf = async (session: string): Promise<Json[]> => {
     const res = await call('GET', `/notebooks/cells?notebook=${session}`);
     assert.equal(res.status, 200, res.text);
@@ -297,7 +289,7 @@ describe('cell routes in VS Code', function () {
     const { session } = await openNotebook([
       { kind: 'code', source: 'import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.05)' },
     ]);
-    const stream = client.stream({
+    const stream = bridge.client.stream({
       method: 'POST',
       path: '/notebooks/cells/0/run',
       json: { notebook: session },

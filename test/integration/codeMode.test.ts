@@ -5,8 +5,8 @@
  */
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
-import { BridgeClient, type SseResult } from '../../sandbox-test/http';
-import { connect, contents, NotebookMaker, personTypes, poll, type CellSource } from './support';
+import type { SseResult } from '../../sandbox-test/http';
+import { contents, personTypes, poll, useBridge } from './support';
 
 const texts = (doc: vscode.NotebookDocument) => doc.getCells().map((c) => c.document.getText());
 const stdoutOf = (cell: vscode.NotebookCell) =>
@@ -18,19 +18,11 @@ const stdoutOf = (cell: vscode.NotebookCell) =>
 
 describe('code mode (agent_bridge) in VS Code', function () {
   this.timeout(60_000);
-  let client: BridgeClient;
-  let notebooks: NotebookMaker;
-
-  before(async function () {
-    this.timeout(30_000);
-    ({ client } = await connect());
-    notebooks = new NotebookMaker(client, 'code-mode-it');
-  });
-
-  const openNotebook = (cells: readonly CellSource[]) => notebooks.open(cells);
+  const bridge = useBridge('code-mode-it');
+  const { openNotebook } = bridge;
 
   const execute = async (session: string, ...lines: string[]): Promise<SseResult> => {
-    const r = await client.run(session, lines.join('\n'), { timeoutMs: 45_000 });
+    const r = await bridge.client.run(session, lines.join('\n'), { timeoutMs: 45_000 });
     assert.equal(r.status, 200, r.raw);
     assert.ok(r.done, `no done event: ${r.raw}`);
     return r;
@@ -52,7 +44,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.equal(done(r).success, true, r.stderr);
     assert.equal(done(r).output.data, '42');
     assert.deepEqual(texts(doc), ['a = 20', "b = a + 22\nprint('b is', b)"]);
-    const ids = (await client.get(`/notebooks/cells?notebook=${session}`)).json().cells.map((c: { id: string }) => c.id);
+    const ids = (await bridge.client.get(`/notebooks/cells?notebook=${session}`)).json().cells.map((c: { id: string }) => c.id);
     assert.equal(r.stdout, `b is 42\ncreated cell '${ids[1]}' and ran\nran cell '${ids[0]}'\n`);
     assert.equal(stdoutOf(doc.cellAt(1)), 'b is 42\n', 'the cell shows its own output');
     assert.equal(doc.cellAt(1).executionSummary?.success, true);
@@ -160,7 +152,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
 
   it('interrupts a cell it runs (POST /notebooks/interrupt), and cancels the runs queued after it', async () => {
     const { doc, session } = await openNotebook(['import time']);
-    const stream = client.execute(
+    const stream = bridge.client.execute(
       session,
       [
         'import agent_bridge as cm',
@@ -176,7 +168,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.ok(
       await stream.next((e) => e.event === 'stdout' && String((e.data as { data: string }).data).includes('sleeping'), 20_000),
     );
-    const res = await client.post('/notebooks/interrupt', { notebook: session });
+    const res = await bridge.client.post('/notebooks/interrupt', { notebook: session });
     assert.equal(res.status, 200, res.text);
     const r = await stream.result;
     assert.equal(done(r).success, false);
@@ -204,7 +196,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
           'print("sees", made_by_cell)',
         ].join('\n'),
       ]);
-      const res = await client.request({
+      const res = await bridge.client.request({
         method: 'POST',
         path: '/notebooks/cells/0/run',
         json: { notebook: session, wait: true, timeoutMs: 30_000 },
@@ -222,7 +214,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
 
   it('is not importable in ordinary cells', async () => {
     const { doc, session } = await openNotebook(['import agent_bridge']);
-    const res = await client.request({
+    const res = await bridge.client.request({
       method: 'POST',
       path: '/notebooks/cells/0/run',
       json: { notebook: session, wait: true },

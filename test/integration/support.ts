@@ -99,6 +99,32 @@ export class NotebookMaker {
   }
 }
 
+/** What a suite's tests get from useBridge: filled in by its `before` hook. */
+export interface BridgeSuite {
+  readonly client: BridgeClient;
+  openNotebook(cells: readonly CellSource[]): Promise<{ doc: vscode.NotebookDocument; session: string }>;
+}
+
+/** Call in a `describe` body: connects to the bridge before its tests, and opens notebooks named `prefix-*`. */
+export function useBridge(prefix: string): BridgeSuite {
+  let state: { client: BridgeClient; notebooks: NotebookMaker } | undefined;
+  before(async function () {
+    this.timeout(30_000);
+    const { client } = await connect();
+    state = { client, notebooks: new NotebookMaker(client, prefix) };
+  });
+  const ready = () => {
+    assert.ok(state, 'useBridge: not connected yet (use it inside tests, not while defining the suite)');
+    return state;
+  };
+  return {
+    get client() {
+      return ready().client;
+    },
+    openNotebook: (cells) => ready().notebooks.open(cells),
+  };
+}
+
 /** Everything of a notebook a batch could change, to compare before and after. */
 export function contents(doc: vscode.NotebookDocument): string {
   return JSON.stringify(
