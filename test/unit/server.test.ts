@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import type { RunningServer } from '../../src/server/app';
@@ -319,6 +320,28 @@ describe('HTTP contract (fake notebook host)', () => {
       const [a, b] = kernel.calls;
       assert.equal(a!.code, 'slow');
       assert.ok(b!.started >= a!.ended, 'second run started before the first ended');
+    });
+    it('answers 200 to a run that waits its turn, before the turn comes', async () => {
+      const first = execute('slow');
+      await new Promise((r) => setTimeout(r, 20));
+      const queued = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/kernel/execute',
+        headers: { ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+        agent: false,
+      });
+      const status = await new Promise<[number | undefined, number]>((resolve, reject) => {
+        queued.on('response', (res) => {
+          resolve([res.statusCode, kernel.calls.length]);
+          res.resume();
+        });
+        queued.on('error', reject);
+        queued.end(JSON.stringify({ code: '1 + 1' }));
+      });
+      assert.deepEqual(status, [200, 1], 'no 200 before the queued run started');
+      await first;
     });
     it('runs different sessions concurrently', async () => {
       await Promise.all([execute('slow'), execute('slow', {}, 's_bbbbbb')]);
