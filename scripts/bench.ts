@@ -28,7 +28,7 @@ import * as path from 'node:path';
 import { KernelProcess, type RunResult } from '../src/kernels/builtin/kernelProcess';
 import { BridgeClient } from '../sandbox-test/http';
 import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox } from '../sandbox-test/vscode';
-import { type BareServer, type PlainServer, startBareServer, startPlainServer } from './bench/baselines';
+import { type BareServer, type PlainServer, startBareServer, startFloorServer, startPlainServer } from './bench/baselines';
 import { KeepAliveClient, nodeHttpGet, type ExecResult } from './bench/client';
 import { writeNotebook } from './bench/notebooks';
 import { readResults, renderCompare, renderTable, type Results, type Row, writeResults } from './bench/report';
@@ -169,6 +169,7 @@ interface Ctx {
   agents: Opened[];
   direct: KernelProcess;
   plain: PlainServer;
+  floor: BareServer;
   bare: BareServer;
   rows: Row[];
   details: Record<string, unknown>;
@@ -287,31 +288,32 @@ async function interleave(warmup: number, runs: number, steps: Record<string, (k
 
 /**
  * 1. print(1) over keep-alive HTTP to the extension host, vs. a KernelProcess driven from here
- * over its pipe; the same server code in plain Node (no VS Code) is run alongside, so the
- * overhead splits into "the bridge's code" and "being inside VS Code". Interleaved run by run,
- * rotating the order, so load from elsewhere hits all three alike.
+ * over its pipe; the same server code in plain Node (no VS Code) and the floor server (node:http
+ * and the kernel, nothing else) are run alongside, so the overhead splits into "any HTTP front",
+ * "the bridge's code" and "being inside VS Code". Interleaved run by run, rotating the order, so
+ * load from elsewhere hits all four alike.
  */
 async function benchScratchpad(ctx: Ctx): Promise<void> {
-  say(`1. scratchpad: ${SCRATCH_WARMUP} warm-up + ${SCRATCH_RUNS} runs each: extension host, plain Node, KernelProcess`);
+  say(`1. scratchpad: ${SCRATCH_WARMUP} warm-up + ${SCRATCH_RUNS} runs each: extension host, plain Node, floor, KernelProcess`);
   const sid = ctx.agents[0]!.sid;
   const http = new KeepAliveClient(ctx.advert.url, ctx.advert.token);
   const plain = new KeepAliveClient(ctx.plain.url, ctx.plain.token);
+  const floor = new KeepAliveClient(ctx.floor.url, null);
   const bare = new KeepAliveClient(ctx.bare.url, null);
   const viaHttp: ExecResult[] = [];
   const viaPlain: ExecResult[] = [];
+  const viaFloor: ExecResult[] = [];
   const direct: { ms: number; firstMs: number }[] = [];
   let bad = 0;
+  const printOne = (client: KeepAliveClient, session: string, into: ExecResult[]) => async (keep: boolean) => {
+    const r = await client.execute(session, 'print(1)');
+    if (r.status !== 200 || r.stdout !== '1\n' || r.done?.success !== true || r.error) bad++;
+    if (keep) into.push(r);
+  };
   const steps: Record<string, (keep: boolean) => Promise<void>> = {
-    http: async (keep) => {
-      const r = await http.execute(sid, 'print(1)');
-      if (r.status !== 200 || r.stdout !== '1\n' || r.done?.success !== true || r.error) bad++;
-      if (keep) viaHttp.push(r);
-    },
-    plain: async (keep) => {
-      const r = await plain.execute(ctx.plain.session, 'print(1)');
-      if (r.status !== 200 || r.stdout !== '1\n' || r.done?.success !== true || r.error) bad++;
-      if (keep) viaPlain.push(r);
-    },
+    http: printOne(http, sid, viaHttp),
+    plain: printOne(plain, ctx.plain.session, viaPlain),
+    floor: printOne(floor, 'any', viaFloor),
     direct: async (keep) => {
       const r = await directRun(ctx.direct, 'print(1)');
       if (r.stdout !== '1\n' || !r.result.success) bad++;
@@ -334,11 +336,13 @@ async function benchScratchpad(ctx: Ctx): Promise<void> {
   });
   http.close();
   plain.close();
+  floor.close();
   bare.close();
   nodeAgent.destroy();
   if (bad) ctx.problems.push(`scratchpad: ${bad} runs gave the wrong output`);
   const h = summarize(viaHttp.map((r) => r.doneMs));
   const p = summarize(viaPlain.map((r) => r.doneMs));
+  const f = summarize(viaFloor.map((r) => r.doneMs));
   const d = summarize(direct.map((r) => r.ms));
   const firstHttp = summarize(viaHttp.map((r) => r.firstEventMs));
   const firstDirect = summarize(direct.map((r) => r.firstMs));
@@ -368,7 +372,9 @@ async function benchScratchpad(ctx: Ctx): Promise<void> {
       value: h.p50 - d.p50,
       unit: 'ms',
       better: 'lower',
+      baseline: { label: 'floor server', value: f.p50 - d.p50 },
       target: { text: '≤ 1 ms', met: h.p50 - d.p50 <= 1 },
+      note: 'the baseline is the floor server’s overhead: node:http and the same kernel with nothing else (scripts/bench/floorServer.ts), what any HTTP front costs here',
     }),
     row({
       id: 'scratchpad.plain.p50',
@@ -413,6 +419,7 @@ async function benchScratchpad(ctx: Ctx): Promise<void> {
   ctx.details['scratchpad'] = {
     http: { done: roundSummary(h), firstEvent: roundSummary(firstHttp) },
     plainNode: { done: roundSummary(p) },
+    floor: { done: roundSummary(f) },
     direct: { done: roundSummary(d), firstOutput: roundSummary(firstDirect) },
     health: roundSummary(hs),
     bareHealth: roundSummary(bs),
@@ -977,6 +984,7 @@ async function main(): Promise<number> {
   let sandbox: Sandbox | undefined;
   let direct: KernelProcess | undefined;
   let plain: PlainServer | undefined;
+  let floor: BareServer | undefined;
   let bare: BareServer | undefined;
   const rows: Row[] = [];
   const details: Record<string, unknown> = {};
@@ -1022,8 +1030,23 @@ async function main(): Promise<number> {
     await direct.start();
     details['python'] = direct.info?.python;
     plain = await startPlainServer(kernelScript, wants(3) ? LIST_SIZES : LIST_SIZES.slice(0, 1));
+    floor = await startFloorServer(kernelScript);
     bare = await startBareServer();
-    const ctx: Ctx = { sandbox, advert, client, workspace, lists: opened, agents, direct, plain, bare, rows, details, problems };
+    const ctx: Ctx = {
+      sandbox,
+      advert,
+      client,
+      workspace,
+      lists: opened,
+      agents,
+      direct,
+      plain,
+      floor,
+      bare,
+      rows,
+      details,
+      problems,
+    };
     // Kernels up before anything is timed.
     await warm(advert, agents[0]!.sid);
     await settle(details, 'before timing', 60_000);
@@ -1046,6 +1069,7 @@ async function main(): Promise<number> {
   } finally {
     direct?.dispose();
     plain?.stop();
+    floor?.stop();
     bare?.stop();
     if (sandbox) {
       const t = Date.now();

@@ -1,6 +1,7 @@
 /**
  * Servers the benchmark compares the extension host against, each in its own Node process:
  * - plain: the bridge's own server code without VS Code (scripts/bench/plainServer.ts);
+ * - floor: node:http in front of the same kernel and nothing else (scripts/bench/floorServer.ts);
  * - bare: a node:http server answering /health, the floor of any HTTP round trip on this machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,6 +21,7 @@ export interface PlainServer {
   stop(): void;
 }
 
+/** The floor and bare servers. */
 export interface BareServer {
   url: string;
   pid: number;
@@ -37,15 +39,22 @@ function firstLine(child: ChildProcess, what: string): Promise<string> {
   });
 }
 
-/** Stops when stdin closes, which also happens when the benchmark dies. */
-export async function startPlainServer(kernelScript: string, sizes: readonly number[]): Promise<PlainServer> {
-  const child = spawn(
-    process.execPath,
-    ['--import', TSX_LOADER, path.join(__dirname, 'plainServer.ts'), kernelScript, ...sizes.map(String)],
-    { stdio: ['pipe', 'pipe', 'inherit'], cwd: REPO_ROOT },
-  );
-  const info = JSON.parse(await firstLine(child, 'the plain-node server')) as Omit<PlainServer, 'stop'>;
+/** Starts scripts/bench/<file> under tsx; it answers one JSON line, and stops when stdin closes (also when the benchmark dies). */
+async function startTsx<T>(file: string, args: readonly string[], what: string): Promise<T & { stop(): void }> {
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, path.join(__dirname, file), ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    cwd: REPO_ROOT,
+  });
+  const info = JSON.parse(await firstLine(child, what)) as T;
   return { ...info, stop: () => child.stdin!.end() };
+}
+
+export function startPlainServer(kernelScript: string, sizes: readonly number[]): Promise<PlainServer> {
+  return startTsx<Omit<PlainServer, 'stop'>>('plainServer.ts', [kernelScript, ...sizes.map(String)], 'the plain-node server');
+}
+
+export function startFloorServer(kernelScript: string): Promise<BareServer> {
+  return startTsx<Omit<BareServer, 'stop'>>('floorServer.ts', [kernelScript], 'the floor server');
 }
 
 const BARE = `
