@@ -234,6 +234,35 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.ok(Date.now() - started < 5000);
   });
 
+  it('never hangs when code that runs inside a flush prints (a GC callback, a finalizer, a warning)', async () => {
+    // gc.set_threshold(1) collects at nearly every allocation, so the callback runs inside the
+    // flushes of both the main thread and the flusher thread, each holding the output lock.
+    const code = [
+      'import gc, sys, time',
+      'left = [20]',
+      'def cb(phase, info):',
+      '    if phase == "stop" and left[0] > 0:',
+      '        left[0] -= 1',
+      '        sys.stderr.write("collected\\n")',
+      'gc.callbacks.append(cb)',
+      'old = gc.get_threshold()',
+      'gc.set_threshold(1)',
+      'try:',
+      '    for i in range(5):',
+      '        print(i, end="")',
+      '        time.sleep(0.03)  # the flusher thread sends what is buffered meanwhile',
+      'finally:',
+      '    gc.set_threshold(*old)',
+      '    gc.callbacks.remove(cb)',
+    ].join('\n');
+    const hung = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the kernel hung')), 5000).unref());
+    const r = await Promise.race([run(code), hung]);
+    assert.equal(r.success, true, r.stderr);
+    assert.equal(r.stdout, '01234');
+    assert.equal(r.stderr, 'collected\n'.repeat(20), 'every line printed during a flush arrives');
+    assert.equal((await run('print("after")')).stdout, 'after\n');
+  });
+
   it('answers calls from Python into the host, and reports their errors', async () => {
     make({
       onCall: async (method, params) => {

@@ -62,6 +62,8 @@ _DRAIN_TIMEOUT = 0.2
 _SCRATCHPAD_SOURCES_KEPT = 500
 
 _lock = threading.Lock()  # guards the output buffer and fd 4, so messages keep their order
+_lock_holder = None  # ident of the thread inside _lock (see _locked_flush_then)
+_late = []  # encoded messages sent from code that ran inside a flush, written when it ends
 _msg_fd = -1  # -1 in forked children: only the kernel process may speak the protocol
 _main_ident = threading.get_ident()
 _run_id = None
@@ -135,14 +137,28 @@ def _stream_messages(messages, name, text):
 
 def _locked_flush_then(data):
     """Flushes output, then writes `data` (if any) under _lock, deferring interrupts meanwhile."""
-    global _io_busy
-    main = threading.get_ident() == _main_ident
+    global _io_busy, _lock_holder, _flush_armed
+    me = threading.get_ident()
+    if _lock_holder == me:
+        # Re-entered by code that ran inside this thread's own flush: a GC callback, a finalizer
+        # or a warning that prints. Waiting for _lock would hang the kernel for good; the text
+        # stays buffered for the flusher instead, and a message leaves when this flush ends.
+        if data is not None:
+            _late.append(data)
+        _flush_armed = True
+        _wake_flusher.set()
+        return
+    main = me == _main_ident
     with _lock:
+        _lock_holder = me
         if main:
             _io_busy = True
         try:
             _flush_locked(data)
+            while _late:
+                _flush_locked(_late.pop(0))
         finally:
+            _lock_holder = None
             if main:
                 _io_busy = False
     if _interrupt_pending and main:
@@ -219,9 +235,8 @@ def _flusher():
         _wake_flusher.wait()
         _wake_flusher.clear()
         time.sleep(_FLUSH_DELAY)
-        with _lock:
-            _flush_armed = False
-            _flush_locked()
+        _flush_armed = False  # a write from here on arms the next round
+        _locked_flush_then(None)
 
 
 def _on_sigint(signum, frame):
@@ -703,10 +718,12 @@ def _start_thread(target, *args):
 
 
 def _after_fork_in_child():
-    global _msg_fd, _lock
+    global _msg_fd, _lock, _lock_holder
     _msg_fd = -1
     _lock = threading.Lock()  # another thread may have held the parent's at fork time
+    _lock_holder = None
     _buf.clear()
+    _late.clear()
     sys.stdout = sys.__stdout__ or sys.stdout
     sys.stderr = sys.__stderr__ or sys.stderr
 
