@@ -150,10 +150,10 @@ def _locked_flush_then(data):
         return
     main = me == _main_ident
     with _lock:
-        _lock_holder = me
-        if main:
-            _io_busy = True
-        try:
+        try:  # an interrupt before _io_busy is set must still leave the holder cleared
+            _lock_holder = me
+            if main:
+                _io_busy = True
             _flush_locked(data)
             while _late:
                 _flush_locked(_late.pop(0))
