@@ -211,6 +211,12 @@ const DEFAULT_SETTINGS: Record<string, unknown> = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
   'update.mode': 'none',
+  // code-server's extension host otherwise looks for ports to forward by forking `ps` and
+  // `ls /proc/*/fd` every 2 s or more: a steady load on a small machine (desktop VS Code never
+  // does it), which every timing the harness and the benchmark take would share. Turning
+  // auto-forwarding off is not enough while code-server has a tunnel provider; "output" is.
+  'remote.autoForwardPorts': false,
+  'remote.autoForwardPortsSource': 'output',
 };
 
 const CHROMIUM_ARGS = [
