@@ -19,11 +19,13 @@ export interface EventStream {
 
 /** How long a run may stay silent before its 200 goes out on its own. */
 export const HEADERS_ALONE_AFTER_MS = 10;
+/** Past this many characters gathered, they go out at once: a big print is not held in memory twice. */
+export const SEND_AT_CHARS = 64 * 1024;
 
 /**
  * Starts a 200 event stream on `res`. Writes are gathered per event-loop turn: the events one
- * turn produces leave in one write when the turn ends, and the headers leave with the first of
- * them, so a quick run's print, its `done` and the headers reach the client as one packet. On a
+ * turn produces leave in one write when the turn ends (or once they pass SEND_AT_CHARS), and the
+ * headers leave with the first of them, so a quick run's print, its `done` and the headers reach the client as one packet. On a
  * small VM every write that wakes another process costs tens of microseconds (npm run bench,
  * section 1). A turn lasts microseconds, so events still go out as soon as they exist; a silent
  * run (or one waiting its turn) gets its 200 after HEADERS_ALONE_AFTER_MS.
@@ -56,7 +58,8 @@ export function openEventStream(res: ServerResponse): EventStream {
     send(name, data) {
       if (!open()) return;
       pending += frameEvent(name, data);
-      flushing ??= setImmediate(flush);
+      if (pending.length >= SEND_AT_CHARS) flush();
+      else flushing ??= setImmediate(flush);
     },
     end(name, data) {
       stopTimers();

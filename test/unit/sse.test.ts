@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { ServerResponse } from 'node:http';
-import { frameEvent, HEADERS_ALONE_AFTER_MS, openEventStream } from '../../src/server/sse';
+import { frameEvent, HEADERS_ALONE_AFTER_MS, openEventStream, SEND_AT_CHARS } from '../../src/server/sse';
 
 /** Fake of the ServerResponse calls openEventStream makes, recording each in order. */
 class RecordingResponse {
@@ -55,6 +55,16 @@ describe('event stream', () => {
     await nextTurn();
     stream.end();
     assert.deepEqual(res.calls.slice(2), [`write ${out}`, 'end ']);
+  });
+
+  it('sends a big event at once instead of holding it to the end of the turn', () => {
+    const { res, stream } = open();
+    const big = 'x'.repeat(SEND_AT_CHARS);
+    stream.send('stdout', { data: '1\n' });
+    stream.send('stdout', { data: big });
+    assert.deepEqual(res.calls, ['writeHead 200', `write ${out}${frameEvent('stdout', { data: big })}`]);
+    stream.end();
+    assert.deepEqual(res.calls.slice(2), ['end ']);
   });
 
   it('sends the 200 alone when the run stays silent', async () => {
