@@ -137,6 +137,15 @@ export class ResponseParser {
   }
 }
 
+interface Outgoing {
+  method: string;
+  path: string;
+  body: Buffer | undefined;
+  extra: Record<string, string>;
+  timeoutMs: number;
+  on: ResponseHandlers;
+}
+
 /** One request at a time per client, like a single connection; calls made meanwhile wait their turn. */
 export class KeepAliveClient {
   private socket: net.Socket | undefined;
@@ -162,12 +171,13 @@ export class KeepAliveClient {
     let status = 0;
     let t0 = 0;
     let ms = 0;
-    await this.exchange(method, path, body, {}, timeoutMs, {
+    const on: ResponseHandlers = {
       sent: (at) => (t0 = at),
       head: (s) => (status = s),
       body: (b) => chunks.push(b),
       end: () => (ms = performance.now() - t0),
-    });
+    };
+    await this.exchange({ method, path, body, extra: {}, timeoutMs, on });
     return { status, body: Buffer.concat(chunks), ms };
   }
 
@@ -223,7 +233,7 @@ export class KeepAliveClient {
       } else r.framingErrors++;
     };
     try {
-      await this.exchange('POST', '/api/kernel/execute', body, { 'Marimo-Session-Id': sessionId }, opts.timeoutMs ?? 60_000, {
+      const on: ResponseHandlers = {
         sent: (at) => (t0 = at),
         head: (status) => {
           r.status = status;
@@ -241,7 +251,9 @@ export class KeepAliveClient {
           if (start) pending = pending.slice(start);
         },
         end: () => (r.endMs = performance.now() - t0),
-      });
+      };
+      const extra = { 'Marimo-Session-Id': sessionId };
+      await this.exchange({ method: 'POST', path: '/api/kernel/execute', body, extra, timeoutMs: opts.timeoutMs ?? 60_000, on });
       if (pending) r.error = `bytes after the last event: ${JSON.stringify(pending.slice(0, 80))}`;
     } catch (e) {
       r.error = e instanceof Error ? e.message : String(e);
@@ -256,27 +268,13 @@ export class KeepAliveClient {
   }
 
   /** Sends one request in one write, once the requests before it are answered; resolves when its response has ended. */
-  private exchange(
-    method: string,
-    path: string,
-    body: Buffer | undefined,
-    extra: Record<string, string>,
-    timeoutMs: number,
-    on: ResponseHandlers,
-  ): Promise<void> {
-    const turn = this.queue.then(() => this.send(method, path, body, extra, timeoutMs, on));
+  private exchange(request: Outgoing): Promise<void> {
+    const turn = this.queue.then(() => this.send(request));
     this.queue = turn.catch(() => {});
     return turn;
   }
 
-  private send(
-    method: string,
-    path: string,
-    body: Buffer | undefined,
-    extra: Record<string, string>,
-    timeoutMs: number,
-    on: ResponseHandlers,
-  ): Promise<void> {
+  private send({ method, path, body, extra, timeoutMs, on }: Outgoing): Promise<void> {
     let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.host}:${this.port}\r\n`;
     if (this.token) head += `Authorization: Bearer ${this.token}\r\n`;
     for (const [name, value] of Object.entries(extra)) head += `${name}: ${value}\r\n`;
