@@ -24,11 +24,12 @@ export const SEND_AT_CHARS = 64 * 1024;
 
 /**
  * Starts a 200 event stream on `res`. Writes are gathered per event-loop turn: the events one
- * turn produces leave in one write when the turn ends (or once they pass SEND_AT_CHARS), and the
- * headers leave with the first of them, so a quick run's print, its `done` and the headers reach the client as one packet. On a
- * small VM every write that wakes another process costs tens of microseconds (npm run bench,
- * section 1). A turn lasts microseconds, so events still go out as soon as they exist; a silent
- * run (or one waiting its turn) gets its 200 after HEADERS_ALONE_AFTER_MS.
+ * turn produces leave in one write when the turn ends (or once they pass SEND_AT_CHARS), and
+ * the headers leave with the first of them, so a quick run's 200, print and `done` reach the
+ * client as one packet. On a small VM every write that wakes another process costs tens of
+ * microseconds (npm run bench, section 1). A turn lasts microseconds, so events still go out as
+ * soon as they exist; a silent run (or one waiting its turn) gets its 200 after
+ * HEADERS_ALONE_AFTER_MS.
  */
 export function openEventStream(res: ServerResponse): EventStream {
   res.writeHead(200, {
