@@ -27,8 +27,9 @@ interface Compiled<R> {
 
 /**
  * Matches `METHOD /a/:b/c` patterns segment by segment, exactly (no trailing-slash or case
- * folding: clients call the paths as written); a literal row wins over a pattern that also fits. A path that exists under another method is a 405
- * with an Allow header, not a 404; HEAD is answered by the GET row.
+ * folding: clients call the paths as written); a literal row wins over a pattern that also
+ * fits. A path that exists under another method is a 405 with an Allow header, not a 404; HEAD
+ * is answered by the GET row.
  */
 export class Router<R extends { method: Method; path: string }> {
   private readonly rows: Compiled<R>[];

@@ -47,7 +47,7 @@ let expected: { token: string; bytes: Buffer } | undefined;
 
 /**
  * Constant-time over the token's bytes. Only the length can show through the timing, and every
- * token the bridge makes has the same length (32 random bytes, base64url).
+ * token the bridge makes has the same length (32 random bytes, in hex).
  */
 function bearerMatches(header: string | undefined, token: string): boolean {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
