@@ -1,7 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { BridgeError } from '../core/errors';
-import type { Method } from './router';
+import { MethodNotAllowed } from './errors';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete';
 
 /** What a handler receives: inputs already validated against the route's schemas. */
 export interface RouteInput<B, Q> {
@@ -51,4 +54,52 @@ export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, wh
   const result = schema.safeParse(value);
   if (!result.success) throw new BridgeError(400, describeZodError(where, result.error));
   return result.data;
+}
+
+/** The parsed JSON body: `{}` when there was none; anything but an object or array is a 400. */
+function jsonBody(req: Request): unknown {
+  const body: unknown = req.body;
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null) throw new BridgeError(400, 'The JSON body must be an object');
+  return body;
+}
+
+/**
+ * The route table on an express.Router that matches paths exactly (no trailing-slash or case
+ * folding: clients call the paths as written). Literal paths are mounted before patterns, so
+ * `/a/b` wins over `/a/:x`. HEAD is answered by the GET row. A request no row takes ends in a
+ * 405 with Allow when its path exists under other methods, else in a 404.
+ */
+export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router {
+  const router = Router({ caseSensitive: true, strict: true });
+  const byPath = new Map<string, Route<Ctx>[]>();
+  for (const row of rows) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
+  const paths = [...byPath.keys()].sort((a, b) => Number(a.includes('/:')) - Number(b.includes('/:')));
+  const allowed = new WeakMap<Request, string[]>();
+  for (const path of paths) {
+    const mounted = router.route(path);
+    const methods = byPath.get(path)!.map((row) => row.method.toUpperCase());
+    for (const row of byPath.get(path)!) mounted[row.method]((req: Request, res: Response) => serve(row, req, res, ctx));
+    // Reached only when no row of this path took the method; a later pattern still may.
+    mounted.all((req: Request, _res: Response, next: NextFunction) => {
+      allowed.set(req, [...(allowed.get(req) ?? []), ...methods]);
+      next();
+    });
+  }
+  router.use((req: Request) => {
+    const allow = allowed.get(req);
+    if (allow) throw new MethodNotAllowed(allow, `${req.method} ${req.path} is not supported: use ${allow.join(' or ')}`);
+    throw new BridgeError(404, `No route ${req.method} ${req.path}`);
+  });
+  return router;
+}
+
+async function serve<Ctx>(row: Route<Ctx>, req: Request, res: Response, ctx: Ctx): Promise<void> {
+  const body = validate(row.body, jsonBody(req), 'request body');
+  const query = row.query ? validate(row.query, req.query, 'query') : undefined;
+  const params = req.params as Record<string, string>;
+  const result = await row.handle({ body, query, params, req, res }, ctx);
+  if (res.headersSent) return;
+  if (result instanceof Reply) res.status(result.status).json(result.body);
+  else res.json(result ?? {});
 }

@@ -17,7 +17,7 @@ import {
 } from './cellSchemas';
 import { executeScratchpad } from './execute';
 import { Reply, route, type Route } from './route';
-import { MethodNotAllowed } from './router';
+import { MethodNotAllowed } from './errors';
 
 /** What the handlers work with; built once per server by the composition root. */
 export interface RouteContext {

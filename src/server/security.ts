@@ -1,10 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BridgeError } from '../core/errors';
+import type { Log } from '../core/log';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */
 const PUBLIC_PATHS = new Set(['/health', '/healthz']);
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+/** Longest path a log line quotes: the rest is counted, not written (any client can send one). */
+export const LOGGED_PATH_CHARS = 200;
 
 export interface SecurityOptions {
   /** The port actually bound; Host must name it (DNS rebinding defence). */
@@ -13,25 +16,68 @@ export interface SecurityOptions {
   token: () => string | null;
 }
 
+/** A path as a log line quotes it: at most LOGGED_PATH_CHARS, with how much was left out. */
+export function loggedPath(path: string): string {
+  if (path.length <= LOGGED_PATH_CHARS) return path;
+  return `${path.slice(0, LOGGED_PATH_CHARS)}… (${path.length - LOGGED_PATH_CHARS} more chars)`;
+}
+
+/** Method, path (never the query: it could carry anything a client put there), status and time. */
+export function requestLog(log: Log): RequestHandler {
+  return (req, res, next) => {
+    const started = performance.now();
+    res.once('close', () => {
+      const ms = (performance.now() - started).toFixed(1);
+      log.info(
+        `${req.method} ${loggedPath(req.path)} → ${res.statusCode} (${ms} ms)${res.writableFinished ? '' : ' client closed'}`,
+      );
+    });
+    next();
+  };
+}
+
 /**
  * Host allowlist (421), loopback-only Origin (403), then the bearer token (401), in that order;
- * throws the first that fails. Every request passes here before its route is even looked up.
+ * the first that fails answers. Every request passes here before its route is even looked up.
  */
-export function checkRequest(req: IncomingMessage, path: string, options: SecurityOptions): void {
-  const port = options.port();
-  const host = req.headers.host ?? '';
-  if (!LOOPBACK_HOSTS.some((name) => host === `${name}:${port}`)) {
-    throw new BridgeError(421, `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
-  }
-  const origin = req.headers.origin;
-  if (origin !== undefined && !isLoopbackOrigin(origin)) {
-    throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
-  }
-  const token = options.token();
-  if (token !== null && !PUBLIC_PATHS.has(path) && !bearerMatches(req.headers.authorization, token)) {
-    throw new BridgeError(401, 'Authorization header required');
-  }
+export function securityChecks(options: SecurityOptions): RequestHandler {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const port = options.port();
+    const host = req.headers.host ?? '';
+    if (!LOOPBACK_HOSTS.some((name) => host === `${name}:${port}`)) {
+      throw new BridgeError(421, `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isLoopbackOrigin(origin)) {
+      throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
+    }
+    const token = options.token();
+    if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearerMatches(req.headers.authorization, token)) {
+      throw new BridgeError(401, 'Authorization header required');
+    }
+    next();
+  };
 }
+
+/**
+ * Requests that carry a body must declare it as JSON (415 otherwise): a form post from a web
+ * page, which skips the CORS preflight, can never be one. A declared length over the limit is a
+ * 413 before a byte is read (express.json would read the whole body off first).
+ */
+export function requireJsonBody(limit: number): RequestHandler {
+  return (req, _res, next) => {
+    const length = req.headers['content-length'];
+    if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return next();
+    const type = req.headers['content-type'];
+    if ((type ?? '').split(';', 1)[0]!.trim().toLowerCase() !== 'application/json')
+      throw new BridgeError(415, `Content-Type must be application/json (got ${type ?? 'none'})`);
+    if (length !== undefined && Number(length) > limit) throw bodyTooLarge(limit);
+    next();
+  };
+}
+
+export const bodyTooLarge = (limit: number) =>
+  new BridgeError(413, `Request body is larger than ${limit} bytes (setting agentBridge.maxBodyBytes)`);
 
 function isLoopbackOrigin(origin: string): boolean {
   try {

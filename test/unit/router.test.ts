@@ -1,8 +1,12 @@
 import { strict as assert } from 'node:assert';
-import { BridgeError } from '../../src/core/errors';
-import { MethodNotAllowed, Router, type Method } from '../../src/server/router';
+import { createApp, listen, type RunningServer } from '../../src/server/app';
+import { route, type Method } from '../../src/server/route';
+import { silentLog } from './fakes/app';
+import { request } from './fakes/http';
 
-const row = (method: Method, path: string) => ({ method, path });
+/** Each row answers with its own name and the params it was given. */
+const row = (method: Method, path: string) =>
+  route<null>({ method, path, handle: ({ params }) => ({ row: `${method} ${path}`, params }) });
 const rows = [
   row('get', '/notebooks/cells'),
   row('get', '/notebooks/cells/:ref'),
@@ -11,48 +15,62 @@ const rows = [
   row('get', '/notebooks/cells/first'),
 ];
 
-function refusal(router: Router<(typeof rows)[number]>, method: string, path: string): BridgeError {
-  try {
-    router.match(method, path);
-  } catch (error) {
-    assert.ok(error instanceof BridgeError);
-    return error;
-  }
-  assert.fail(`${method} ${path} matched`);
-}
+describe('route table on the router', () => {
+  let server: RunningServer;
+  const call = async (method: string, path: string) => {
+    const res = await request(server.port, { method, path });
+    return { status: res.status, allow: res.headers.allow, body: res.body ? JSON.parse(res.body) : undefined };
+  };
 
-describe('router', () => {
-  const router = new Router(rows);
+  before(async () => {
+    let port = 0;
+    const app = createApp({
+      routes: rows,
+      context: null,
+      token: () => null,
+      port: () => port,
+      maxBodyBytes: 1024,
+      log: silentLog,
+    });
+    server = await listen(app, 0, (p) => (port = p));
+  });
+  after(() => server.close());
 
-  it('finds literal rows and binds decoded params', () => {
-    assert.equal(router.match('GET', '/notebooks/cells').row, rows[0]);
-    const m = router.match('GET', '/notebooks/cells/c%201/outputs/0/2');
-    assert.deepEqual([m.row, m.params], [rows[3], { ref: 'c 1', output: '0', item: '2' }]);
-    assert.deepEqual(router.match('PATCH', '/notebooks/cells/-1').params, { ref: '-1' });
+  it('finds literal rows and binds decoded params', async () => {
+    assert.deepEqual((await call('GET', '/notebooks/cells')).body, { row: 'get /notebooks/cells', params: {} });
+    assert.deepEqual((await call('GET', '/notebooks/cells/c%201/outputs/0/2')).body, {
+      row: 'get /notebooks/cells/:ref/outputs/:output/:item',
+      params: { ref: 'c 1', output: '0', item: '2' },
+    });
+    assert.deepEqual((await call('PATCH', '/notebooks/cells/-1')).body.params, { ref: '-1' });
   });
 
-  it('prefers a literal row over a pattern that also fits', () => {
-    assert.equal(router.match('GET', '/notebooks/cells/first').row, rows[4]);
+  it('prefers a literal row over a pattern that also fits, whatever the table order', async () => {
+    assert.equal((await call('GET', '/notebooks/cells/first')).body.row, 'get /notebooks/cells/first');
   });
 
-  it('answers HEAD from the GET row', () => {
-    assert.equal(router.match('HEAD', '/notebooks/cells/x').row, rows[1]);
+  it('lets a pattern take a method the literal path does not have', async () => {
+    assert.equal((await call('PATCH', '/notebooks/cells/first')).body.row, 'patch /notebooks/cells/:ref');
   });
 
-  it('405 naming the methods the path takes', () => {
-    const error = refusal(router, 'DELETE', '/notebooks/cells/x');
-    assert.ok(error instanceof MethodNotAllowed);
-    assert.deepEqual(error.allow, ['GET', 'PATCH']);
-    assert.equal(error.detail, 'DELETE /notebooks/cells/x is not supported: use GET or PATCH');
+  it('answers HEAD from the GET row', async () => {
+    const res = await request(server.port, { method: 'HEAD', path: '/notebooks/cells/x' });
+    assert.deepEqual([res.status, res.body], [200, '']);
   });
 
-  it('404 for paths no row fits: empty params, extra segments, trailing slashes, other case', () => {
+  it('405 with Allow naming the methods the path takes', async () => {
+    const res = await call('DELETE', '/notebooks/cells/x');
+    assert.deepEqual([res.status, res.allow], [405, 'GET, PATCH']);
+    assert.equal(res.body.detail, 'DELETE /notebooks/cells/x is not supported: use GET or PATCH');
+  });
+
+  it('404 for paths no row fits: empty params, extra segments, trailing slashes, other case', async () => {
     for (const path of ['/notebooks/cells/', '/notebooks/cells/x/y', '/notebooks/cells//outputs/0/1', '/Notebooks/cells'])
-      assert.equal(refusal(router, 'GET', path).status, 404, path);
+      assert.equal((await call('GET', path)).status, 404, path);
   });
 
-  it('400 for a param that is not valid percent-encoding', () => {
-    const error = refusal(router, 'GET', '/notebooks/cells/%ZZ');
-    assert.deepEqual([error.status, error.detail], [400, "Malformed percent-encoding in the path segment '%ZZ'"]);
+  it('400 for a param that is not valid percent-encoding', async () => {
+    const res = await call('GET', '/notebooks/cells/%ZZ');
+    assert.deepEqual([res.status, res.body.detail], [400, "Malformed percent-encoding in the path segment '%ZZ'"]);
   });
 });

@@ -310,6 +310,23 @@ describe('HTTP contract (fake notebook host)', () => {
     it('checks the token before telling a path exists', async () => {
       assert.equal((await request(port, { path: '/nope' })).status, 401);
     });
+    it('parses a query key __proto__ as a plain key, refused like any unknown one', async () => {
+      const res = await request(port, { path: '/notebooks/cells?__proto__=x&notebook=a', headers: auth() });
+      assert.deepEqual([res.status, JSON.parse(res.body).detail], [400, 'Invalid query: (root): Unrecognized key: "__proto__"']);
+    });
+    it('logs a long path from an unauthenticated client cut, with how much was left out', async () => {
+      const lines: string[] = [];
+      const own = await startTestServer({ log: { ...silentLog, info: (m) => lines.push(m) } });
+      try {
+        assert.equal((await request(own.port, { path: `/${'a'.repeat(15_000)}` })).status, 401);
+        for (let i = 0; i < 50 && !lines.length; i++) await new Promise((r) => setTimeout(r, 10));
+        assert.equal(lines.length, 1);
+        assert.ok(lines[0]!.length < 300, `log line of ${lines[0]!.length} chars`);
+        assert.match(lines[0]!, /^GET \/a+… \(14801 more chars\) → 401 /);
+      } finally {
+        await own.close();
+      }
+    });
   });
 
   describe('runs', () => {
