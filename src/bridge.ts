@@ -4,6 +4,7 @@ import { KeyedQueue } from './core/keyedQueue';
 import type { Log } from './core/log';
 import type { NotebookHost, SessionInfo } from './core/sessions';
 import { Discovery, type BridgeAdvert } from './discovery';
+import { lazyMcp } from './mcp/lazy';
 import { createApp, listen, type RunningServer } from './server/app';
 import { routes } from './server/routes';
 
@@ -45,9 +46,15 @@ export class Bridge {
     const settings = this.options.settings();
     this.token = settings.requireToken ? this.secret : null;
     let port = 0;
+    const services = {
+      host: this.options.host,
+      cells: this.options.cells,
+      runs: new KeyedQueue(),
+      version: this.options.version,
+    };
     const app = createApp({
       routes,
-      context: { host: this.options.host, cells: this.options.cells, runs: new KeyedQueue(), version: this.options.version },
+      context: { ...services, serveMcp: lazyMcp(services) },
       token: () => this.token,
       port: () => port,
       maxBodyBytes: settings.maxBodyBytes,

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Bridge } from './bridge';
 import type { BuiltinKernels } from './kernels/builtin/controller';
-import { writeMcpConfig } from './mcp/advertise';
+import { writeMcpConfig } from './mcpAdvertiser';
 import { installSkill } from './skill';
 
 export interface CommandDeps {

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { SessionInfo } from './core/sessions';
@@ -47,6 +47,54 @@ export function writeFileAtomic(path: string, content: string): void {
   writeFileSync(tmp, content, { mode: 0o600 });
   chmodSync(tmp, 0o600); // the mode above is filtered by umask
   renameSync(tmp, path);
+}
+
+/** True while a process with this pid exists (EPERM: it exists, owned by someone else). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what a bridge that died without stopping (a crashed or killed window) left behind:
+ * its own file in `advertDir`, and the registry entry it wrote, recognised by that file's host,
+ * port and pid, so no entry of marimo's or of a live window is touched. Returns the files removed.
+ */
+export function removeStaleEntries(advertDir: string, registryDir: string, alive = processAlive): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(advertDir).filter((n) => n.endsWith('.json'));
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const file = join(advertDir, name);
+    const advert = readJson(file) as Partial<BridgeAdvert> | undefined;
+    if (advert?.server !== 'agent-bridge' || typeof advert.pid !== 'number' || alive(advert.pid)) continue;
+    if (typeof advert.host === 'string' && typeof advert.port === 'number') {
+      const entry = join(registryDir, marimoRegistryFileName(advert.host, advert.port));
+      if ((readJson(entry) as { pid?: unknown } | undefined)?.pid === advert.pid) {
+        rmSync(entry, { force: true });
+        removed.push(entry);
+      }
+    }
+    rmSync(file, { force: true });
+    removed.push(file);
+  }
+  return removed;
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -9,7 +9,7 @@ import { codeModeHandler } from './kernels/builtin/codeMode';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
-import { McpAdvertiser } from './mcp/advertise';
+import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
 import { BridgeStatus } from './statusBar';

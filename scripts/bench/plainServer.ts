@@ -16,6 +16,7 @@ import type { NotebookHost } from '../../src/core/sessions';
 import { BridgeError } from '../../src/core/errors';
 import { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
+import { lazyMcp } from '../../src/mcp/lazy';
 import { createApp, listen } from '../../src/server/app';
 import { routes } from '../../src/server/routes';
 import { FakeNotebooks } from '../../test/unit/fakes/notebooks';
@@ -75,14 +76,15 @@ async function main(): Promise<void> {
     ids[size] = sid;
   }
   let port = 0;
+  const services = {
+    host,
+    cells: new NotebookCells(notebooks, { outputTextLimit: () => 20_000 }),
+    runs: new KeyedQueue(),
+    version: 'bench',
+  };
   const app = createApp({
     routes,
-    context: {
-      host,
-      cells: new NotebookCells(notebooks, { outputTextLimit: () => 20_000 }),
-      runs: new KeyedQueue(),
-      version: 'bench',
-    },
+    context: { ...services, serveMcp: lazyMcp(services) },
     token: () => TOKEN,
     port: () => port,
     maxBodyBytes: 1024 * 1024,

@@ -4,10 +4,9 @@ import { z } from 'zod';
 import type { CellService, CellView } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/outputs';
-import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
-import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../server/cellSchemas';
-import { Reply } from '../server/route';
-import type { RouteContext } from '../server/routes';
+import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../core/cellRuns';
+import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../core/cellSchemas';
+import type { BridgeServices } from '../core/services';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
@@ -28,7 +27,7 @@ const GUARD =
 
 type Json = Record<string, unknown>;
 
-export function registerCellTools(server: McpServer, ctx: RouteContext): void {
+export function registerCellTools(server: McpServer, ctx: BridgeServices): void {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
 
@@ -105,13 +104,10 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
     ({ notebook, ref, timeoutMs }) =>
       answer(async () => {
         const handle = await cells.run(notebook, ref);
-        const waited = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-        const { detail, runs } = unwrap(waited) as {
-          detail?: string;
-          runs: { done: boolean; success: boolean | null; cell: CellView }[];
-        };
-        const run = runs[0]!;
-        return new WithImages(detail ? { detail, ...run } : run, await images(cells, notebook, [run.cell]));
+        // A wait that runs out is a result to read (the run goes on), not a failure.
+        const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+        const run = body.runs![0]!;
+        return new WithImages(body.detail ? { detail: body.detail, ...run } : run, await images(cells, notebook, [run.cell]));
       }),
   );
   server.registerTool(
@@ -126,16 +122,13 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
     ({ notebook, ops, run, wait, timeoutMs }) =>
       answer(async () => {
         const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
-        const body = unwrap(
-          await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS }),
-        );
-        const ran = (body['runs'] as { cell: CellView }[] | undefined) ?? [];
+        const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
         return new WithImages(
           body,
           await images(
             cells,
             notebook,
-            ran.map((r) => r.cell),
+            (body.runs ?? []).map((r) => r.cell),
           ),
         );
       }),
@@ -162,11 +155,6 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
         return { restarted: true };
       }),
   );
-}
-
-/** A Reply's body (504 "still running" is a result to read, not a failure), or the value. */
-function unwrap(value: unknown): Json {
-  return (value instanceof Reply ? value.body : value) as Json;
 }
 
 type ImageContent = { type: 'image'; data: string; mimeType: string };

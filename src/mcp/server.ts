@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RouteContext } from '../server/routes';
+import type { BridgeServices } from '../core/services';
 import { registerCellTools } from './cellTools';
 import { registerCodeTools } from './tools';
 
@@ -14,7 +14,7 @@ const INSTRUCTIONS = [
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
-export function createMcpServer(ctx: RouteContext): McpServer {
+export function createMcpServer(ctx: BridgeServices): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   registerCodeTools(server, ctx);
   registerCellTools(server, ctx);
@@ -26,7 +26,7 @@ export function createMcpServer(ctx: RouteContext): McpServer {
  * already passed the bridge's Host, Origin, token and content-type checks and its body is parsed.
  * Closing the connection aborts the tool calls in flight, which interrupts their runs.
  */
-export async function serveMcp(req: IncomingMessage, res: ServerResponse, body: unknown, ctx: RouteContext): Promise<void> {
+export async function serveMcp(ctx: BridgeServices, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
   const server = createMcpServer(ctx);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
   res.on('close', () => {

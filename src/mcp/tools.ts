@@ -1,14 +1,20 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { BridgeError } from '../core/errors';
+import { HeadTail } from '../core/headTail';
 import type { ExecResult } from '../core/kernel';
+import { runScratchpad } from '../core/scratchpadRuns';
+import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/sessions';
-import { runScratchpad } from '../server/execute';
-import type { RouteContext } from '../server/routes';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 
 export const DEFAULT_EXECUTE_TIMEOUT_S = 30;
+/**
+ * Most characters of stdout, of stderr and of the value one execute_code result carries (each
+ * keeps its start and end): a tool result is held whole in memory, and read whole by a model.
+ */
+export const EXECUTE_OUTPUT_CAP = 100_000;
 
 const sessionShape = z.object({ name: z.string(), path: z.string(), session_id: z.string() });
 const listSessionsResult = z.object({ sessions: z.array(sessionShape) });
@@ -40,7 +46,7 @@ export function sessionEntry(s: SessionInfo): z.infer<typeof sessionShape> {
   return { name: where.split(/[\\/:]/).pop() || where, path: where, session_id: s.id };
 }
 
-export function registerCodeTools(server: McpServer, ctx: RouteContext): void {
+export function registerCodeTools(server: McpServer, ctx: BridgeServices): void {
   server.registerTool(
     'list_sessions',
     {
@@ -88,7 +94,7 @@ const failed = (error: string, stdout: string[] = [], stderr: string[] = []): Co
  * session's turn), collecting what the event stream would have carried.
  */
 export async function executeCode(
-  ctx: Pick<RouteContext, 'host' | 'runs'>,
+  ctx: Pick<BridgeServices, 'host' | 'runs'>,
   args: z.infer<typeof executeCodeArgs>,
   cancelled: AbortSignal,
 ): Promise<CodeExecutionResult> {
@@ -102,8 +108,8 @@ export async function executeCode(
     return failed(error instanceof Error ? error.message : String(error));
   }
 
-  const stdout: string[] = [];
-  const stderr: string[] = [];
+  const out = new HeadTail(EXECUTE_OUTPUT_CAP);
+  const err = new HeadTail(EXECUTE_OUTPUT_CAP);
   const seconds = args.timeout_seconds ?? DEFAULT_EXECUTE_TIMEOUT_S;
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), seconds * 1000);
@@ -114,12 +120,14 @@ export async function executeCode(
       args.session_id,
       kernel,
       args.code,
-      (e) => (e.name === 'stdout' ? stdout : stderr).push(e.text),
+      (e) => (e.name === 'stdout' ? out : err).push(e.text),
       AbortSignal.any([timeout.signal, cancelled]),
     );
   } finally {
     clearTimeout(timer);
   }
+  const stdout = out.pieces();
+  const stderr = err.pieces();
   if (timeout.signal.aborted) {
     const why = result === null ? 'before it started: earlier runs of this session were still going' : 'and was interrupted';
     return failed(`Execution timed out after ${seconds}s ${why}`, stdout, stderr);
@@ -127,12 +135,18 @@ export async function executeCode(
   if (result === null || cancelled.aborted) return failed('Execution was cancelled by the client', stdout, stderr);
   return {
     success: result.success,
-    output: result.output.data === '' ? null : result.output.data,
+    output: result.output.data === '' ? null : capped(result.output.data),
     stdout,
     stderr,
     errors: result.success ? [] : [errorLine(stderr)],
     error: null,
   };
+}
+
+function capped(text: string): string {
+  const kept = new HeadTail(EXECUTE_OUTPUT_CAP);
+  kept.push(text);
+  return kept.pieces().join('');
 }
 
 /** The line of a traceback that names the exception: its last non-empty line. */

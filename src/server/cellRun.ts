@@ -1,21 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RunHandle, RunResult } from '../core/cells';
+import type { RunHandle } from '../core/cells';
+import { timeoutDetail, waitRuns, type RunOptions } from '../core/cellRuns';
 import { BridgeError } from '../core/errors';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
 import { Reply } from './route';
-import { openEventStream } from './sse';
-
-export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
-
-export interface RunOptions {
-  wait: boolean;
-  timeoutMs: number;
-}
+import { DEFAULT_LIMITS, openEventStream } from './sse';
 
 export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
-
-const timeoutDetail = (ms: number, ids: readonly string[]) =>
-  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
 
 /**
  * Answers a cell run: 202 when not waiting, the result when it ends, 504 with the cell's state
@@ -30,8 +21,9 @@ export async function respondRun(
   res: ServerResponse,
 ): Promise<unknown> {
   if (wantsEventStream(req)) {
-    const stream = openEventStream(res);
     const gone = new AbortController();
+    // A stalled reader stops its wait, as a gone one does; the cell's run goes on in the notebook.
+    const stream = openEventStream(res, { ...DEFAULT_LIMITS, onStall: () => gone.abort() });
     res.on('close', () => gone.abort());
     try {
       const result = await handle.wait({
@@ -52,22 +44,14 @@ export async function respondRun(
   return { success: result.success, cell: result.cell };
 }
 
-/** Waits for a batch's runs under one deadline; 504 (edits applied) when any is still running. */
-export async function waitRuns<T extends object>(
+/** A batch's runs waited for: 504 (the edits applied, the runs going on) when the wait ran out. */
+export async function respondRuns<T extends object>(
   applied: T,
   handles: readonly RunHandle[],
   options: RunOptions,
 ): Promise<unknown> {
-  if (!handles.length) return applied;
-  if (!options.wait) return { ...applied, queued: handles.map((h) => h.cellId) };
-  const deadline = Date.now() + options.timeoutMs;
-  const runs: RunResult[] = [];
-  for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
-  const body = { ...applied, runs: runs.map((r) => ({ done: r.done, success: r.success, cell: r.cell })) };
-  const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
-  if (pending.length)
-    return new Reply(504, { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body });
-  return body;
+  const { body, timedOut } = await waitRuns(applied, handles, options);
+  return timedOut ? new Reply(504, body) : body;
 }
 
 /** `:output/:item` segments of an output URL. */

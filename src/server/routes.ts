@@ -1,9 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import type { CellService } from '../core/cells';
-import type { KeyedQueue } from '../core/keyedQueue';
-import type { NotebookHost } from '../core/sessions';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
-import { DEFAULT_RUN_TIMEOUT_MS, outputIndex, rawContentType, respondRun, waitRuns } from './cellRun';
+import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
+import type { BridgeServices } from '../core/services';
+import { outputIndex, rawContentType, respondRun, respondRuns } from './cellRun';
 import {
   createBody,
   deleteQuery,
@@ -14,18 +14,14 @@ import {
   notebookQuery,
   runBody,
   runQuery,
-} from './cellSchemas';
-import { executeScratchpad } from './execute';
+} from '../core/cellSchemas';
+import { serveExecute } from './execute';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errors';
 
-/** What the handlers work with; built once per server by the composition root. */
-export interface RouteContext {
-  host: NotebookHost;
-  runs: KeyedQueue;
-  version: string;
-  /** Reading, editing and running the cells of open notebooks. */
-  cells: CellService;
+/** What the handlers work with: the services, and the MCP transport, which the composition root loads on first use. */
+export interface RouteContext extends BridgeServices {
+  serveMcp(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
 }
 
 /** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
@@ -55,17 +51,16 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/api/kernel/execute',
     // marimo ignores other keys, so this schema does too.
     body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }) }),
-    handle: ({ body, req, res }, ctx) => executeScratchpad(body.code, req, res, ctx),
+    handle: ({ body, req, res }, ctx) => serveExecute(body.code, req, res, ctx),
   }),
 
-  // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning. The SDK is
-  // loaded on the first MCP request, not at activation.
+  // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning.
   route({
     method: 'post',
     path: MCP_PATH,
     // JSON-RPC messages, which the SDK validates itself.
     body: z.unknown(),
-    handle: async ({ body, req, res }, ctx) => (await import('../mcp/server')).serveMcp(req, res, body, ctx),
+    handle: ({ body, req, res }, ctx) => ctx.serveMcp(req, res, body),
   }),
   route({ method: 'get', path: MCP_PATH, handle: mcpMethodNotAllowed }),
   route({ method: 'delete', path: MCP_PATH, handle: mcpMethodNotAllowed }),
@@ -102,7 +97,7 @@ export const routes: readonly Route<RouteContext>[] = [
     body: editsBody,
     handle: async ({ body }, ctx) => {
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
-      return waitRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+      return respondRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
     },
   }),
   route({

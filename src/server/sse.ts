@@ -17,10 +17,27 @@ export interface EventStream {
   readonly closed: boolean;
 }
 
+export interface StreamLimits {
+  /** Most characters held for a client that reads slower than the run writes; past it, events are dropped. */
+  holdChars: number;
+  /** How long the client may read nothing at all while events wait, before `onStall`. */
+  stallMs: number;
+  /** Called once when the client stalled past `stallMs`: the caller interrupts the run. */
+  onStall?: () => void;
+}
+
 /** How long a run may stay silent before its 200 goes out on its own. */
 export const HEADERS_ALONE_AFTER_MS = 10;
 /** Past this many characters gathered, they go out at once: a big print is not held in memory twice. */
 export const SEND_AT_CHARS = 64 * 1024;
+export const DEFAULT_LIMITS: StreamLimits = { holdChars: 4 * 1024 * 1024, stallMs: 30_000 };
+
+/** The stderr line that stands where output was dropped for a slow client. */
+export const droppedNote = (events: number, chars: number) =>
+  `\n[agent-bridge: ${events} output events (${chars} characters) dropped here: the client read slower than the run wrote]\n`;
+
+export const stalledNote = (ms: number) =>
+  `\n[agent-bridge: the client read nothing for ${ms / 1000} s while output waited: the run was interrupted]\n`;
 
 /**
  * Starts a 200 event stream on `res`. Writes are gathered per event-loop turn: the events one
@@ -30,8 +47,14 @@ export const SEND_AT_CHARS = 64 * 1024;
  * microseconds (npm run bench, section 1). A turn lasts microseconds, so events still go out as
  * soon as they exist; a silent run (or one waiting its turn) gets its 200 after
  * HEADERS_ALONE_AFTER_MS.
+ *
+ * Backpressure: once the socket refuses more (`write()` returned false), events wait for its
+ * `drain`, up to `holdChars`; past that they are dropped and counted, and a stderr note says
+ * where and how much. Memory stays bounded whatever the run prints. A client that reads nothing
+ * for `stallMs` while events wait gets `onStall` (its run interrupted). The final event is
+ * never dropped.
  */
-export function openEventStream(res: ServerResponse): EventStream {
+export function openEventStream(res: ServerResponse, limits: StreamLimits = DEFAULT_LIMITS): EventStream {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache',
@@ -39,7 +62,10 @@ export function openEventStream(res: ServerResponse): EventStream {
   });
   const open = () => !res.writableEnded && !res.destroyed;
   let pending = '';
+  let blocked = false;
+  let dropped = { events: 0, chars: 0 };
   let flushing: NodeJS.Immediate | undefined;
+  let stalled: NodeJS.Timeout | undefined;
   let headersAlone: NodeJS.Timeout | undefined = setTimeout(() => {
     // Cleared by the first write, so nothing has gone out yet.
     headersAlone = undefined;
@@ -48,24 +74,52 @@ export function openEventStream(res: ServerResponse): EventStream {
   const stopTimers = () => {
     clearImmediate(flushing);
     clearTimeout(headersAlone);
-    flushing = headersAlone = undefined;
+    clearTimeout(stalled);
+    flushing = headersAlone = stalled = undefined;
+  };
+  /** What waits, with the note for anything dropped since the last write at its place. */
+  const take = () => {
+    const text = dropped.events ? pending + frameEvent('stderr', { data: droppedNote(dropped.events, dropped.chars) }) : pending;
+    pending = '';
+    dropped = { events: 0, chars: 0 };
+    return text;
   };
   const flush = () => {
-    stopTimers();
-    if (open()) res.write(pending);
-    pending = '';
+    clearImmediate(flushing);
+    clearTimeout(headersAlone);
+    flushing = headersAlone = undefined;
+    if (blocked || !open()) return;
+    if (res.write(take())) return;
+    blocked = true;
+    stalled = setTimeout(() => {
+      // One short line past the hold limit, so the client learns why when it reads again.
+      pending += frameEvent('stderr', { data: stalledNote(limits.stallMs) });
+      limits.onStall?.();
+    }, limits.stallMs);
+    res.once('drain', () => {
+      clearTimeout(stalled);
+      blocked = false;
+      if (pending || dropped.events) flush();
+    });
   };
   return {
     send(name, data) {
       if (!open()) return;
-      pending += frameEvent(name, data);
+      const event = frameEvent(name, data);
+      if (blocked && pending.length + event.length > limits.holdChars) {
+        dropped.events++;
+        dropped.chars += event.length;
+        return;
+      }
+      pending += event;
       if (pending.length >= SEND_AT_CHARS) flush();
       else flushing ??= setImmediate(flush);
     },
     end(name, data) {
       stopTimers();
-      if (open()) res.end(name === undefined ? pending : pending + frameEvent(name, data));
-      pending = '';
+      if (!open()) return;
+      const rest = take();
+      res.end(name === undefined ? rest : rest + frameEvent(name, data));
     },
     get closed() {
       return !open();

@@ -2,7 +2,14 @@ import { strict as assert } from 'node:assert';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Discovery, marimoRegistryDir, marimoRegistryFileName, type BridgeAdvert } from '../../src/discovery';
+import {
+  Discovery,
+  marimoRegistryDir,
+  marimoRegistryFileName,
+  removeStaleEntries,
+  writeFileAtomic,
+  type BridgeAdvert,
+} from '../../src/discovery';
 
 const advert = (port: number): BridgeAdvert => ({
   server: 'agent-bridge',
@@ -65,5 +72,29 @@ describe('discovery files', () => {
     discovery.withdraw();
     assert.deepEqual(readdirSync(dir), []);
     assert.equal(existsSync(join(root, 'own', 'bridge.json')), false);
+  });
+
+  it('removes at start what a dead bridge left (its file and its registry entry), nothing else', () => {
+    const own = join(root, 'own');
+    const registry = join(root, 'state', 'marimo', 'servers');
+    const dead = { ...advert(41000), pid: 999_001 };
+    const live = { ...advert(41001), pid: 999_002 };
+    const entryOf = (a: BridgeAdvert) => join(registry, marimoRegistryFileName(a.host, a.port));
+    for (const a of [dead, live]) {
+      writeFileAtomic(join(own, `${a.pid}.json`), JSON.stringify(a));
+      writeFileAtomic(entryOf(a), JSON.stringify({ pid: a.pid }));
+    }
+    // A marimo server that took the dead bridge's old port since: another pid, so it stays.
+    const reused = { ...advert(41002), pid: 999_003 };
+    writeFileAtomic(join(own, `${reused.pid}.json`), JSON.stringify(reused));
+    writeFileAtomic(entryOf(reused), JSON.stringify({ pid: 4242 }));
+    writeFileAtomic(join(own, 'not-ours.json'), JSON.stringify({ server: 'other', pid: 999_001 }));
+
+    const removed = removeStaleEntries(own, registry, (pid) => pid === live.pid);
+    assert.deepEqual(removed.sort(), [entryOf(dead), join(own, `${dead.pid}.json`), join(own, `${reused.pid}.json`)].sort());
+    assert.equal(existsSync(entryOf(live)), true);
+    assert.equal(existsSync(entryOf(reused)), true);
+    assert.equal(existsSync(join(own, 'not-ours.json')), true);
+    assert.deepEqual(removeStaleEntries(join(root, 'missing'), registry), []);
   });
 });

@@ -3,6 +3,7 @@ import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { EXECUTE_OUTPUT_CAP } from '../../src/mcp/tools';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
@@ -46,6 +47,14 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       },
       slow: { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
       forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
+      // 1,000,000 lines (7.9 MB) on stdout, then a traceback on stderr.
+      flood: {
+        steps: [
+          ...Array.from({ length: 1000 }, (_, i) => ({ name: 'stdout' as const, text: `line ${i}\n`.repeat(1000) })),
+          { name: 'stderr', text: 'Traceback...\nMemoryError: x\n' },
+        ],
+        result: { success: false, output: { mimetype: 'text/plain', data: 'v'.repeat(300_000) } },
+      },
     });
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
@@ -118,6 +127,18 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(value.isError, undefined);
     });
 
+    it('keeps the head and tail of huge output within the cap, saying how much was cut', async () => {
+      const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'flood' });
+      const content = result.structuredContent as { stdout: string[]; output: string; errors: string[] };
+      const stdout = content.stdout.join('');
+      assert.ok(stdout.length < EXECUTE_OUTPUT_CAP + 200, `${stdout.length} characters of stdout`);
+      assert.ok(stdout.startsWith('line 0\nline 0\n'));
+      assert.ok(stdout.endsWith('line 999\n'));
+      const total = Array.from({ length: 1000 }, (_, i) => `line ${i}\n`.length * 1000).reduce((a, b) => a + b);
+      assert.ok(stdout.includes(`[agent-bridge: ${total - EXECUTE_OUTPUT_CAP} characters cut here]`));
+      assert.ok(content.output.length < EXECUTE_OUTPUT_CAP + 200);
+      assert.deepEqual(content.errors, ['MemoryError: x']);
+    });
     it('reports a failure with its traceback on stderr, the exception in errors and success false', async () => {
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'raise' });
       assert.equal(result.structuredContent.success, false);

@@ -40,6 +40,11 @@ describe('HTTP contract (fake notebook host)', () => {
       forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
       crash: { steps: [{ throws: 'kernel went away' }], result: done() },
       héllo: { steps: [{ name: 'stdout', text: 'héllo ✓ 日本\n' }], result: done('"✓"') },
+      // 32 MB of prints, far more than a stream holds for a client that is not reading.
+      flood: {
+        steps: Array.from({ length: 512 }, () => ({ name: 'stdout' as const, text: 'x'.repeat(65_536) })),
+        result: done(),
+      },
     });
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
@@ -376,6 +381,32 @@ describe('HTTP contract (fake notebook host)', () => {
         kernel.calls.map((c) => c.code),
         ['slow', 'print(2 + 2)'],
       );
+    });
+    it('holds a bounded amount for a client that does not read, and says what it dropped', async () => {
+      const body = await new Promise<string>((resolve, reject) => {
+        const req = httpRequest({
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/api/kernel/execute',
+          headers: { host: `127.0.0.1:${port}`, ...auth(), 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
+          agent: false,
+        });
+        req.on('response', (res) => {
+          res.pause();
+          setTimeout(() => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+            res.resume();
+          }, 200);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ code: 'flood' }));
+      });
+      assert.ok(body.length < 12 * 1024 * 1024, `${body.length} characters reached the client`);
+      assert.match(body, /output events \(\d+ characters\) dropped here: the client read slower than the run wrote/);
+      assert.ok(body.endsWith('event: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n'));
     });
     it('interrupts the run when the client disconnects', async () => {
       await executeThenLeave('forever', 100);

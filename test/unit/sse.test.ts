@@ -1,10 +1,22 @@
 import { strict as assert } from 'node:assert';
+import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { frameEvent, HEADERS_ALONE_AFTER_MS, openEventStream, SEND_AT_CHARS } from '../../src/server/sse';
+import {
+  DEFAULT_LIMITS,
+  droppedNote,
+  frameEvent,
+  HEADERS_ALONE_AFTER_MS,
+  openEventStream,
+  SEND_AT_CHARS,
+  stalledNote,
+  type StreamLimits,
+} from '../../src/server/sse';
 
 /** Fake of the ServerResponse calls openEventStream makes, recording each in order. */
-class RecordingResponse {
+class RecordingResponse extends EventEmitter {
   calls: string[] = [];
+  /** What write() answers: false plays a socket whose buffer is full until 'drain'. */
+  accepts = true;
   writableEnded = false;
   destroyed = false;
   writeHead(status: number) {
@@ -16,7 +28,7 @@ class RecordingResponse {
   }
   write(text: string) {
     this.calls.push(`write ${text}`);
-    return true;
+    return this.accepts;
   }
   end(text?: string) {
     this.writableEnded = true;
@@ -25,9 +37,9 @@ class RecordingResponse {
   }
 }
 
-const open = () => {
+const open = (limits: StreamLimits = DEFAULT_LIMITS) => {
   const res = new RecordingResponse();
-  return { res, stream: openEventStream(res as unknown as ServerResponse) };
+  return { res, stream: openEventStream(res as unknown as ServerResponse, limits) };
 };
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -86,5 +98,61 @@ describe('event stream', () => {
     stream.send('stdout', { data: '2\n' });
     stream.end('done', { success: true });
     assert.deepEqual(res.calls, ['writeHead 200']);
+  });
+
+  describe('a client that reads slower than the run writes', () => {
+    const line = (i: number) => ({ data: `${i}`.padStart(99, '.') + '\n' });
+    const sizeOf = (i: number) => frameEvent('stdout', line(i)).length;
+
+    it('holds events until drain, then drops past the hold limit with a note saying how much', async () => {
+      const { res, stream } = open({ holdChars: 3 * sizeOf(0), stallMs: 60_000 });
+      res.accepts = false;
+      stream.send('stdout', line(0));
+      await nextTurn();
+      assert.equal(res.calls.length, 2, 'first write went out');
+      for (let i = 1; i <= 10; i++) stream.send('stdout', line(i));
+      await nextTurn();
+      assert.equal(res.calls.length, 2, 'nothing written before drain');
+      res.accepts = true;
+      res.emit('drain');
+      const held = [1, 2, 3].map((i) => frameEvent('stdout', line(i))).join('');
+      const note = frameEvent('stderr', {
+        data: droppedNote(
+          7,
+          [4, 5, 6, 7, 8, 9, 10].reduce((n, i) => n + sizeOf(i), 0),
+        ),
+      });
+      assert.deepEqual(res.calls.slice(2), [`write ${held}${note}`]);
+      stream.send('stdout', line(11));
+      stream.end('done', { success: true });
+      assert.deepEqual(res.calls.slice(3), [`end ${frameEvent('stdout', line(11))}${done}`]);
+    });
+
+    it('calls onStall once the client read nothing for stallMs, with a note, and never drops the end', async () => {
+      let stalls = 0;
+      const { res, stream } = open({ holdChars: 1, stallMs: 30, onStall: () => stalls++ });
+      res.accepts = false;
+      stream.send('stdout', line(0));
+      await nextTurn();
+      stream.send('stdout', line(1));
+      await sleep(60);
+      assert.equal(stalls, 1);
+      stream.end('done', { success: false });
+      const note = frameEvent('stderr', { data: stalledNote(30) });
+      const dropped = frameEvent('stderr', { data: droppedNote(1, sizeOf(1)) });
+      assert.deepEqual(res.calls.slice(2), [`end ${note}${dropped}${frameEvent('done', { success: false })}`]);
+    });
+
+    it('does not call onStall when the client drains in time', async () => {
+      let stalls = 0;
+      const { res, stream } = open({ holdChars: 1000, stallMs: 30, onStall: () => stalls++ });
+      res.accepts = false;
+      stream.send('stdout', line(0));
+      await nextTurn();
+      res.emit('drain');
+      await sleep(60);
+      stream.end();
+      assert.equal(stalls, 0);
+    });
   });
 });

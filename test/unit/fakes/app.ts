@@ -2,6 +2,7 @@ import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { NotebookCells } from '../../../src/core/notebookCells';
+import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { routes } from '../../../src/server/routes';
 import { FakeNotebookHost } from './notebookHost';
@@ -23,16 +24,17 @@ export function startTestServer(options: {
   log?: Log;
 }): Promise<RunningServer> {
   let port = 0;
+  const services = {
+    host: options.host ?? new FakeNotebookHost([]),
+    cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
+      outputTextLimit: () => options.outputTextLimit ?? 100,
+    }),
+    runs: new KeyedQueue(),
+    version: '0.0.0-test',
+  };
   const app = createApp({
     routes,
-    context: {
-      host: options.host ?? new FakeNotebookHost([]),
-      cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
-        outputTextLimit: () => options.outputTextLimit ?? 100,
-      }),
-      runs: new KeyedQueue(),
-      version: '0.0.0-test',
-    },
+    context: { ...services, serveMcp: lazyMcp(services) },
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import type { ConnectionInfo } from '../bridge';
-import { readConfig } from '../config';
+import type { ConnectionInfo } from './bridge';
+import { readConfig } from './config';
 import {
   codexToml,
   jsonServerEntry,
@@ -12,9 +12,9 @@ import {
   TOKEN_VAR,
   type AgentClient,
   type Credentials,
-} from '../core/agentConfig';
-import type { Log } from '../core/log';
-import { writeFileAtomic } from '../discovery';
+} from './core/agentConfig';
+import type { Log } from './core/log';
+import { writeFileAtomic } from './discovery';
 
 const PROVIDER_ID = 'agentBridge.mcp';
 
@@ -35,12 +35,14 @@ export class McpAdvertiser implements vscode.Disposable {
     try {
       this.registration = vscode.lm.registerMcpServerDefinitionProvider(PROVIDER_ID, {
         onDidChangeMcpServerDefinitions: this.changed.event,
+        // VS Code caches what this returns in its state, so it carries no token.
         provideMcpServerDefinitions: () => {
-          const definition = this.definition();
+          const definition = this.definition(false);
           return definition ? [definition] : [];
         },
-        // VS Code may start a definition it got before a restart: hand it the current address.
-        resolveMcpServerDefinition: () => this.definition(),
+        // Asked each time VS Code starts the server: the current address, and the token, which
+        // lives only in this window's memory.
+        resolveMcpServerDefinition: () => this.definition(true),
       });
     } catch (error) {
       // Editors without the MCP API (or with AI features off) still get the HTTP bridge.
@@ -57,10 +59,10 @@ export class McpAdvertiser implements vscode.Disposable {
     this.changed.fire();
   }
 
-  private definition(): vscode.McpHttpServerDefinition | undefined {
+  private definition(withToken: boolean): vscode.McpHttpServerDefinition | undefined {
     const c = this.connection();
     if (!c) return undefined;
-    const headers: Record<string, string> = c.token ? { Authorization: `Bearer ${c.token}` } : {};
+    const headers: Record<string, string> = withToken && c.token ? { Authorization: `Bearer ${c.token}` } : {};
     return new vscode.McpHttpServerDefinition('Agent Bridge', vscode.Uri.parse(`${c.url}${MCP_URL_PATH}`), headers, this.version);
   }
 

@@ -1,0 +1,45 @@
+import type { CellView, RunHandle, RunResult } from './cells';
+
+/** How long a cell run is waited for when the request names no timeout. */
+export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
+
+export interface RunOptions {
+  wait: boolean;
+  timeoutMs: number;
+}
+
+/** One waited run as transports report it. */
+export interface RunSummary {
+  done: boolean;
+  success: boolean | null;
+  cell: CellView;
+}
+
+export const timeoutDetail = (ms: number, ids: readonly string[]) =>
+  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
+
+/** What waiting for a batch's runs found: the body to answer with, and whether the wait ran out. */
+export interface Waited<T> {
+  body: T & { queued?: string[]; runs?: RunSummary[]; detail?: string };
+  timedOut: boolean;
+}
+
+/**
+ * Waits for a batch's runs under one deadline. Not waiting, the body names the queued cells; a
+ * wait that runs out leaves the runs going and says which (`timedOut`, with a `detail`).
+ */
+export async function waitRuns<T extends object>(
+  applied: T,
+  handles: readonly RunHandle[],
+  options: RunOptions,
+): Promise<Waited<T>> {
+  if (!handles.length) return { body: applied, timedOut: false };
+  if (!options.wait) return { body: { ...applied, queued: handles.map((h) => h.cellId) }, timedOut: false };
+  const deadline = Date.now() + options.timeoutMs;
+  const runs: RunResult[] = [];
+  for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
+  const body = { ...applied, runs: runs.map((r) => ({ done: r.done, success: r.success, cell: r.cell })) };
+  const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
+  if (!pending.length) return { body, timedOut: false };
+  return { body: { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body }, timedOut: true };
+}

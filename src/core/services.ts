@@ -1,0 +1,13 @@
+import type { CellService } from './cells';
+import type { KeyedQueue } from './keyedQueue';
+import type { NotebookHost } from './sessions';
+
+/** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
+export interface BridgeServices {
+  host: NotebookHost;
+  /** One run at a time per session, whichever transport sent it. */
+  runs: KeyedQueue;
+  version: string;
+  /** Reading, editing and running the cells of open notebooks. */
+  cells: CellService;
+}
