@@ -5,8 +5,7 @@ import type { Log } from './core/log';
 import type { NotebookHost, SessionInfo } from './core/sessions';
 import { Discovery, type BridgeAdvert } from './discovery';
 import { lazyMcp } from './mcp/lazy';
-import { createApp, listen, type RunningServer } from './server/app';
-import { routes } from './server/routes';
+import { deferredApp, listen, type RunningServer } from './server/listen';
 
 export interface BridgeOptions {
   host: NotebookHost;
@@ -52,15 +51,22 @@ export class Bridge {
       runs: new KeyedQueue(),
       version: this.options.version,
     };
-    const app = createApp({
-      routes,
-      context: { ...services, serveMcp: lazyMcp(services) },
-      token: () => this.token,
-      port: () => port,
-      maxBodyBytes: settings.maxBodyBytes,
-      log: this.options.log,
+    // Express and the route table load once the socket listens: activation does not wait for them.
+    const app = deferredApp(async () => {
+      const [{ createApp }, { routes }] = await Promise.all([import('./server/app'), import('./server/routes')]);
+      return createApp({
+        routes,
+        context: { ...services, serveMcp: lazyMcp(services) },
+        token: () => this.token,
+        port: () => port,
+        maxBodyBytes: settings.maxBodyBytes,
+        log: this.options.log,
+      });
     });
     this.server = await listen(app, settings.port, (bound) => (port = bound));
+    setImmediate(
+      () => void app.warm().catch((error: unknown) => this.options.log.error(`the server could not start: ${String(error)}`)),
+    );
     this.startedAt = new Date().toISOString();
     this.options.log.info(`bridge listening on http://127.0.0.1:${port} (token ${this.token ? 'required' : 'off'})`);
     return this.connection!;

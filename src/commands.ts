@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { Bridge } from './bridge';
+import type { Settings } from './config';
 import type { BuiltinKernels } from './kernels/builtin/controller';
 import { writeMcpConfig } from './mcpAdvertiser';
 import { installSkill } from './skill';
@@ -11,6 +12,7 @@ export interface CommandDeps {
   restartServer: () => Promise<void>;
   /** The agent skill shipped in the extension (skills/agent-bridge). */
   skillDir: string;
+  settings: Settings;
 }
 
 /** Every command of the extension, in one table (ids match package.json). */
@@ -37,7 +39,7 @@ export function commandTable(deps: CommandDeps): Record<string, () => unknown> {
     },
     'agentBridge.restartServer': () => deps.restartServer(),
     'agentBridge.showLog': () => deps.log.show(true),
-    'agentBridge.writeMcpConfig': () => writeMcpConfig(deps.bridge.connection),
+    'agentBridge.writeMcpConfig': () => writeMcpConfig(deps.bridge.connection, deps.settings.current.port),
     'agentBridge.installSkill': () => installSkill(deps.skillDir),
     'agentBridge.restartKernel': async () => {
       const notebook = vscode.window.activeNotebookEditor?.notebook;

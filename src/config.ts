@@ -10,27 +10,43 @@ export interface BridgeConfig {
   codeModeInCells: boolean;
 }
 
-let cached: BridgeConfig | undefined;
+/** The settings a running server was built with: a change to any of them restarts it. The only such list. */
+export const RESTART_SETTINGS = ['port', 'requireToken', 'maxBodyBytes'] as const satisfies readonly (keyof BridgeConfig)[];
 
-/** The settings, read once and kept until one of them changes (hot paths read them per cell). */
-export function readConfig(): BridgeConfig {
-  if (!cached) {
-    const c = vscode.workspace.getConfiguration('agentBridge');
-    cached = {
-      port: c.get<number>('port', 0),
-      requireToken: c.get<boolean>('requireToken', true),
-      maxBodyBytes: c.get<number>('maxBodyBytes', 1024 * 1024),
-      pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
-      outputTextLimit: c.get<number>('outputTextLimit', 20_000),
-      codeModeInCells: c.get<boolean>('codeMode.inCells', false),
-    };
-  }
-  return cached;
+function readConfig(): BridgeConfig {
+  const c = vscode.workspace.getConfiguration('agentBridge');
+  return {
+    port: c.get<number>('port', 0),
+    requireToken: c.get<boolean>('requireToken', true),
+    maxBodyBytes: c.get<number>('maxBodyBytes', 1024 * 1024),
+    pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
+    outputTextLimit: c.get<number>('outputTextLimit', 20_000),
+    codeModeInCells: c.get<boolean>('codeMode.inCells', false),
+  };
 }
 
-/** Drops the cached settings when an `agentBridge.*` setting changes. */
-export function watchConfig(): vscode.Disposable {
-  return vscode.workspace.onDidChangeConfiguration((e) => {
-    if (e.affectsConfiguration('agentBridge')) cached = undefined;
+/**
+ * The settings, read once at activation and again only when an `agentBridge.*` setting changes
+ * (hot paths read them per cell). The composition root makes one and passes it in.
+ */
+export class Settings implements vscode.Disposable {
+  private value = readConfig();
+  private readonly changed = new vscode.EventEmitter<{ restartServer: boolean }>();
+  private readonly watcher = vscode.workspace.onDidChangeConfiguration((e) => {
+    if (!e.affectsConfiguration('agentBridge')) return;
+    const before = this.value;
+    this.value = readConfig();
+    this.changed.fire({ restartServer: RESTART_SETTINGS.some((key) => before[key] !== this.value[key]) });
   });
+  /** Fires after the settings changed, saying whether the server must restart to apply them. */
+  readonly onDidChange = this.changed.event;
+
+  get current(): Readonly<BridgeConfig> {
+    return this.value;
+  }
+
+  dispose(): void {
+    this.watcher.dispose();
+    this.changed.dispose();
+  }
 }

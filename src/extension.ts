@@ -2,10 +2,9 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { Bridge } from './bridge';
 import { commandTable } from './commands';
-import { readConfig, watchConfig } from './config';
+import { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
-import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
-import { codeModeHandler } from './kernels/builtin/codeMode';
+import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntries } from './discovery';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
@@ -18,27 +17,35 @@ import { BridgeStatus } from './statusBar';
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
   const log = vscode.window.createOutputChannel('Agent Bridge', { log: true });
-  push(log, watchConfig());
+  const settings = new Settings();
+  push(log, settings);
   try {
     const version = String(context.extension.packageJSON.version);
     const builtin = new BuiltinKernels({
       extensionId: context.extension.id,
-      python: () => readConfig().pythonPath,
+      python: () => settings.current.pythonPath,
       script: context.asAbsolutePath(join('dist', 'kernel.py')),
       log,
       // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
       // `cells` and `notebooks` exist by the time a kernel calls.
-      calls: (notebook): CallHandler => codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
-      codeModeInCells: () => readConfig().codeModeInCells,
+      calls: (notebook): CallHandler => {
+        // Loaded with the first call (its zod schemas are not needed before).
+        const handler = import('./kernels/builtin/codeMode').then((m) =>
+          m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+        );
+        return async (method, params, ctx) => (await handler)(method, params, ctx);
+      },
+      codeModeInCells: () => settings.current.codeModeInCells,
     });
     const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
-    const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];
+    const advertDir = join(context.globalStorageUri.fsPath, 'bridges');
+    const ownFiles = [join(advertDir, marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
     const notebooks = new EditorNotebooks(sessions, builtin, log);
-    const cells = new NotebookCells(notebooks, { outputTextLimit: () => readConfig().outputTextLimit });
-    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: readConfig });
+    const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
+    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: () => settings.current });
     const status = new BridgeStatus();
     const mcp = new McpAdvertiser(() => bridge.connection, version, log);
     push(mcp);
@@ -68,21 +75,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     };
     push(
       sessions.onDidChange(() => void refresh()),
-      vscode.workspace.onDidChangeConfiguration((e) => {
-        if (
-          e.affectsConfiguration('agentBridge.port') ||
-          e.affectsConfiguration('agentBridge.requireToken') ||
-          e.affectsConfiguration('agentBridge.maxBodyBytes')
-        ) {
-          void restartServer();
-        }
+      settings.onDidChange((change) => {
+        if (change.restartServer) void restartServer();
       }),
     );
     const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
-    for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer, skillDir }))) {
+    for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer, skillDir, settings }))) {
       push(vscode.commands.registerCommand(id, run));
     }
     await restartServer();
+    // After listening: what windows that crashed left behind is no reason to make this one wait.
+    for (const file of removeStaleEntries(advertDir, marimoRegistryDir())) log.info(`removed the stale discovery file ${file}`);
   } catch (error) {
     // VS Code shows nothing when activation fails; say it where the person looks.
     const message = error instanceof Error ? error.message : String(error);

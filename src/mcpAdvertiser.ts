@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { ConnectionInfo } from './bridge';
-import { readConfig } from './config';
 import {
   codexToml,
   jsonServerEntry,
@@ -86,7 +85,7 @@ const TARGETS: TargetItem[] = [
  * `agentBridge.writeMcpConfig`: adds (or replaces) the bridge's own entry in an agent's MCP
  * config, leaving every other entry as it was; Codex's TOML is printed for the person to paste.
  */
-export async function writeMcpConfig(connection: ConnectionInfo | undefined): Promise<void> {
+export async function writeMcpConfig(connection: ConnectionInfo | undefined, configuredPort: number): Promise<void> {
   if (!connection) {
     void vscode.window.showWarningMessage('Agent Bridge is not running: run "Agent Bridge: Restart Server" first.');
     return;
@@ -98,7 +97,7 @@ export async function writeMcpConfig(connection: ConnectionInfo | undefined): Pr
   const notes: string[] = [];
   if (credentials.mode === 'literal' && credentials.token)
     notes.push("It holds this window's token: keep it out of version control, and run this again after a reload.");
-  if (readConfig().port === 0 && !(credentials.mode === 'terminal' && target.client === 'claude')) {
+  if (configuredPort === 0 && !(credentials.mode === 'terminal' && target.client === 'claude')) {
     notes.push('The port changes at every start: set "agentBridge.port" to keep this address valid.');
   }
 

@@ -1,3 +1,5 @@
+import { applyEdits, findNodeAtLocation, modify, parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
+
 /**
  * MCP client configs for the bridge, as the agents read them (Claude Code's `.mcp.json`,
  * Cursor's `.cursor/mcp.json`, Codex's `~/.codex/config.toml`). Pure: the command that writes
@@ -34,32 +36,35 @@ export function jsonServerEntry(client: 'claude' | 'cursor', credentials: Creden
 }
 
 type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * `existing` (a config file's text, or undefined when there is none) with `mcpServers[name]` set
- * to `entry`; every other key, server and their order are kept. Refuses (throws) rather than
- * overwrite a file it cannot read as a JSON object.
+ * to `entry`, edited in place (jsonc-parser's `modify`): every other key, server, comment and the
+ * file's own formatting stay as they were. Refuses (throws) rather than overwrite a file it
+ * cannot read as a JSON object.
  */
 export function mergeMcpJson(existing: string | undefined, name: string, entry: JsonObject, file = 'the config file'): string {
-  let config: JsonObject = {};
-  if (existing !== undefined && existing.trim() !== '') {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(existing);
-    } catch (error) {
-      throw new Error(
-        `${file} is not valid JSON (${error instanceof Error ? error.message : String(error)}); fix it, or add the "${name}" entry by hand`,
-        { cause: error },
-      );
-    }
-    if (!isObject(parsed)) throw new Error(`${file} does not hold a JSON object; add the "${name}" entry by hand`);
-    config = parsed;
+  const text = existing?.trim() ? existing : '{}\n';
+  const errors: ParseError[] = [];
+  const tree = parseTree(text, errors, { allowTrailingComma: true });
+  if (errors.length || !tree) {
+    const why = errors.map((e) => `${printParseErrorCode(e.error)} at offset ${e.offset}`).join(', ') || 'empty';
+    throw new Error(`${file} is not valid JSON (${why}); fix it, or add the "${name}" entry by hand`);
   }
-  const servers = config['mcpServers'] ?? {};
-  if (!isObject(servers)) throw new Error(`"mcpServers" in ${file} is not an object; add the "${name}" entry by hand`);
-  const merged = { ...config, mcpServers: { ...servers, [name]: entry } };
-  return `${JSON.stringify(merged, null, 2)}\n`;
+  if (tree.type !== 'object') throw new Error(`${file} does not hold a JSON object; add the "${name}" entry by hand`);
+  const servers = findNodeAtLocation(tree, ['mcpServers']);
+  if (servers && servers.type !== 'object')
+    throw new Error(`"mcpServers" in ${file} is not an object; add the "${name}" entry by hand`);
+  const indent = /\n([ \t]+)"/.exec(text)?.[1] ?? '  ';
+  const edits = modify(text, ['mcpServers', name], entry, {
+    formattingOptions: {
+      insertSpaces: !indent.startsWith('\t'),
+      tabSize: indent.startsWith('\t') ? 1 : indent.length,
+      eol: '\n',
+    },
+  });
+  const merged = applyEdits(text, edits);
+  return merged.endsWith('\n') ? merged : `${merged}\n`;
 }
 
 /** TOML basic string: JSON's escapes are TOML's for everything a URL or token holds. */

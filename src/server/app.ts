@@ -1,10 +1,10 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Log } from '../core/log';
 import { errorHandler } from './errors';
 import { mountRoutes, type Route } from './route';
 import { requestLog, requireJsonBody, securityChecks } from './security';
+
+export { listen, type RunningServer } from './listen';
 
 export interface AppOptions<Ctx> {
   routes: readonly Route<Ctx>[];
@@ -34,32 +34,4 @@ export function createApp<Ctx>(options: AppOptions<Ctx>): express.Express {
   app.use(mountRoutes(options.routes, options.context));
   app.use(errorHandler(options));
   return app;
-}
-
-export interface RunningServer {
-  readonly port: number;
-  close(): Promise<void>;
-}
-
-/** Listens on loopback only; `port` 0 picks a free one. */
-export function listen(app: express.Express, port: number, onPort: (port: number) => void): Promise<RunningServer> {
-  // noDelay: each event of a stream goes out when it is written, not after the client's ACK.
-  const server = createServer({ noDelay: true }, app);
-  server.keepAliveTimeout = 5_000;
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      const bound = (server.address() as AddressInfo).port;
-      onPort(bound);
-      resolve({
-        port: bound,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            server.closeAllConnections();
-          }),
-      });
-    });
-  });
 }

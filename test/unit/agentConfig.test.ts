@@ -62,8 +62,17 @@ describe('agent MCP configs', () => {
         mcpServers: { 'agent-bridge': entry },
       });
     });
+    it('edits in place: comments, indentation and the other entries stay', () => {
+      const existing = '{\n    // servers for this repo\n    "mcpServers": {\n        "github": { "command": "gh" }\n    }\n}\n';
+      const merged = mergeMcpJson(existing, 'agent-bridge', { url: 'u' });
+      assert.equal(
+        merged,
+        '{\n    // servers for this repo\n    "mcpServers": {\n        "github": {\n            "command": "gh"\n        },\n        "agent-bridge": {\n            "url": "u"\n        }\n    }\n}\n',
+      );
+      assert.equal(mergeMcpJson(merged, 'agent-bridge', { url: 'v' }), merged.replace('"u"', '"v"'));
+    });
     it('refuses to overwrite what it cannot read', () => {
-      assert.throws(() => mergeMcpJson('{ // comment\n}', 'agent-bridge', entry, '.mcp.json'), /\.mcp\.json is not valid JSON/);
+      assert.throws(() => mergeMcpJson('{ "a": }', 'agent-bridge', entry, '.mcp.json'), /\.mcp\.json is not valid JSON/);
       assert.throws(() => mergeMcpJson('[1]', 'agent-bridge', entry), /not hold a JSON object/);
       assert.throws(() => mergeMcpJson('{"mcpServers": []}', 'agent-bridge', entry), /"mcpServers" .* is not an object/);
     });

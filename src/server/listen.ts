@@ -1,0 +1,52 @@
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RunningServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Listens on loopback only; `port` 0 picks a free one. */
+export function listen(app: RequestListener, port: number, onPort: (port: number) => void): Promise<RunningServer> {
+  // noDelay: each event of a stream goes out when it is written, not after the client's ACK.
+  const server = createServer({ noDelay: true }, app);
+  server.keepAliveTimeout = 5_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      const bound = (server.address() as AddressInfo).port;
+      onPort(bound);
+      resolve({
+        port: bound,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}
+
+/**
+ * A request listener whose app is built on first use, or by `warm()`: the socket can listen
+ * (and activation end) before Express, zod and the route table are loaded. Requests that come
+ * earlier wait for the app; if it cannot be built they get a JSON 500 saying why.
+ */
+export function deferredApp(build: () => Promise<RequestListener>): RequestListener & { warm(): Promise<void> } {
+  let app: RequestListener | undefined;
+  let building: Promise<RequestListener> | undefined;
+  const ready = () => (building ??= build().then((built) => (app = built)));
+  const listener: RequestListener = (req, res) => {
+    if (app) return app(req, res);
+    ready().then(
+      (built) => built(req, res),
+      (error: unknown) => {
+        const body = JSON.stringify({ detail: `Internal error: the server could not start: ${String(error)}` });
+        res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8' }).end(body);
+      },
+    );
+  };
+  return Object.assign(listener, { warm: () => ready().then(() => undefined) });
+}
