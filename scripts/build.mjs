@@ -33,8 +33,13 @@ await build({
   sourcemap: true,
   minify: true,
   plugins: [zodEnglishOnly],
-  // Express's dependencies carry tables the bridge never uses (see each stand-in's comment).
-  alias: { 'iconv-lite': './src/server/standIns/utf8Only.ts', 'mime-db': './src/server/standIns/mimeDb.ts' },
+  alias: {
+    // Express's dependencies carry tables the bridge never uses (see each stand-in's comment).
+    'iconv-lite': './src/server/standIns/utf8Only.ts',
+    'mime-db': './src/server/standIns/mimeDb.ts',
+    // Its UMD main requires its parts at run time, out of the bundle's reach; the ES build imports them.
+    'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js',
+  },
   logLevel: 'warning',
 });
 
