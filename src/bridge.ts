@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CellService } from './core/cells';
 import { KeyedQueue } from './core/keyedQueue';
-import type { Log } from './core/log';
+import { cappedLog, type Log } from './core/log';
 import type { NotebookHost, SessionInfo } from './core/sessions';
 import { Discovery, type BridgeAdvert } from './discovery';
 import { lazyMcp } from './mcp/lazy';
@@ -60,7 +60,7 @@ export class Bridge {
         token: () => this.token,
         port: () => port,
         maxBodyBytes: settings.maxBodyBytes,
-        log: this.options.log,
+        log: cappedLog(this.options.log),
       });
     });
     this.server = await listen(app, settings.port, (bound) => (port = bound));

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BridgeError } from '../core/errors';
-import type { Log } from '../core/log';
+import { cutLine, type Log } from '../core/log';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */
 const PUBLIC_PATHS = new Set(['/health', '/healthz']);
@@ -17,10 +17,7 @@ export interface SecurityOptions {
 }
 
 /** A path as a log line quotes it: at most LOGGED_PATH_CHARS, with how much was left out. */
-export function loggedPath(path: string): string {
-  if (path.length <= LOGGED_PATH_CHARS) return path;
-  return `${path.slice(0, LOGGED_PATH_CHARS)}… (${path.length - LOGGED_PATH_CHARS} more chars)`;
-}
+export const loggedPath = (path: string) => cutLine(path, LOGGED_PATH_CHARS);
 
 /** Method, path (never the query: it could carry anything a client put there), status and time. */
 export function requestLog(log: Log): RequestHandler {
