@@ -11,14 +11,14 @@ import {
   type KernelOutput,
   type KernelProcessOptions,
   type RunMode,
-  type RunResult,
+  type KernelRunResult,
 } from '../../src/kernels/builtin/kernelProcess';
 
 const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
 
-interface Collected extends RunResult {
+interface Collected extends KernelRunResult {
   outputs: KernelOutput[];
   stdout: string;
   stderr: string;
@@ -47,7 +47,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   afterEach(() => kernel.dispose());
 
   it('keeps globals across cell runs and returns the trailing expression', async () => {
-    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, value: null });
+    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, status: 'succeeded', value: null });
     const r = await run('y = x + 1\ny + 1');
     assert.equal(r.success, true);
     assert.deepEqual(r.value, { 'text/plain': '42' });
@@ -164,7 +164,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const second = run('ran.append(2)', 'cell', controller.signal);
     controller.abort();
     const aborted = await second;
-    assert.deepEqual({ success: aborted.success, cancelled: aborted.cancelled }, { success: false, cancelled: true });
+    assert.deepEqual({ success: aborted.success, status: aborted.status }, { success: false, status: 'interrupted' });
     assert.equal((await first).success, true);
     assert.deepEqual((await run('ran')).value, { 'text/plain': '[1]' });
 
@@ -172,7 +172,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const sleeping = run('import time\ntime.sleep(30)', 'cell', inFlight.signal);
     setTimeout(() => inFlight.abort(), 200);
     const r = await sleeping;
-    assert.equal(r.cancelled, true);
+    assert.equal(r.status, 'interrupted');
     assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
   });
 
@@ -202,7 +202,8 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(q.errors[0]?.name, KERNEL_DIED);
     const err = r.errors.find((e) => e.name === KERNEL_DIED);
     assert.ok(err, 'KernelDied output');
-    assert.match(err.message, /exited with code 3[\s\S]*last words/);
+    assert.match(err.message, /exited with code 3/);
+    assert.equal(r.stderr, 'last words\n', 'what the run wrote just before the exit arrives');
     assert.deepEqual(exits, [{ code: 3, signal: null, expected: false }]);
     assert.equal(kernel.running, false);
     const again = await run('40 + 2');
@@ -327,11 +328,11 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const pad = new BuiltinScratchpad(kernel);
     const events: StreamEvent[] = [];
     const ok = await pad.executeScratchpad('print("hi")\nbase * 2', (e) => events.push(e), new AbortController().signal);
-    assert.deepEqual(ok, { success: true, output: { mimetype: 'text/plain', data: '20' } });
+    assert.deepEqual(ok, { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '20' } });
     assert.deepEqual(events, [{ name: 'stdout', text: 'hi\n' }]);
     events.length = 0;
     const bad = await pad.executeScratchpad('raise ValueError("x")', (e) => events.push(e), new AbortController().signal);
-    assert.deepEqual(bad, { success: false, output: { mimetype: 'text/plain', data: '' } });
+    assert.deepEqual(bad, { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
     assert.equal(events.length, 1);
     assert.equal(events[0].name, 'stderr');
     assert.match(events[0].text, /Traceback[\s\S]*raise ValueError\("x"\)[\s\S]*ValueError: x\n$/);

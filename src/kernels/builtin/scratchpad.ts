@@ -21,6 +21,7 @@ export class BuiltinScratchpad implements Kernel {
       },
       signal,
     );
-    return result.success ? { success: true, output: reduceMimeBundle(result.value) } : { success: false, output: NO_OUTPUT };
+    if (result.success) return { success: true, status: 'succeeded', output: reduceMimeBundle(result.value) };
+    return { success: false, status: result.status, ...(result.restarted && { restarted: true }), output: NO_OUTPUT };
   }
 }
