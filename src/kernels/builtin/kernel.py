@@ -44,6 +44,7 @@ import itertools
 import json
 import linecache
 import os
+import select
 import signal
 import threading
 import time
@@ -284,7 +285,7 @@ def _exit_flushed(status):
     try:
         if _msg_fd >= 0 and _get_ident() != _lock_holder:
             if _run_fds is not None:
-                _run_fds.drain(_DRAIN_TIMEOUT)
+                _run_fds.drain_open(_DRAIN_TIMEOUT)
             _locked_flush_then(None)
     finally:
         _real_exit(status)
@@ -295,63 +296,35 @@ def _exit_flushed(status):
 class _RunFds(object):
     """Pipes dup2'ed onto fds 1/2 while one run executes. A subprocess inherits the pipes of the
     run that spawned it and keeps them after that run ended, so what it writes later is still
-    tagged with its own run, never with the run active at the time. Reader threads forward what
-    arrives; they end at EOF (when the kernel and every child closed the write ends)."""
+    tagged with its own run, never with the run active at the time. _FdPump forwards what
+    arrives, until EOF (when the kernel and every child closed the write ends)."""
 
-    __slots__ = ("writers", "readers", "last_read")
+    __slots__ = ("run_id", "writers", "readers", "open", "last_read", "lock")
 
     def __init__(self, run_id):
-        self.writers = []
-        self.readers = []
+        self.run_id = run_id
         self.last_read = 0.0
-        for name in ("stdout", "stderr"):
-            r, w = os.pipe()
-            self.writers.append(w)
-            reader = threading.Thread(target=self._forward, args=(r, name, run_id), daemon=True)
-            reader._agent_bridge_run = _ANY_RUN
-            _thread_start(reader)
-            self.readers.append(reader)
-
-    def _forward(self, fd, name, run_id):
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.lock = threading.Lock()  # held by the pump while it reads and forwards a chunk
+        out_r, out_w = os.pipe()
         try:
-            while True:
-                data = os.read(fd, 65536)
-                if not data:
-                    break
-                text = decoder.decode(data)
-                if text:
-                    _buffer(name, text, run_id)
-                self.last_read = time.monotonic()
-            text = decoder.decode(b"", True)
-            if text:
-                _buffer(name, text, run_id)
+            err_r, err_w = os.pipe()
         except OSError:
-            pass
-        finally:
-            os.close(fd)
-            self.last_read = time.monotonic()
+            os.close(out_r)
+            os.close(out_w)
+            raise
+        self.writers = (out_w, err_w)
+        self.readers = (out_r, err_r)
+        self.open = [True, True]  # read ends the pump has not closed yet
+        _pump.add(self)
 
     def attach(self):
         os.dup2(self.writers[0], 1)
         os.dup2(self.writers[1], 2)
 
-    def drain(self, timeout):
-        """Waits for the readers to forward what is in the pipes: until EOF, or until they were
-        quiet for _DRAIN_QUIET (a subprocess still holds the pipes), at most `timeout`."""
-        start = time.monotonic()
-        for reader in self.readers:
-            while reader.is_alive():
-                now = time.monotonic()
-                if now - start > timeout or (now - start > _DRAIN_QUIET and now - self.last_read > _DRAIN_QUIET):
-                    return
-                reader.join(0.001)
-
     def close(self, then):
         """Gives fds 1/2 to `then` (the outer run's pipes, or the host's), drops the kernel's write
-        ends and forwards what is left."""
+        ends and waits for what is left: until the pipes are empty with no writer left, or quiet
+        for _DRAIN_QUIET (a subprocess still holds them), at most _DRAIN_TIMEOUT."""
         if then is None:
             os.dup2(_idle_fds[0], 1)
             os.dup2(_idle_fds[1], 2)
@@ -359,12 +332,111 @@ class _RunFds(object):
             then.attach()
         for w in self.writers:
             os.close(w)
-        self.drain(_DRAIN_TIMEOUT)
+        start = time.monotonic()
+        while not self._drained():
+            now = time.monotonic()
+            if now - start > _DRAIN_TIMEOUT or (now - start > _DRAIN_QUIET and now - self.last_read > _DRAIN_QUIET):
+                return
+            time.sleep(0.0005)
+
+    def _drained(self):
+        # Under the lock the pump is not between a read and its forwarding: an empty pipe whose
+        # writers are all gone (POLLHUP) has nothing left to come.
+        with self.lock:
+            for i, r in enumerate(self.readers):
+                if not self.open[i]:
+                    continue
+                poller = select.poll()
+                poller.register(r, select.POLLIN)
+                events = poller.poll(0)
+                if not (events and events[0][1] & select.POLLHUP) or _unread(r):
+                    return False
+        return True
+
+    def drain_open(self, timeout):
+        """Before a hard exit: waits until the pump has forwarded what is in the (still open) pipes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not any(self.open[i] and _unread(r) for i, r in enumerate(self.readers)):
+                    return
+            time.sleep(0.001)
+
+
+def _unread(fd):
+    """Bytes waiting in a pipe (1 where that cannot be asked: assume some)."""
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, _count, True)
+    except (AttributeError, OSError):
+        return 1
+    return _count[0]
+
+
+class _FdPump(object):
+    """One thread forwarding the pipes of every run (see _RunFds): a thread per run would cost
+    each run its start."""
+
+    def __init__(self):
+        import selectors
+
+        self._events = selectors.EVENT_READ
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self._sel.register(self._wake_r, self._events, None)
+        self._new = collections.deque()
+        _start_thread(self._pump)
+
+    def add(self, fds):
+        self._new.append(fds)
+        os.write(self._wake_w, b"\0")
+
+    def _pump(self):
+        sel = self._sel
+        while True:
+            for key, _ in sel.select():
+                if key.data is None:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except OSError:
+                        pass
+                    while self._new:
+                        fds = self._new.popleft()
+                        for i, name in enumerate(("stdout", "stderr")):
+                            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                            sel.register(fds.readers[i], self._events, (fds, i, name, decoder))
+                    continue
+                fds, i, name, decoder = key.data
+                with fds.lock:
+                    try:
+                        data = os.read(key.fd, 65536)
+                    except OSError:
+                        data = b""
+                    text = decoder.decode(data, not data)
+                    if text:
+                        _buffer(name, text, fds.run_id)
+                    fds.last_read = time.monotonic()
+                    if not data:
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                        fds.open[i] = False
+
+
+_pump = None
+try:
+    import array
+    import fcntl
+    import termios
+
+    _count = array.array("i", [0])
+    termios.FIONREAD
+except (ImportError, AttributeError):
+    fcntl = None  # _unread() then assumes there is something to read
 
 
 def _open_run_fds(run_id):
     """The run's own fds 1/2, or None where pipes cannot be made (then fds 1/2 stay as they are)."""
-    if _idle_fds is None:
+    if _pump is None:
         return None
     try:
         fds = _RunFds(run_id)
@@ -861,7 +933,7 @@ def _setup_user_namespace():
 
 
 def main(argv):
-    global _msg_fd, _user_ns, _idle_fds
+    global _msg_fd, _user_ns, _idle_fds, _pump
     req_fd, msg_fd = int(argv[1]), int(argv[2])
     for fd in (req_fd, msg_fd):
         os.set_inheritable(fd, False)  # os.system() children must not hold the protocol pipes open
@@ -895,6 +967,11 @@ def main(argv):
         os.register_at_fork(after_in_child=_after_fork_in_child)
     _start_thread(_flusher)
     _start_thread(_read_requests, req_fd)
+    if _idle_fds is not None and sys.platform != "win32":  # select() takes no pipes on Windows
+        try:
+            _pump = _FdPump()
+        except (ImportError, OSError):
+            pass
     _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
     while True:
         if _inbox:
