@@ -14,6 +14,9 @@ export interface StreamEvent {
 /** How a run ended. */
 export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
 
+/** What stopping a run took: SIGINT was enough, or the kernel was restarted (its state lost). */
+export type InterruptHow = 'sigint' | 'restart';
+
 /** The body of marimo's `done` event. */
 export interface ExecResult {
   readonly success: boolean;

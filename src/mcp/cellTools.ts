@@ -145,8 +145,7 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
     { description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`, inputSchema: notebookBody },
     ({ notebook }) =>
       answer(async () => {
-        await cells.interrupt(notebook);
-        return { interrupted: true };
+        return { interrupted: true, how: await cells.interrupt(notebook) };
       }),
   );
   server.registerTool(

@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
-import type { Kernel, StreamName } from '../../core/kernel';
+import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './cellOutputs';
-import { KernelProcess, type CallHandler, type InterruptHow, type KernelOutput } from './kernelProcess';
+import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
 import { BuiltinScratchpad } from './scratchpad';
 

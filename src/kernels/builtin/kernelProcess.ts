@@ -12,7 +12,7 @@
  * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
  * INTERRUPT_GRACE_MS later costs a kernel restart.
  */
-import type { MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
+import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import { MAX_FRAME_BYTES, type KernelMessage, type OversizeFrame, type RunMode } from './kernelWire';
 
@@ -31,9 +31,6 @@ export interface KernelRunResult {
   value: MimeBundle | null;
   restarted?: true;
 }
-
-/** What stopping a run took: SIGINT was enough, or the kernel was restarted. */
-export type InterruptHow = 'sigint' | 'restart';
 
 export interface StrayOutput {
   /** Pieces of output (messages) that reached no run. */
