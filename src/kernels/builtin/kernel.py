@@ -385,13 +385,13 @@ class _FdPump(object):
         os.set_blocking(self._wake_r, False)
         self._sel.register(self._wake_r, self._events, None)
         self._new = collections.deque()
-        _start_thread(self._pump)
+        _start_thread(self._forward)
 
     def add(self, fds):
         self._new.append(fds)
         os.write(self._wake_w, b"\0")
 
-    def _pump(self):
+    def _forward(self):
         sel = self._sel
         while True:
             for key, _ in sel.select():
@@ -636,21 +636,20 @@ def _mime_text(mime, data):
     return None
 
 
-def _cut(text, limit=_TEXT_CHARS):
-    """An oversize text as its head and tail, with a marker saying how much was cut."""
+def _cut(text, limit=_TEXT_CHARS, show=str):
+    """An oversize text (or str/bytes value) as its head and tail, with a marker saying how much
+    was cut; `show` renders each part."""
     n = len(text)
     if n <= limit:
-        return text
+        return show(text)
     keep = limit // 2
-    return "%s\n[... %d of %d characters cut by Agent Bridge ...]\n%s" % (text[:keep], n - 2 * keep, n, text[-keep:])
+    return "%s\n[... %d of %d characters cut by Agent Bridge ...]\n%s" % (show(text[:keep]), n - 2 * keep, n, show(text[-keep:]))
 
 
 def _plain_repr(value):
     # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over).
-    if type(value) in (str, bytes) and len(value) > _TEXT_CHARS:
-        keep = _TEXT_CHARS // 2
-        return "%s\n[... %d of %d characters cut by Agent Bridge ...]\n%s" % (
-            repr(value[:keep]), len(value) - 2 * keep, len(value), repr(value[-keep:]))
+    if type(value) in (str, bytes):
+        return _cut(value, show=repr)
     return _cut(repr(value))
 
 
