@@ -415,6 +415,18 @@ describe('KernelProcess (builtin Python kernel)', function () {
       assert.equal(after.errors[0]?.name, 'NameError', 'the state is gone');
     });
 
+    it('fails a scratchpad run that a request queued before the kernel restarted', async () => {
+      await run('None');
+      const queuedBefore = new BuiltinScratchpad(kernel);
+      await kernel.restart();
+      const events: StreamEvent[] = [];
+      const r = await queuedBefore.executeScratchpad('print("ran")', (e) => events.push(e), new AbortController().signal);
+      assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
+      assert.match(events.map((e) => e.text).join(''), /KernelRestarted: The kernel was restarted before this run started/);
+      const fresh = await new BuiltinScratchpad(kernel).executeScratchpad('1', () => undefined, new AbortController().signal);
+      assert.equal(fresh.success, true);
+    });
+
     it('stops an aborted run the same way (a client that went away)', async () => {
       await run('None'); // started
       const gone = new AbortController();

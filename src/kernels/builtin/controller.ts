@@ -12,7 +12,6 @@ const NOTEBOOK_TYPE = 'jupyter-notebook';
 
 interface NotebookKernel {
   process: KernelProcess;
-  scratchpad: Kernel;
   executionOrder: number;
   /** Cells queued or running; an interrupt cancels them all, as Jupyter does. */
   pending: Set<AbortController>;
@@ -64,7 +63,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   async kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | undefined> {
-    return this.selected.has(notebook) ? this.kernelOf(notebook).scratchpad : undefined;
+    // One per request: it remembers the kernel as the request found it (see BuiltinScratchpad).
+    return this.selected.has(notebook) ? new BuiltinScratchpad(this.kernelOf(notebook).process) : undefined;
   }
 
   /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
@@ -136,7 +136,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
             .then((choice) => choice && this.restart(notebook));
         },
       });
-      kernel = { process, scratchpad: new BuiltinScratchpad(process), executionOrder: 0, pending: new Set() };
+      kernel = { process, executionOrder: 0, pending: new Set() };
       this.kernels.set(notebook, kernel);
     }
     return kernel;

@@ -113,7 +113,8 @@ export class KernelProcess implements KernelChildEvents {
   private readonly active: Job[] = [];
   private readonly queue: Job[] = [];
   private nextId = 0;
-  private disposed = false;
+  private disposed: 'disposed' | 'restarted' | undefined;
+  private restartCount = 0;
   private lastSigint: { job: Job; at: number } | undefined;
   private readonly stray = { count: 0, chars: 0, tail: '', loggedAt: 0 };
 
@@ -136,6 +137,11 @@ export class KernelProcess implements KernelChildEvents {
   get strayOutput(): StrayOutput {
     const { count, chars, tail } = this.stray;
     return { count, chars, tail };
+  }
+
+  /** How many times restart(), an interrupt that escalated, or dispose('restarted') threw the kernel's state away. */
+  get restarts(): number {
+    return this.restartCount;
   }
 
   /** Resolves on `ready`; rejects with the reason (and stderr tail) if the kernel cannot start. */
@@ -174,6 +180,7 @@ export class KernelProcess implements KernelChildEvents {
         openCalls: 0,
         calls: undefined,
       };
+      if (this.disposed === 'restarted') return this.fail(job, KERNEL_RESTARTED, RESTARTED_QUEUED_MESSAGE, true);
       if (this.disposed) return this.fail(job, KERNEL_DISPOSED, 'The kernel was disposed.');
       if (signal) {
         job.onAbort = () => this.abort(job);
@@ -198,6 +205,7 @@ export class KernelProcess implements KernelChildEvents {
   /** Kills the process: its runs and queued runs fail with KernelRestarted; the next run starts a fresh one. */
   async restart(): Promise<void> {
     if (this.disposed) throw new Error('The kernel was disposed.');
+    this.restartCount++;
     this.killProc();
     this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
     await this.start();
@@ -206,7 +214,8 @@ export class KernelProcess implements KernelChildEvents {
   /** `restarted`: the owner replaces it by a fresh kernel, so pending runs are told the kernel restarted. */
   dispose(reason: 'disposed' | 'restarted' = 'disposed'): void {
     if (this.disposed) return;
-    this.disposed = true;
+    this.disposed = reason;
+    if (reason === 'restarted') this.restartCount++;
     this.killProc();
     if (reason === 'restarted') this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
     else this.failAll(KERNEL_DISPOSED, 'The kernel was disposed before the run completed.');
@@ -275,6 +284,7 @@ export class KernelProcess implements KernelChildEvents {
         job.onEnd = undefined;
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
+        this.restartCount++;
         this.killProc();
         this.failAll(
           KERNEL_RESTARTED,
