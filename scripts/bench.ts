@@ -25,7 +25,7 @@ import * as fs from 'node:fs';
 import { Agent } from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { KernelProcess, type RunResult } from '../src/kernels/builtin/kernelProcess';
+import { KernelProcess, type KernelRunResult } from '../src/kernels/builtin/kernelProcess';
 import { BridgeClient } from '../sandbox-test/http';
 import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox } from '../sandbox-test/vscode';
 import { type BareServer, type PlainServer, startBareServer, startFloorServer, startPlainServer } from './bench/baselines';
@@ -258,7 +258,7 @@ async function directRun(
   kp: KernelProcess,
   code: string,
   keep = true,
-): Promise<{ ms: number; firstMs: number; stdout: string; chars: number; result: RunResult }> {
+): Promise<{ ms: number; firstMs: number; stdout: string; chars: number; result: KernelRunResult }> {
   const start = performance.now();
   let firstMs = NaN;
   let stdout = '';

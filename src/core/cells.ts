@@ -4,6 +4,8 @@
  * implementation is src/notebooks/cells.ts, unit tests use an in-memory fake).
  */
 
+import type { InterruptHow } from './kernel';
+
 export type CellKind = 'code' | 'markup';
 
 /** A cell named by its stable id, or by its index (negative counts from the end). */
@@ -145,7 +147,8 @@ export interface CellService {
     run: readonly CellRef[],
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
-  interrupt(notebook: string | undefined): Promise<void>;
+  /** What stopping the running cell took: SIGINT, or (builtin kernel, SIGINT ignored for 2 s) a restart. */
+  interrupt(notebook: string | undefined): Promise<InterruptHow>;
   restart(notebook: string | undefined): Promise<void>;
   /** The raw bytes of one output item (`url` of an item view). */
   outputItem(
@@ -235,6 +238,6 @@ export interface OpenNotebooks {
   execute(uri: string, ids: readonly string[]): Promise<void>;
   /** Fires after any change of the notebook's cells (text, outputs, execution state). */
   onDidChange(uri: string, listener: () => void): Disposable;
-  interrupt(uri: string): Promise<void>;
+  interrupt(uri: string): Promise<InterruptHow>;
   restart(uri: string): Promise<void>;
 }

@@ -11,9 +11,19 @@ export interface StreamEvent {
   readonly text: string;
 }
 
+/** How a run ended. */
+export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
+
+/** What stopping a run took: SIGINT was enough, or the kernel was restarted (its state lost). */
+export type InterruptHow = 'sigint' | 'restart';
+
 /** The body of marimo's `done` event. */
 export interface ExecResult {
   readonly success: boolean;
+  /** success === (status === 'succeeded'). */
+  readonly status: RunOutcome;
+  /** Stopping the run needed a kernel restart: the kernel's state is lost. */
+  readonly restarted?: true;
   readonly output: { readonly mimetype: string; readonly data: string };
 }
 

@@ -17,6 +17,7 @@ import type {
   WriteGuard,
 } from './cells';
 import { BridgeError } from './errors';
+import type { InterruptHow } from './kernel';
 import { KeyedQueue } from './keyedQueue';
 import { logicalItems, OutputFollower, shapeOutputs } from './outputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
@@ -119,8 +120,8 @@ export class NotebookCells implements CellService {
     return (await this.start(notebook, [cells[index]!.id]))[0]!;
   }
 
-  async interrupt(ref: string | undefined): Promise<void> {
-    await this.docs.interrupt(this.notebook(ref).uri);
+  interrupt(ref: string | undefined): Promise<InterruptHow> {
+    return this.docs.interrupt(this.notebook(ref).uri);
   }
 
   async restart(ref: string | undefined): Promise<void> {

@@ -25,7 +25,7 @@ export function runScratchpad(
       // A kernel that throws instead of reporting (adapter bug, extension gone) still ends the
       // run the way clients expect: the reason on stderr, then a failed result.
       onStream({ name: 'stderr', text: `${error instanceof Error ? error.message : String(error)}\n` });
-      return { success: false, output: NO_OUTPUT };
+      return { success: false, status: 'failed' as const, output: NO_OUTPUT };
     }
   });
   // An idle session starts the run on the next microtask, before any abort (an event) can come.

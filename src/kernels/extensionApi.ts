@@ -156,6 +156,8 @@ class ApiKernelAdapter implements Kernel {
       cancellation.dispose();
     }
     if (signal.aborted) failed = true;
-    return failed ? { success: false, output: NO_OUTPUT } : { success: true, output: reduceMimeBundle(value) };
+    return failed
+      ? { success: false, status: signal.aborted ? 'interrupted' : 'failed', output: NO_OUTPUT }
+      : { success: true, status: 'succeeded', output: reduceMimeBundle(value) };
   }
 }

@@ -138,8 +138,7 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
     { description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`, inputSchema: notebookBody },
     ({ notebook }) =>
       answer(async () => {
-        await cells.interrupt(notebook);
-        return { interrupted: true };
+        return { interrupted: true, how: await cells.interrupt(notebook) };
       }),
   );
   server.registerTool(

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { KernelUnavailable } from '../kernels/kernel';
 import type { CellSnapshot, Disposable, IndexRange, NewCell, NotebookChange, NotebookEntry, OpenNotebooks } from '../core/cells';
 import { BridgeError } from '../core/errors';
+import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
 import type { BuiltinKernels } from '../kernels/builtin/controller';
 import { CellIds } from './cellIds';
@@ -137,14 +138,12 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     });
   }
 
-  async interrupt(uri: string): Promise<void> {
+  async interrupt(uri: string): Promise<InterruptHow> {
     const notebook = this.notebook(uri);
-    if (await this.builtin.kernelFor(notebook)) {
-      this.builtin.interrupt(notebook);
-      return;
-    }
+    if (await this.builtin.kernelFor(notebook)) return this.builtin.interrupt(notebook);
     await this.showEditor(notebook);
     await vscode.commands.executeCommand('notebook.cancelExecution', notebook.uri);
+    return 'sigint';
   }
 
   async restart(uri: string): Promise<void> {

@@ -105,8 +105,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/interrupt',
     body: notebookBody,
     handle: async ({ body }, ctx) => {
-      await ctx.cells.interrupt(body.notebook);
-      return { interrupted: true };
+      return { interrupted: true, how: await ctx.cells.interrupt(body.notebook) };
     },
   }),
   route({

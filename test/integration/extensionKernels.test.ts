@@ -90,18 +90,18 @@ describe('extension kernels: marimo API shape (test-only stand-in extension)', f
     );
     assert.deepEqual(r.framingErrors, []);
     assert.ok(r.events[2]!.at - r.events[0]!.at >= 250, `events came together, not as yielded: ${r.raw}`);
-    assert.deepEqual(done(r), { success: true, output: { mimetype: 'text/plain', data: '' } });
+    assert.deepEqual(done(r), { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } });
   });
 
   it('gives the last rich value as done.output, text/plain preferred over text/html', async () => {
     const r = await client.run(session, 'value', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: true, output: { mimetype: 'text/plain', data: '42' } });
+    assert.deepEqual(done(r), { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '42' } });
     assert.equal(r.stdout + r.stderr, '');
   });
 
   it('turns an error item into a plain-text traceback on stderr and success false', async () => {
     const r = await client.run(session, 'fail', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: false, output: { mimetype: 'text/plain', data: '' } });
+    assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
     assert.equal(r.stdout, 'before\n');
     assert.match(r.stderr, /^Traceback \(most recent call last\):\n {2}File "<cell 1>", line 1, in <module>\n/);
     assert.match(r.stderr, /ZeroDivisionError: division by zero\n$/);
@@ -117,7 +117,7 @@ describe('extension kernels: marimo API shape (test-only stand-in extension)', f
 
   it('ends the stream when executeCode throws (a consent denial raised at run time): reason on stderr, success false', async () => {
     const r = await client.run(session, 'revoked', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: false, output: { mimetype: 'text/plain', data: '' } });
+    assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
     assert.match(r.stderr, /Access to Jupyter Kernel has been revoked \(stand-in\)/);
     assert.match(r.stderr, /allow "Agent Bridge" when VS Code asks/, 'the person is told how to grant access');
     const next = await client.run(session, 'value', { timeoutMs: 15_000 });

@@ -532,7 +532,10 @@ describe('cell routes (fake notebooks)', () => {
     });
 
     it('interrupt, and restart only for the builtin kernel', async () => {
-      assert.deepEqual((await api('POST', '/notebooks/interrupt', { notebook: 's_aaaaaa' })).body, { interrupted: true });
+      assert.deepEqual((await api('POST', '/notebooks/interrupt', { notebook: 's_aaaaaa' })).body, {
+        interrupted: true,
+        how: 'sigint',
+      });
       assert.deepEqual((await api('POST', '/notebooks/restart', { notebook: 's_aaaaaa' })).body, { restarted: true });
       const other = await api('POST', '/notebooks/restart', { notebook: 's_bbbbbb' });
       assert.equal(other.status, 409);

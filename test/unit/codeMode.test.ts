@@ -17,7 +17,7 @@ const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
 
 interface Collected {
   success: boolean;
-  cancelled?: boolean;
+  status: string;
   value: Record<string, string> | null;
   stdout: string;
   stderr: string;
@@ -158,7 +158,7 @@ describe('nested runs in the builtin kernel', function () {
     await host.started;
     controller.abort();
     const r = await caller;
-    assert.equal(r.cancelled, true);
+    assert.equal(r.status, 'interrupted');
     assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
     assert.equal(r.stdout.includes('not here'), false);
     assert.equal(nested[0]?.errors[0]?.name, 'KeyboardInterrupt');

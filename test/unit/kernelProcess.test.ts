@@ -4,6 +4,7 @@ import type { StreamEvent } from '../../src/core/kernel';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
   KERNEL_DIED,
+  KERNEL_OUTPUT_TOO_LARGE,
   KERNEL_RESTARTED,
   KERNEL_START_FAILED,
   KernelProcess,
@@ -11,14 +12,14 @@ import {
   type KernelOutput,
   type KernelProcessOptions,
   type RunMode,
-  type RunResult,
+  type KernelRunResult,
 } from '../../src/kernels/builtin/kernelProcess';
 
 const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
 
-interface Collected extends RunResult {
+interface Collected extends KernelRunResult {
   outputs: KernelOutput[];
   stdout: string;
   stderr: string;
@@ -47,7 +48,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   afterEach(() => kernel.dispose());
 
   it('keeps globals across cell runs and returns the trailing expression', async () => {
-    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, value: null });
+    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, status: 'succeeded', value: null });
     const r = await run('y = x + 1\ny + 1');
     assert.equal(r.success, true);
     assert.deepEqual(r.value, { 'text/plain': '42' });
@@ -164,7 +165,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const second = run('ran.append(2)', 'cell', controller.signal);
     controller.abort();
     const aborted = await second;
-    assert.deepEqual({ success: aborted.success, cancelled: aborted.cancelled }, { success: false, cancelled: true });
+    assert.deepEqual({ success: aborted.success, status: aborted.status }, { success: false, status: 'interrupted' });
     assert.equal((await first).success, true);
     assert.deepEqual((await run('ran')).value, { 'text/plain': '[1]' });
 
@@ -172,7 +173,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const sleeping = run('import time\ntime.sleep(30)', 'cell', inFlight.signal);
     setTimeout(() => inFlight.abort(), 200);
     const r = await sleeping;
-    assert.equal(r.cancelled, true);
+    assert.equal(r.status, 'interrupted');
     assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
   });
 
@@ -202,7 +203,8 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(q.errors[0]?.name, KERNEL_DIED);
     const err = r.errors.find((e) => e.name === KERNEL_DIED);
     assert.ok(err, 'KernelDied output');
-    assert.match(err.message, /exited with code 3[\s\S]*last words/);
+    assert.match(err.message, /exited with code 3/);
+    assert.equal(r.stderr, 'last words\n', 'what the run wrote just before the exit arrives');
     assert.deepEqual(exits, [{ code: 3, signal: null, expected: false }]);
     assert.equal(kernel.running, false);
     const again = await run('40 + 2');
@@ -327,14 +329,132 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const pad = new BuiltinScratchpad(kernel);
     const events: StreamEvent[] = [];
     const ok = await pad.executeScratchpad('print("hi")\nbase * 2', (e) => events.push(e), new AbortController().signal);
-    assert.deepEqual(ok, { success: true, output: { mimetype: 'text/plain', data: '20' } });
+    assert.deepEqual(ok, { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '20' } });
     assert.deepEqual(events, [{ name: 'stdout', text: 'hi\n' }]);
     events.length = 0;
     const bad = await pad.executeScratchpad('raise ValueError("x")', (e) => events.push(e), new AbortController().signal);
-    assert.deepEqual(bad, { success: false, output: { mimetype: 'text/plain', data: '' } });
+    assert.deepEqual(bad, { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
     assert.equal(events.length, 1);
     assert.equal(events[0].name, 'stderr');
     assert.match(events[0].text, /Traceback[\s\S]*raise ValueError\("x"\)[\s\S]*ValueError: x\n$/);
     assert.equal(pad.kind, 'builtin');
+  });
+
+  describe('safety: bounded, always ending, no cross-talk', () => {
+    it('fails the run whose message is over the frame limit, resyncs, and serves the next run', async () => {
+      // Written straight to the message fd, past kernel.py's own caps.
+      const r = await run(
+        [
+          'import os, sys',
+          'rid = int(sys._getframe().f_code.co_filename.split()[1].rstrip(">"))',
+          'os.write(4, b\'{"type":"stream","id":%d,"name":"stdout","text":"\' % rid + b"x" * (65 << 20) + b\'"}\\n\')',
+          'print("after")',
+        ].join('\n'),
+      );
+      assert.equal(r.success, false);
+      assert.equal(r.status, 'failed');
+      assert.equal(r.errors[0]?.name, KERNEL_OUTPUT_TOO_LARGE);
+      assert.match(r.errors[0]?.message ?? '', /over the limit/);
+      assert.equal(r.stdout, 'after\n');
+      const next = await run('print(1)');
+      assert.equal(next.stdout, '1\n');
+      assert.equal(next.success, true);
+    });
+
+    it('cuts oversize values and tracebacks at the source, head and tail, saying how much', async () => {
+      const r = await run('"a" * 3_000_000 + "END"');
+      const text = r.value?.['text/plain'] ?? '';
+      assert.ok(text.length < 1_100_000, `${text.length} characters`);
+      assert.match(text, /^'aaa[\s\S]*\[\.\.\. \d+ of 3000003 characters cut by Agent Bridge \.\.\.\][\s\S]*aaaEND'$/);
+      const html = await run('class H:\n    def _repr_html_(self): return "<p>" * 1_000_000\nH()');
+      assert.match(html.value?.['text/html'] ?? '', /characters cut by Agent Bridge/);
+      const err = await run('raise ValueError("y" * 3_000_000)');
+      assert.ok((err.errors[0]?.traceback.length ?? 0) < 1_100_000);
+      assert.match(err.errors[0]?.message ?? '', /characters cut by Agent Bridge/);
+    });
+
+    it('delivers output of threads and subprocesses of an ended run to no other run, counted as stray', async () => {
+      await run(
+        [
+          'import threading, time, subprocess',
+          'def leak():',
+          '    while True:',
+          '        print("THREAD-LEAK")',
+          '        time.sleep(0.01)',
+          'threading.Thread(target=leak, daemon=True).start()',
+          'child = subprocess.Popen(["sh", "-c", "while true; do echo CHILD-LEAK; sleep 0.01; done"])',
+        ].join('\n'),
+      );
+      const b = await run('import time\ntime.sleep(0.5)\nprint("B")');
+      assert.equal(b.stdout, 'B\n');
+      assert.equal(b.stderr, '');
+      const stray = kernel.strayOutput;
+      assert.ok(stray.count > 0);
+      assert.match(stray.tail, /THREAD-LEAK/);
+      assert.match(stray.tail, /CHILD-LEAK/);
+      await run('child.kill()');
+    });
+
+    it('restarts a kernel that ignores SIGINT after the grace period; queued runs say "restarted"', async () => {
+      await run('kept = 1');
+      const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
+      const queued = run('print("never")');
+      await new Promise((r) => setTimeout(r, 300));
+      const how = await kernel.interrupt();
+      assert.equal(how, 'restart');
+      const r = await stuck;
+      assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
+      assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
+      assert.match(r.errors[0]?.message ?? '', /did not stop within 2 s[\s\S]*restarted/);
+      const q = await queued;
+      assert.equal(q.success, false);
+      assert.match(q.errors[0]?.message ?? '', /restarted/);
+      assert.equal(q.stdout, '');
+      const after = await run('print(1)\nkept');
+      assert.equal(after.stdout, '1\n');
+      assert.equal(after.errors[0]?.name, 'NameError', 'the state is gone');
+    });
+
+    it('fails a scratchpad run that a request queued before the kernel restarted', async () => {
+      await run('None');
+      const queuedBefore = new BuiltinScratchpad(kernel);
+      await kernel.restart();
+      const events: StreamEvent[] = [];
+      const r = await queuedBefore.executeScratchpad('print("ran")', (e) => events.push(e), new AbortController().signal);
+      assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
+      assert.match(events.map((e) => e.text).join(''), /KernelRestarted: The kernel was restarted before this run started/);
+      const fresh = await new BuiltinScratchpad(kernel).executeScratchpad('1', () => undefined, new AbortController().signal);
+      assert.equal(fresh.success, true);
+    });
+
+    it('stops an aborted run the same way (a client that went away)', async () => {
+      await run('None'); // started
+      const gone = new AbortController();
+      const stuck = run(
+        'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)',
+        'cell',
+        gone.signal,
+      );
+      setTimeout(() => gone.abort(), 300);
+      const r = await stuck;
+      assert.equal(r.restarted, true);
+      assert.equal((await run('print(2)')).stdout, '2\n');
+    });
+
+    it('answers interrupt with "sigint" when SIGINT was enough', async () => {
+      await run('None'); // started
+      const busy = run('while True: pass');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(await kernel.interrupt(), 'sigint');
+      assert.equal((await busy).status, 'interrupted');
+      assert.equal(await kernel.interrupt(), null, 'nothing running');
+    });
+
+    it('delivers what was printed just before os._exit, from Python and from a subprocess', async () => {
+      const r = await run('import os, subprocess\nsubprocess.run(["echo", "child"])\nprint("before")\nos._exit(1)');
+      // fd-level and Python-level output travel separately: their relative order is not kept.
+      assert.deepEqual(r.stdout.split('\n').sort(), ['', 'before', 'child']);
+      assert.equal(r.errors.at(-1)?.name, KERNEL_DIED);
+    });
   });
 });

@@ -10,7 +10,7 @@ import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
 
 const TOKEN = TEST_TOKEN;
-const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
+const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
 const A = NOTEBOOK_A;
 const PNG = PNG_BYTES;
 
@@ -43,7 +43,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       '1 + 1': { steps: [], result: done('2') },
       raise: {
         steps: [{ name: 'stderr', text: 'Traceback (most recent call last):\n  File "<cell>", line 1\nValueError: x\n' }],
-        result: { success: false, output: { mimetype: 'text/plain', data: '' } },
+        result: { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } },
       },
       slow: { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
       forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
@@ -53,7 +53,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
           ...Array.from({ length: 1000 }, (_, i) => ({ name: 'stdout' as const, text: `line ${i}\n`.repeat(1000) })),
           { name: 'stderr', text: 'Traceback...\nMemoryError: x\n' },
         ],
-        result: { success: false, output: { mimetype: 'text/plain', data: 'v'.repeat(300_000) } },
+        result: { success: false, status: 'failed', output: { mimetype: 'text/plain', data: 'v'.repeat(300_000) } },
       },
     });
     const host = new FakeNotebookHost([

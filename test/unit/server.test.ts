@@ -7,7 +7,7 @@ import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
 
 const TOKEN = TEST_TOKEN;
-const done = (data = '') => ({ success: true, output: { mimetype: 'text/plain', data } });
+const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
 
 describe('HTTP contract (fake notebook host)', () => {
   let server: RunningServer;
@@ -34,7 +34,7 @@ describe('HTTP contract (fake notebook host)', () => {
       '1 + 1': { steps: [], result: done('2') },
       raise: {
         steps: [{ name: 'stderr', text: 'Traceback...\nValueError: x\n' }],
-        result: { success: false, output: { mimetype: 'text/plain', data: '' } },
+        result: { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } },
       },
       slow: { steps: [{ name: 'stdout', text: 'a' }, { waitMs: 150 }, { name: 'stdout', text: 'b' }], result: done() },
       forever: { steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }], result: done() },
@@ -91,18 +91,21 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal(res.headers['content-type'], 'text/event-stream; charset=utf-8');
       assert.equal(
         res.body,
-        'event: stdout\ndata: {"data":"4\\n"}\n\nevent: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n',
+        'event: stdout\ndata: {"data":"4\\n"}\n\nevent: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":""}}\n\n',
       );
     });
     it('puts the trailing value in done.output', async () => {
       const res = await execute('1 + 1');
-      assert.equal(res.body, 'event: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":"2"}}\n\n');
+      assert.equal(
+        res.body,
+        'event: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":"2"}}\n\n',
+      );
     });
     it('sends errors on stderr and success false', async () => {
       const res = await execute('raise');
       assert.equal(
         res.body,
-        'event: stderr\ndata: {"data":"Traceback...\\nValueError: x\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n',
+        'event: stderr\ndata: {"data":"Traceback...\\nValueError: x\\n"}\n\nevent: done\ndata: {"success":false,"status":"failed","output":{"mimetype":"text/plain","data":""}}\n\n',
       );
     });
     it('round-trips unicode as UTF-8', async () => {
@@ -114,7 +117,7 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal(res.status, 200);
       assert.equal(
         res.body,
-        'event: stderr\ndata: {"data":"kernel went away\\n"}\n\nevent: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n',
+        'event: stderr\ndata: {"data":"kernel went away\\n"}\n\nevent: done\ndata: {"success":false,"status":"failed","output":{"mimetype":"text/plain","data":""}}\n\n',
       );
     });
     it('never sends comments, ids or retries', async () => {
@@ -406,7 +409,7 @@ describe('HTTP contract (fake notebook host)', () => {
       });
       assert.ok(body.length < 12 * 1024 * 1024, `${body.length} characters reached the client`);
       assert.match(body, /output events \(\d+ characters\) dropped here: the client read slower than the run wrote/);
-      assert.ok(body.endsWith('event: done\ndata: {"success":true,"output":{"mimetype":"text/plain","data":""}}\n\n'));
+      assert.ok(body.endsWith('event: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":""}}\n\n'));
     });
     it('interrupts the run when the client disconnects', async () => {
       await executeThenLeave('forever', 100);

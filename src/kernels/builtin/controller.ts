@@ -1,9 +1,10 @@
 import * as vscode from 'vscode';
-import type { Kernel } from '../../core/kernel';
+import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
+import { bundleToOutputs, errorOutput } from './cellOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
-import { bundleToOutput, errorOutput } from './outputs';
+import { OutputBudget } from './outputBudget';
 import { BuiltinScratchpad } from './scratchpad';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
@@ -11,7 +12,6 @@ const NOTEBOOK_TYPE = 'jupyter-notebook';
 
 interface NotebookKernel {
   process: KernelProcess;
-  scratchpad: Kernel;
   executionOrder: number;
   /** Cells queued or running; an interrupt cancels them all, as Jupyter does. */
   pending: Set<AbortController>;
@@ -48,7 +48,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     controller.supportedLanguages = ['python'];
     controller.supportsExecutionOrder = true;
     controller.executeHandler = (cells, notebook) => this.executeCells(cells, notebook);
-    controller.interruptHandler = (notebook) => this.interrupt(notebook);
+    controller.interruptHandler = async (notebook) => void (await this.interrupt(notebook));
     this.controller = controller;
     this.disposables.push(
       controller,
@@ -63,7 +63,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   async kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | undefined> {
-    return this.selected.has(notebook) ? this.kernelOf(notebook).scratchpad : undefined;
+    // One per request: it remembers the kernel as the request found it (see BuiltinScratchpad).
+    return this.selected.has(notebook) ? new BuiltinScratchpad(this.kernelOf(notebook).process) : undefined;
   }
 
   /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
@@ -89,11 +90,13 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  interrupt(notebook: vscode.NotebookDocument): void {
+  /** Cancels the queued cells and stops the running one: SIGINT, or a restart if it ignores that for 2 s. */
+  async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow> {
     const kernel = this.kernels.get(notebook);
-    if (!kernel) return;
+    if (!kernel) return 'sigint';
+    const stopping = kernel.process.interrupt();
     for (const pending of kernel.pending) pending.abort();
-    kernel.process.interrupt();
+    return (await stopping) ?? 'sigint';
   }
 
   async restart(notebook: vscode.NotebookDocument): Promise<void> {
@@ -101,7 +104,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     if (!kernel) return;
     for (const pending of kernel.pending) pending.abort();
     // A fresh process rather than KernelProcess.restart(), so a changed pythonPath takes effect.
-    kernel.process.dispose();
+    kernel.process.dispose('restarted');
     this.kernels.delete(notebook);
     await this.kernelOf(notebook).process.start();
   }
@@ -133,7 +136,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
             .then((choice) => choice && this.restart(notebook));
         },
       });
-      kernel = { process, scratchpad: new BuiltinScratchpad(process), executionOrder: 0, pending: new Set() };
+      kernel = { process, executionOrder: 0, pending: new Set() };
       this.kernels.set(notebook, kernel);
     }
     return kernel;
@@ -175,38 +178,52 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     };
     let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
     const emit = (edit: () => Thenable<void>) => (edits = edits.then(edit));
+    const budget = new OutputBudget();
+    const appendStream = (name: StreamName, text: string) => {
+      const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
+      if (stream && stream.name === name) {
+        const output = stream.output;
+        emit(() => execution.appendOutputItems(item, output));
+      } else {
+        const output = new vscode.NotebookCellOutput([item]);
+        stream = { name, output };
+        emit(() => execution.appendOutput(output));
+      }
+    };
+    const append = (outputs: vscode.NotebookCellOutput[]) => {
+      stream = undefined;
+      if (outputs.length) emit(() => execution.appendOutput(outputs));
+    };
     const onOutput = (o: KernelOutput) => {
       start();
       if (o.kind === 'stream') {
-        const item =
-          o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
-        if (stream && stream.name === o.name) {
-          const output = stream.output;
-          emit(() => execution.appendOutputItems(item, output));
-        } else {
-          const output = new vscode.NotebookCellOutput([item]);
-          stream = { name: o.name, output };
-          emit(() => execution.appendOutput(output));
-        }
-        return;
-      }
-      stream = undefined;
-      const output = o.kind === 'error' ? errorOutput(o.name, o.message, o.traceback) : bundleToOutput(o.data);
-      emit(() => execution.appendOutput(output));
+        const text = budget.take(o.name, o.text);
+        if (text) appendStream(o.name, text);
+      } else append(o.kind === 'error' ? [errorOutput(o.name, o.message, o.traceback)] : bundleToOutputs(o.data));
     };
-    const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal, start);
-    if (!started) {
-      // Dropped before its turn (interrupted while queued): it never ran.
-      execution.start(Date.now());
-      execution.end(undefined, Date.now());
-      return;
+    let success: boolean | undefined;
+    // The execution ends on every path: a cell left running blocks its notebook for good.
+    try {
+      const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal, start);
+      if (!started) return; // dropped before its turn (interrupted while queued): it never ran
+      const held = budget.finish();
+      if (held) {
+        if (held.marker) append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);
+        for (const piece of held.tail) appendStream(piece.name, piece.text);
+      }
+      if (result.value) append(bundleToOutputs(result.value));
+      success = result.status === 'interrupted' ? undefined : result.success;
+    } catch (err) {
+      this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      try {
+        await edits;
+      } catch (err) {
+        this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (!started) execution.start(Date.now());
+      execution.end(success, Date.now());
     }
-    if (result.value) {
-      const value = result.value;
-      emit(() => execution.appendOutput(bundleToOutput(value)));
-    }
-    await edits;
-    execution.end(result.cancelled ? undefined : result.success, Date.now());
   }
 
   private forget(notebook: vscode.NotebookDocument): void {

@@ -37,12 +37,14 @@ if sys.version_info < (3, 8):  # before the imports, which older Pythons may lac
 import ast
 import base64
 import builtins
+import codecs
 import collections
 import io
 import itertools
 import json
 import linecache
 import os
+import select
 import signal
 import threading
 import time
@@ -58,7 +60,10 @@ _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE; inspect is slow to import
 _FLUSH_CHARS = 8192  # buffered output above this is sent at once
 _FLUSH_DELAY = 0.01  # output waits at most this long, so print loops coalesce
 _CHUNK_CHARS = 1 << 20  # one huge write still streams in pieces
-_DRAIN_TIMEOUT = 0.2
+_DRAIN_TIMEOUT = 0.2  # how long a run's end waits for output its subprocesses wrote
+_DRAIN_QUIET = 0.02  # ... or less, once its pipes were quiet this long
+_TEXT_CHARS = 1 << 20  # a value's text, an error message or a traceback keeps head + tail within this
+_DATA_CHARS = 16 << 20  # a binary display item (base64) above this is replaced by a note
 _SCRATCHPAD_SOURCES_KEPT = 500
 
 _lock = threading.Lock()  # guards the output buffer and fd 4, so messages keep their order
@@ -77,8 +82,9 @@ _wake_flusher = threading.Event()
 _user_ns = {}
 _loops = []  # asyncio loops of runs with top-level await; a nested run needs another than its caller's
 _scratchpad_files = []
-_drain_fds = []  # (fd, ioctl request)
-_drain_count = None
+_idle_fds = None  # (stdout, stderr): dups of the host's fds 1/2, where OS-level output goes between runs
+_run_fds = None  # _RunFds of the innermost run
+_real_exit = os._exit
 _inbox = collections.deque()  # execute requests not yet started, appended by the reader thread
 _inbox_wake = threading.Event()  # set on every request and reply: the main thread may have work
 _failed_runs = set()  # ids of runs that fail_run() marked failed
@@ -96,7 +102,7 @@ def _write_line(data):
         while view:
             view = view[os.write(_msg_fd, view):]
     except OSError:
-        os._exit(0)  # the host closed its end: nobody is left to serve
+        _real_exit(0)  # the host closed its end: nobody is left to serve
 
 
 _json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # dumps(**kw) builds one per call
@@ -117,22 +123,22 @@ def _flush_locked(tail=None):
         items = _buf[:n]
         del _buf[:n]  # writers append without the lock; anything they added stays queued
         _buf_size = 0
-        name, parts = items[0][0], []
+        name, run, parts = items[0][0], items[0][2], []
         for item in items:
-            if item[0] is not name:
-                _stream_messages(messages, name, "".join(parts))
-                name, parts = item[0], []
+            if item[0] is not name or item[2] != run:
+                _stream_messages(messages, name, run, "".join(parts))
+                name, run, parts = item[0], item[2], []
             parts.append(item[1])
-        _stream_messages(messages, name, "".join(parts))
+        _stream_messages(messages, name, run, "".join(parts))
     if tail is not None:
         messages.append(tail)
     if messages:
         _write_line(messages[0] if len(messages) == 1 else b"".join(messages))
 
 
-def _stream_messages(messages, name, text):
+def _stream_messages(messages, name, run, text):
     for i in range(0, len(text), _CHUNK_CHARS):
-        messages.append(_encode({"type": "stream", "id": _run_id, "name": name, "text": text[i:i + _CHUNK_CHARS]}))
+        messages.append(_encode({"type": "stream", "id": run, "name": name, "text": text[i:i + _CHUNK_CHARS]}))
 
 
 def _locked_flush_then(data):
@@ -201,28 +207,53 @@ class _OutStream(io.TextIOBase):
         return self._fd  # libraries that write to the fd still reach the host, through fd 1/2
 
     def write(self, s):
-        global _buf_size, _flush_armed
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
         if _msg_fd < 0:
             os.write(self._fd, s.encode("utf-8", "replace"))
             return len(s)
-        _buf.append((self._name, s))
-        _buf_size += len(s)
-        if _buf_size >= _FLUSH_CHARS:
-            _locked_flush_then(None)
-        elif not _flush_armed:
-            # First write after a quiet spell: a complete line goes out now; whatever follows
-            # within _FLUSH_DELAY waits for the flusher thread, which coalesces print loops.
-            _flush_armed = True
-            _wake_flusher.set()
-            if "\n" in s:
-                _locked_flush_then(None)
+        _buffer(self._name, s, _run_id if _get_ident() == _main_ident else _thread_run())
         return len(s)
 
     def flush(self):
         if _msg_fd >= 0:
             _locked_flush_then(None)
+
+
+def _buffer(name, s, run):
+    """Queues output of run `run` (None: of no run); the host routes it by that id."""
+    global _buf_size, _flush_armed
+    _buf.append((name, s, run))
+    _buf_size += len(s)
+    if _buf_size >= _FLUSH_CHARS:
+        _locked_flush_then(None)
+    elif not _flush_armed:
+        # First write after a quiet spell: a complete line goes out now; whatever follows
+        # within _FLUSH_DELAY waits for the flusher thread, which coalesces print loops.
+        _flush_armed = True
+        _wake_flusher.set()
+        if "\n" in s:
+            _locked_flush_then(None)
+
+
+_get_ident = threading.get_ident
+_thread_start = threading.Thread.start
+
+
+_ANY_RUN = object()  # tag of the kernel's own threads: code they run (a GC callback) writes into the active run
+
+
+def _thread_run():
+    """The run that started the current thread (None for threads started between runs)."""
+    run = getattr(threading.current_thread(), "_agent_bridge_run", None)
+    return _run_id if run is _ANY_RUN else run
+
+
+def _start_tagged(self):
+    # A thread's output belongs to the run that started it, not to whichever run is active when
+    # it prints: a thread that outlives its run must not write into another client's run.
+    self._agent_bridge_run = _run_id if _get_ident() == _main_ident else _thread_run()
+    _thread_start(self)
 
 
 _stdout = _OutStream("stdout", 1)
@@ -247,6 +278,173 @@ def _on_sigint(signum, frame):
         _interrupt_pending = True  # raised by the writer once the message is complete
         return
     raise KeyboardInterrupt
+
+
+def _exit_flushed(status):
+    """os._exit that first sends what the run printed: `print(x); os._exit(1)` must deliver x."""
+    try:
+        if _msg_fd >= 0 and _get_ident() != _lock_holder:
+            if _run_fds is not None:
+                _run_fds.drain_open(_DRAIN_TIMEOUT)
+            _locked_flush_then(None)
+    finally:
+        _real_exit(status)
+
+
+# ---- OS-level output (fds 1/2) ----------------------------------------------------------------
+
+class _RunFds(object):
+    """Pipes dup2'ed onto fds 1/2 while one run executes. A subprocess inherits the pipes of the
+    run that spawned it and keeps them after that run ended, so what it writes later is still
+    tagged with its own run, never with the run active at the time. _FdPump forwards what
+    arrives, until EOF (when the kernel and every child closed the write ends)."""
+
+    __slots__ = ("run_id", "writers", "readers", "open", "last_read", "lock")
+
+    def __init__(self, run_id):
+        self.run_id = run_id
+        self.last_read = 0.0
+        self.lock = threading.Lock()  # held by the pump while it reads and forwards a chunk
+        out_r, out_w = os.pipe()
+        try:
+            err_r, err_w = os.pipe()
+        except OSError:
+            os.close(out_r)
+            os.close(out_w)
+            raise
+        self.writers = (out_w, err_w)
+        self.readers = (out_r, err_r)
+        self.open = [True, True]  # read ends the pump has not closed yet
+        _pump.add(self)
+
+    def attach(self):
+        os.dup2(self.writers[0], 1)
+        os.dup2(self.writers[1], 2)
+
+    def close(self, then):
+        """Gives fds 1/2 to `then` (the outer run's pipes, or the host's), drops the kernel's write
+        ends and waits for what is left: until the pipes are empty with no writer left, or quiet
+        for _DRAIN_QUIET (a subprocess still holds them), at most _DRAIN_TIMEOUT."""
+        if then is None:
+            os.dup2(_idle_fds[0], 1)
+            os.dup2(_idle_fds[1], 2)
+        else:
+            then.attach()
+        for w in self.writers:
+            os.close(w)
+        start = time.monotonic()
+        while not self._drained():
+            now = time.monotonic()
+            if now - start > _DRAIN_TIMEOUT or (now - start > _DRAIN_QUIET and now - self.last_read > _DRAIN_QUIET):
+                return
+            time.sleep(0.0005)
+
+    def _drained(self):
+        # Under the lock the pump is not between a read and its forwarding: an empty pipe whose
+        # writers are all gone (POLLHUP) has nothing left to come.
+        with self.lock:
+            for i, r in enumerate(self.readers):
+                if not self.open[i]:
+                    continue
+                poller = select.poll()
+                poller.register(r, select.POLLIN)
+                events = poller.poll(0)
+                if not (events and events[0][1] & select.POLLHUP) or _unread(r):
+                    return False
+        return True
+
+    def drain_open(self, timeout):
+        """Before a hard exit: waits until the pump has forwarded what is in the (still open) pipes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not any(self.open[i] and _unread(r) for i, r in enumerate(self.readers)):
+                    return
+            time.sleep(0.001)
+
+
+def _unread(fd):
+    """Bytes waiting in a pipe (1 where that cannot be asked: assume some)."""
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, _count, True)
+    except (AttributeError, OSError):
+        return 1
+    return _count[0]
+
+
+class _FdPump(object):
+    """One thread forwarding the pipes of every run (see _RunFds): a thread per run would cost
+    each run its start."""
+
+    def __init__(self):
+        import selectors
+
+        self._events = selectors.EVENT_READ
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self._sel.register(self._wake_r, self._events, None)
+        self._new = collections.deque()
+        _start_thread(self._forward)
+
+    def add(self, fds):
+        self._new.append(fds)
+        os.write(self._wake_w, b"\0")
+
+    def _forward(self):
+        sel = self._sel
+        while True:
+            for key, _ in sel.select():
+                if key.data is None:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except OSError:
+                        pass
+                    while self._new:
+                        fds = self._new.popleft()
+                        for i, name in enumerate(("stdout", "stderr")):
+                            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                            sel.register(fds.readers[i], self._events, (fds, i, name, decoder))
+                    continue
+                fds, i, name, decoder = key.data
+                with fds.lock:
+                    try:
+                        data = os.read(key.fd, 65536)
+                    except OSError:
+                        data = b""
+                    text = decoder.decode(data, not data)
+                    if text:
+                        _buffer(name, text, fds.run_id)
+                    fds.last_read = time.monotonic()
+                    if not data:
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                        fds.open[i] = False
+
+
+_pump = None
+try:
+    import array
+    import fcntl
+    import termios
+
+    _count = array.array("i", [0])
+    termios.FIONREAD
+except (ImportError, AttributeError):
+    fcntl = None  # _unread() then assumes there is something to read
+
+
+def _open_run_fds(run_id):
+    """The run's own fds 1/2, or None where pipes cannot be made (then fds 1/2 stay as they are)."""
+    if _pump is None:
+        return None
+    try:
+        fds = _RunFds(run_id)
+    except OSError as e:
+        os.write(_idle_fds[1], ("agent-bridge kernel: no pipes for run %s: %s\n" % (run_id, e)).encode())
+        return None
+    fds.attach()
+    return fds
 
 
 # ---- host calls -------------------------------------------------------------------------------
@@ -438,10 +636,50 @@ def _mime_text(mime, data):
     return None
 
 
+def _cut(text, limit=_TEXT_CHARS, show=str):
+    """An oversize text (or str/bytes value) as its head and tail, with a marker saying how much
+    was cut; `show` renders each part."""
+    n = len(text)
+    if n <= limit:
+        return show(text)
+    keep = limit // 2
+    return "%s\n[... %d of %d characters cut by Agent Bridge ...]\n%s" % (show(text[:keep]), n - 2 * keep, n, show(text[-keep:]))
+
+
+def _plain_repr(value):
+    # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over).
+    if type(value) in (str, bytes):
+        return _cut(value, show=repr)
+    return _cut(repr(value))
+
+
+def _capped(data):
+    """A mimebundle within the caps: texts keep head and tail; a binary item that is too big
+    (cutting would corrupt it) is dropped, with a note in text/plain."""
+    notes = []
+    for mime in list(data):
+        text = data[mime]
+        if len(text) <= _TEXT_CHARS:
+            continue
+        if mime.startswith("text/") or mime == "image/svg+xml":
+            data[mime] = _cut(text)
+        elif len(text) > _DATA_CHARS:
+            del data[mime]
+            notes.append("[%s output of %d characters dropped by Agent Bridge: over the limit of %d]" % (mime, len(text), _DATA_CHARS))
+    if notes:
+        data["text/plain"] = "\n".join([data["text/plain"]] + notes if "text/plain" in data else notes)
+    return data
+
+
 def _mimebundle(value):
-    """Jupyter's display protocol; _repr_mimebundle_ wins over the single _repr_*_ methods."""
+    """Jupyter's display protocol, within the output caps."""
     if type(value) in _PLAIN_TYPES:
-        return {"text/plain": repr(value)}
+        return {"text/plain": _plain_repr(value)}
+    return _capped(_rich_bundle(value))
+
+
+def _rich_bundle(value):
+    """_repr_mimebundle_ wins over the single _repr_*_ methods."""
     data = {}
     # Classes have the methods unbound; objects answering every attribute (mocks) are not displayable.
     if not isinstance(value, type) and _getattr(value, "_agent_bridge_no_such_attribute_") is None:
@@ -494,7 +732,7 @@ def _show_figures():
         except Exception as e:
             _stderr.write("Could not render figure %s: %s: %s\n" % (num, type(e).__name__, e))
             continue
-        _send({"type": "display", "id": _run_id, "data": data})
+        _send({"type": "display", "id": _run_id, "data": _capped(data)})
     try:
         plt.close("all")
     except Exception:
@@ -572,62 +810,13 @@ def _error_message(e, text):
         message = str(e)
     except Exception:
         message = ""
-    return {"type": "error", "id": _run_id, "name": type(e).__name__, "message": message, "traceback": text}
-
-
-def _drain_os_output():
-    """Waits until the host has read fds 1/2, so OS-level output of a run arrives before its done."""
-    if not _drain_fds:
-        return
-    import fcntl
-
-    deadline = 0.0
-    for fd, request in _drain_fds:
-        while True:
-            try:
-                fcntl.ioctl(fd, request, _drain_count, True)
-            except OSError:
-                break
-            if _drain_count[0] <= 0:
-                break
-            now = time.monotonic()
-            if not deadline:
-                deadline = now + _DRAIN_TIMEOUT
-            elif now > deadline:
-                return
-            time.sleep(0.0005)
-
-
-def _find_drainable_fds():
-    """fds 1/2 whose unread bytes Linux can count: FIONREAD on a pipe, SIOCOUTQ (= TIOCOUTQ) on
-    the socketpairs Node uses for child stdio (memory not yet consumed by the reader)."""
-    global _drain_count
-    try:
-        import array
-        import stat
-        import termios
-
-        fionread, outq = termios.FIONREAD, termios.TIOCOUTQ
-    except (ImportError, AttributeError):
-        return
-    if not sys.platform.startswith("linux"):
-        return  # TIOCOUTQ means something else on sockets elsewhere
-    _drain_count = array.array("i", [0])
-    for fd in (1, 2):
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            continue
-        if stat.S_ISFIFO(mode):
-            _drain_fds.append((fd, fionread))
-        elif stat.S_ISSOCK(mode):
-            _drain_fds.append((fd, outq))
+    return {"type": "error", "id": _run_id, "name": type(e).__name__, "message": _cut(message), "traceback": _cut(text)}
 
 
 def _execute(req):
     """Runs one request to its `done`. Re-entrant: a run nested in a host call of another keeps
     its own id, streams and code-mode visibility, and gives the caller's back when it ends."""
-    global _run_id, _executing, _interrupt_pending
+    global _run_id, _executing, _interrupt_pending, _run_fds
     run_id = req.get("id")
     code = req.get("code")
     if not isinstance(code, str):
@@ -640,6 +829,8 @@ def _execute(req):
         _locked_flush_then(None)  # the caller's buffered output leaves under the caller's id
     _run_id = run_id
     _interrupt_pending = False
+    outer_fds = _run_fds
+    _run_fds = _open_run_fds(run_id)
     sys.stdout, sys.stderr = _stdout, _stderr  # undo redirections a previous run leaked
     if _getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)
@@ -680,7 +871,9 @@ def _execute(req):
     _restore_code_mode(code_mode_held)
     if error is not None:
         _send(error)
-    _drain_os_output()
+    if _run_fds is not None:
+        _run_fds.close(outer_fds)  # what subprocesses wrote arrives before the run's done
+    _run_fds = outer_fds
     failed = run_id in _failed_runs
     _failed_runs.discard(run_id)
     _send({"type": "done", "id": run_id, "success": error is None and not failed, "value": value})
@@ -705,7 +898,7 @@ def _read_requests(fd):
                 _inbox_wake.set()
             elif op == "reply":
                 _deliver_reply(msg)
-    os._exit(0)  # host closed the channel: it is gone or wants us gone
+    _real_exit(0)  # host closed the channel: it is gone or wants us gone
 
 
 def _start_thread(target, *args):
@@ -714,7 +907,9 @@ def _start_thread(target, *args):
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # SIGINT must reach the main thread
         target(*args)
 
-    threading.Thread(target=run, daemon=True, name="agent-bridge-" + target.__name__.strip("_")).start()
+    thread = threading.Thread(target=run, daemon=True, name="agent-bridge-" + target.__name__.strip("_"))
+    thread._agent_bridge_run = _ANY_RUN
+    _thread_start(thread)
 
 
 def _after_fork_in_child():
@@ -737,18 +932,25 @@ def _setup_user_namespace():
 
 
 def main(argv):
-    global _msg_fd, _user_ns
+    global _msg_fd, _user_ns, _idle_fds, _pump
     req_fd, msg_fd = int(argv[1]), int(argv[2])
     for fd in (req_fd, msg_fd):
         os.set_inheritable(fd, False)  # os.system() children must not hold the protocol pipes open
     _msg_fd = msg_fd
-    _find_drainable_fds()
+    try:
+        _idle_fds = (os.dup(1), os.dup(2))
+    except OSError:
+        pass
     try:
         import faulthandler
 
-        faulthandler.enable(file=sys.__stderr__)  # a segfault leaves a Python traceback in the stderr tail
+        # The host's stderr, not the run's pipe (whose reader dies with the kernel): a segfault
+        # leaves a Python traceback in the stderr tail the host reports.
+        faulthandler.enable(file=_idle_fds[1] if _idle_fds else sys.__stderr__)
     except Exception:
         pass
+    threading.Thread.start = _start_tagged
+    os._exit = _exit_flushed
     sys.argv = [""]
     # Like `python -c`: modules next to the notebook (the cwd) import, not those next to us.
     here = os.path.dirname(os.path.abspath(__file__))
@@ -764,6 +966,11 @@ def main(argv):
         os.register_at_fork(after_in_child=_after_fork_in_child)
     _start_thread(_flusher)
     _start_thread(_read_requests, req_fd)
+    if _idle_fds is not None and sys.platform != "win32":  # select() takes no pipes on Windows
+        try:
+            _pump = _FdPump()
+        except (ImportError, OSError):
+            pass
     _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
     while True:
         if _inbox:

@@ -1,64 +1,43 @@
 /**
- * Driver of the builtin Python kernel (kernel.py), one process per notebook. No `vscode` import:
+ * Driver of the builtin Python kernel (kernel.py), one process per notebook: the run scheduler
+ * over one KernelChild (kernelChild.ts) at a time, speaking kernelWire.ts. No `vscode` import:
  * the extension and plain unit tests both use it.
- *
- * Wire protocol: `python -u kernel.py 3 4` with stdio [ignore, pipe, pipe, pipe, pipe]. stdin is
- * /dev/null (input() raises EOFError). fd 3 carries requests, fd 4 kernel messages, one JSON
- * object per line, UTF-8. fds 1/2 are the real stdout/stderr: OS-level output (subprocesses,
- * C code) is forwarded as stream output of the run in progress, or logged while idle.
- *
- *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"}
- *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
- *   kernel -> host  {"type":"ready","pid","python"}           once, at start
- *                   {"type":"stream","id","name","text"}      id null while idle
- *                   {"type":"display","id","data":{mime:str}}
- *                   {"type":"error","id","name","message","traceback"}
- *                   {"type":"done","id","success","value":{mime:str}|null}   ends every run
- *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
  * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
  * at once and the kernel runs it nested, on its main thread, while the caller waits (a call may
  * be answered by running cells, which would otherwise queue behind their caller forever). Each
- * run keeps its own id, so output is routed per run. SIGINT (sent to the kernel's process group)
- * interrupts the innermost running code; the kernel ignores it while idle. Closing fd 3 makes
- * the kernel exit.
+ * run keeps its own id, so output is routed per run, and output of no active run (a thread or a
+ * subprocess of a run that ended) goes to no run: it is counted in `strayOutput`. Interrupting
+ * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
+ * INTERRUPT_GRACE_MS later costs a kernel restart.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
-import type { MimeBundle, StreamName } from '../../core/kernel';
+import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
+import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
+import { MAX_FRAME_BYTES, type KernelMessage, type OversizeFrame, type RunMode } from './kernelWire';
 
-export type RunMode = 'cell' | 'scratchpad';
-
-export type HostRequest =
-  | { op: 'execute'; id: number; code: string; mode: RunMode }
-  | { op: 'reply'; rid: number; result: unknown }
-  | { op: 'reply'; rid: number; error: string; interrupt?: true };
-
-export type KernelMessage =
-  | { type: 'ready'; pid: number; python: string }
-  | { type: 'stream'; id: number | null; name: StreamName; text: string }
-  | { type: 'display'; id: number | null; data: MimeBundle }
-  | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
-  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null }
-  | { type: 'call'; rid: number; id: number | null; method: string; params: unknown };
+export type { KernelInfo } from './kernelChild';
+export type { RunMode } from './kernelWire';
 
 export type KernelOutput =
   | { kind: 'stream'; name: StreamName; text: string }
   | { kind: 'display'; data: MimeBundle }
   | { kind: 'error'; name: string; message: string; traceback: string };
 
-/** `cancelled`: the run was aborted through its signal (dropped from the queue, or interrupted). */
-export interface RunResult {
+/** How one kernel run ended. `restarted`: stopping it (or a restart) killed the kernel, whose state is lost. */
+export interface KernelRunResult {
   success: boolean;
+  status: RunOutcome;
   value: MimeBundle | null;
-  cancelled?: boolean;
+  restarted?: true;
 }
 
-export interface KernelInfo {
-  pid: number;
-  python: string;
+export interface StrayOutput {
+  /** Pieces of output (messages) that reached no run. */
+  count: number;
+  chars: number;
+  /** The last STRAY_TAIL_CHARS characters of it. */
+  tail: string;
 }
 
 export interface KernelExitInfo {
@@ -81,19 +60,10 @@ export interface CallContext {
 /** Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python. */
 export type CallHandler = (method: string, params: unknown, ctx: CallContext) => Promise<unknown>;
 
-export interface KernelProcessOptions {
-  python: string;
-  /** Absolute path of kernel.py. */
-  script: string;
-  cwd?: string;
-  /** Base environment (default process.env), read at every spawn; MPLBACKEND=Agg and UTF-8 I/O are forced on top. */
-  env?: NodeJS.ProcessEnv | (() => NodeJS.ProcessEnv);
+export interface KernelProcessOptions extends KernelChildOptions {
   onCall?: CallHandler;
   /** Fires when a kernel that was ready exits (start failures reject start() instead). */
   onExit?: (info: KernelExitInfo) => void;
-  log?: (line: string) => void;
-  /** How long start() waits for `ready` (default 30 s). */
-  startTimeoutMs?: number;
 }
 
 /** Error output names the driver itself produces. */
@@ -101,38 +71,52 @@ export const KERNEL_DIED = 'KernelDied';
 export const KERNEL_RESTARTED = 'KernelRestarted';
 export const KERNEL_DISPOSED = 'KernelDisposed';
 export const KERNEL_START_FAILED = 'KernelStartFailed';
+export const KERNEL_OUTPUT_TOO_LARGE = 'KernelOutputTooLarge';
 
-const STDERR_TAIL_CHARS = 2000;
+/** How long a run may take to stop after SIGINT before the kernel is restarted. */
+export const INTERRUPT_GRACE_MS = 2000;
 /** Interrupts of the same innermost run this close together send one SIGINT: a second one could
  * reach the run it is nested in, once the first has ended the inner one. */
 const SIGINT_COALESCE_MS = 250;
-/** After `exit`, how long to wait for the pipes to deliver what the process wrote last. */
-const EXIT_DRAIN_MS = 200;
+const STRAY_TAIL_CHARS = 8192;
+/** Stray output is logged at most this often (a leaking thread may print in a loop). */
+const STRAY_LOG_INTERVAL_MS = 1000;
+const RESTARTED_MESSAGE = 'The kernel was restarted before the run completed; its state (variables, imports) is lost.';
+const RESTARTED_QUEUED_MESSAGE = 'The kernel was restarted before this run started; its state (variables, imports) is lost.';
 
 interface Job {
   readonly id: number;
   readonly code: string;
   readonly mode: RunMode;
   readonly onOutput: (o: KernelOutput) => void;
-  readonly resolve: (r: RunResult) => void;
+  readonly resolve: (r: KernelRunResult) => void;
   readonly signal: AbortSignal | undefined;
   readonly onStart: (() => void) | undefined;
   onAbort: (() => void) | undefined;
   aborted: boolean;
+  /** An interrupt was sent for it (so a failure is reported as `interrupted`). */
+  interrupted: boolean;
+  /** The host dropped a message of it (too large): it ends failed. */
+  hostFailed: boolean;
+  /** stop() in progress: what it took, once the run ended. */
+  stopping: Promise<InterruptHow> | undefined;
+  onEnd: (() => void) | undefined;
   /** Host calls of this run not answered yet: while > 0 the run waits, and runs may nest in it. */
   openCalls: number;
   /** Aborts the calls' handlers when the run is aborted (made on the first call). */
   calls: AbortController | undefined;
 }
 
-export class KernelProcess {
-  private proc: Proc | null = null;
+export class KernelProcess implements KernelChildEvents {
+  private proc: KernelChild | null = null;
   /** Runs sent to the kernel and not done, outermost first: each later one nests in the one before. */
   private readonly active: Job[] = [];
   private readonly queue: Job[] = [];
   private nextId = 0;
-  private disposed = false;
+  private disposed: 'disposed' | 'restarted' | undefined;
+  private restartCount = 0;
   private lastSigint: { job: Job; at: number } | undefined;
+  private readonly stray = { count: 0, chars: 0, tail: '', loggedAt: 0 };
 
   constructor(private readonly opts: KernelProcessOptions) {}
 
@@ -144,6 +128,20 @@ export class KernelProcess {
   /** pid and Python version once the kernel is ready. */
   get info(): KernelInfo | null {
     return this.proc?.info ?? null;
+  }
+
+  /**
+   * Output that belonged to no active run (threads and subprocesses of runs that ended, output
+   * while idle): never given to another run, counted here, its end kept, and logged.
+   */
+  get strayOutput(): StrayOutput {
+    const { count, chars, tail } = this.stray;
+    return { count, chars, tail };
+  }
+
+  /** How many times restart(), an interrupt that escalated, or dispose('restarted') threw the kernel's state away. */
+  get restarts(): number {
+    return this.restartCount;
   }
 
   /** Resolves on `ready`; rejects with the reason (and stderr tail) if the kernel cannot start. */
@@ -162,9 +160,9 @@ export class KernelProcess {
     onOutput: (o: KernelOutput) => void,
     signal?: AbortSignal,
     onStart?: () => void,
-  ): Promise<RunResult> {
-    return new Promise<RunResult>((resolve) => {
-      if (signal?.aborted) return resolve({ success: false, value: null, cancelled: true });
+  ): Promise<KernelRunResult> {
+    return new Promise<KernelRunResult>((resolve) => {
+      if (signal?.aborted) return resolve({ success: false, status: 'interrupted', value: null });
       const job: Job = {
         id: ++this.nextId,
         code,
@@ -175,9 +173,14 @@ export class KernelProcess {
         onStart,
         onAbort: undefined,
         aborted: false,
+        interrupted: false,
+        hostFailed: false,
+        stopping: undefined,
+        onEnd: undefined,
         openCalls: 0,
         calls: undefined,
       };
+      if (this.disposed === 'restarted') return this.fail(job, KERNEL_RESTARTED, RESTARTED_QUEUED_MESSAGE, true);
       if (this.disposed) return this.fail(job, KERNEL_DISPOSED, 'The kernel was disposed.');
       if (signal) {
         job.onAbort = () => this.abort(job);
@@ -188,37 +191,43 @@ export class KernelProcess {
     });
   }
 
-  /** SIGINT to the kernel (and its subprocesses) if a run is in progress: the innermost run's code gets it. */
-  interrupt(): void {
+  /**
+   * Stops the innermost run: SIGINT to the kernel (and its subprocesses), and if the run has not
+   * ended INTERRUPT_GRACE_MS later, a kernel restart. Resolves with what it took once the run
+   * ended, or null when no run was in progress.
+   */
+  interrupt(): Promise<InterruptHow | null> {
     const inner = this.active[this.active.length - 1];
-    if (!inner || !this.proc?.alive) return;
-    const now = Date.now();
-    if (this.lastSigint?.job === inner && now - this.lastSigint.at < SIGINT_COALESCE_MS) return;
-    this.lastSigint = { job: inner, at: now };
-    this.proc.signal('SIGINT');
+    if (!inner || !this.proc?.alive) return Promise.resolve(null);
+    return this.stop(inner);
   }
 
+  /** Kills the process: its runs and queued runs fail with KernelRestarted; the next run starts a fresh one. */
   async restart(): Promise<void> {
     if (this.disposed) throw new Error('The kernel was disposed.');
+    this.restartCount++;
     this.killProc();
-    this.failAll(KERNEL_RESTARTED, 'The kernel was restarted before the run completed.');
+    this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
     await this.start();
   }
 
-  dispose(): void {
+  /** `restarted`: the owner replaces it by a fresh kernel, so pending runs are told the kernel restarted. */
+  dispose(reason: 'disposed' | 'restarted' = 'disposed'): void {
     if (this.disposed) return;
-    this.disposed = true;
+    this.disposed = reason;
+    if (reason === 'restarted') this.restartCount++;
     this.killProc();
-    this.failAll(KERNEL_DISPOSED, 'The kernel was disposed before the run completed.');
+    if (reason === 'restarted') this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
+    else this.failAll(KERNEL_DISPOSED, 'The kernel was disposed before the run completed.');
   }
 
   // ---- internals ----
 
-  private ensureProc(): Proc {
+  private ensureProc(): KernelChild {
     // A process that exited but whose pipes are still draining is replaced, unless its
     // in-flight run is waiting to be failed by onDead.
     if (this.proc && (this.proc.alive || this.active.length)) return this.proc;
-    const p = new Proc(this.opts, this);
+    const p = new KernelChild(this.opts, this);
     this.proc = p;
     p.ready.then(
       () => {
@@ -256,38 +265,92 @@ export class KernelProcess {
     const i = this.queue.indexOf(job);
     if (i >= 0) {
       this.queue.splice(i, 1);
-      this.finish(job, { success: false, value: null });
+      this.finish(job, false, null);
     } else if (this.active.includes(job)) {
       // The innermost code gets the SIGINT: the job itself, or a run nested in its call, whose
       // handler learns through ctx.signal and whose reply then interrupts the job.
       job.calls?.abort();
-      this.interrupt();
+      void this.stop(job);
     }
+  }
+
+  /** SIGINT, then a restart if `job` is still running after the grace period. */
+  private stop(job: Job): Promise<InterruptHow> {
+    if (job.stopping) return job.stopping;
+    job.interrupted = true;
+    this.sigint();
+    job.stopping = new Promise<InterruptHow>((resolve) => {
+      const timer = setTimeout(() => {
+        job.onEnd = undefined;
+        if (!this.active.includes(job)) return resolve('sigint');
+        this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
+        this.restartCount++;
+        this.killProc();
+        this.failAll(
+          KERNEL_RESTARTED,
+          `The run did not stop within ${INTERRUPT_GRACE_MS / 1000} s of an interrupt (SIGINT), so the kernel was restarted: its state (variables, imports) is lost.`,
+          true,
+        );
+        if (!this.disposed) this.ensureProc(); // the next run finds it ready
+        resolve('restart');
+      }, INTERRUPT_GRACE_MS);
+      job.onEnd = () => {
+        clearTimeout(timer);
+        resolve('sigint');
+      };
+    });
+    return job.stopping;
+  }
+
+  /** SIGINT to the kernel's process group; the innermost running code gets it. */
+  private sigint(): void {
+    const inner = this.active[this.active.length - 1];
+    if (!inner || !this.proc?.alive) return;
+    const now = Date.now();
+    if (this.lastSigint?.job === inner && now - this.lastSigint.at < SIGINT_COALESCE_MS) return;
+    this.lastSigint = { job: inner, at: now };
+    this.proc.signal('SIGINT');
   }
 
   private activeJob(id: number | null): Job | undefined {
     return id === null ? undefined : this.active.find((j) => j.id === id);
   }
 
-  private finish(job: Job, result: RunResult): void {
+  private finish(job: Job, success: boolean, value: MimeBundle | null, restarted?: boolean): void {
     if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
-    if (job.aborted && !result.success) result.cancelled = true;
-    job.resolve(result);
+    job.onEnd?.();
+    const status: RunOutcome = success ? 'succeeded' : job.interrupted || job.aborted || restarted ? 'interrupted' : 'failed';
+    job.resolve(restarted ? { success, status, value, restarted: true } : { success, status, value });
   }
 
-  private fail(job: Job, name: string, message: string): void {
+  private fail(job: Job, name: string, message: string, restarted?: boolean): void {
     emit(job, { kind: 'error', name, message, traceback: `${name}: ${message}\n` }, this.opts.log);
-    this.finish(job, { success: false, value: null });
+    this.finish(job, false, null, restarted);
   }
 
-  private failAll(name: string, message: string): void {
+  private failAll(name: string, message: string, restarted?: boolean): void {
     const jobs = [...this.active.reverse(), ...this.queue];
+    const queued = new Set(this.queue);
     this.active.length = 0;
     this.queue.length = 0;
     for (const job of jobs) {
       job.calls?.abort();
-      this.fail(job, name, message);
+      // A queued run lost nothing but its turn: it says so, rather than the running one's story.
+      this.fail(job, name, restarted && queued.has(job) ? RESTARTED_QUEUED_MESSAGE : message, restarted);
     }
+  }
+
+  private onStray(name: StreamName, text: string, why: string): void {
+    const stray = this.stray;
+    stray.count++;
+    stray.chars += text.length;
+    stray.tail = (stray.tail + text.slice(-STRAY_TAIL_CHARS)).slice(-STRAY_TAIL_CHARS);
+    const now = Date.now();
+    if (now - stray.loggedAt < STRAY_LOG_INTERVAL_MS) return;
+    stray.loggedAt = now;
+    this.opts.log?.(
+      `kernel ${name} of no active run (${why}; ${stray.count} pieces, ${stray.chars} characters so far, given to no run): ${text.slice(0, 200)}`,
+    );
   }
 
   private killProc(): void {
@@ -296,24 +359,26 @@ export class KernelProcess {
     p?.kill();
   }
 
-  /** @internal from Proc */
-  onMessage(p: Proc, msg: KernelMessage): void {
+  /** @internal from KernelChild */
+  onMessage(p: KernelChild, msg: KernelMessage): void {
     if (p !== this.proc) return;
     switch (msg.type) {
       case 'stream': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'stream', name: msg.name, text: msg.text }, this.opts.log);
-        else this.opts.log?.(`kernel ${msg.name} (idle): ${msg.text}`);
+        else this.onStray(msg.name, msg.text, msg.id === null ? 'written between runs' : `of run ${msg.id}, which ended`);
         return;
       }
       case 'display': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'display', data: msg.data }, this.opts.log);
+        else this.onStray('stdout', `[display output: ${Object.keys(msg.data).join(', ')}]\n`, `of run ${msg.id}`);
         return;
       }
       case 'error': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'error', name: msg.name, message: msg.message, traceback: msg.traceback }, this.opts.log);
+        else this.onStray('stderr', msg.traceback, `of run ${msg.id}`);
         return;
       }
       case 'done': {
@@ -324,7 +389,7 @@ export class KernelProcess {
         }
         this.active.splice(this.active.indexOf(job), 1);
         job.calls?.abort();
-        this.finish(job, { success: msg.success, value: msg.value ?? null });
+        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null);
         this.pump();
         return;
       }
@@ -336,15 +401,39 @@ export class KernelProcess {
     }
   }
 
-  /** @internal from Proc: OS-level output on fds 1/2 (it cannot tell runs apart: the innermost gets it). */
-  onStdio(p: Proc, name: StreamName, text: string): void {
-    const inner = this.active[this.active.length - 1];
-    if (p === this.proc && inner) emit(inner, { kind: 'stream', name, text }, this.opts.log);
-    else this.opts.log?.(`kernel ${name}: ${text}`);
+  /** @internal from KernelChild: the kernel's own fds 1/2, which no run owns (runs get pipes of their own). */
+  onStdio(_p: KernelChild, name: StreamName, text: string): void {
+    this.onStray(name, text, 'the kernel process itself, or a subprocess started between runs');
   }
 
-  /** @internal from Proc, once its pipes have drained after exit. */
-  onDead(p: Proc, code: number | null, signal: string | null): void {
+  /** @internal from KernelChild: a message too large to take was skipped; the run it belonged to fails. */
+  onOversize(p: KernelChild, frame: OversizeFrame): void {
+    if (p !== this.proc) return;
+    const what = `A kernel message of ${frame.bytes} bytes (${frame.type ?? 'of unknown type'}) is over the limit of ${MAX_FRAME_BYTES} bytes`;
+    this.opts.log?.(`kernel: ${what}; skipped`);
+    if (frame.type === 'call' && frame.rid !== undefined) {
+      p.send({ op: 'reply', rid: frame.rid, error: `${what}: send smaller parameters.` });
+      return;
+    }
+    const job = this.activeJob(frame.id ?? null);
+    if (!job) return;
+    const message = `${what}, so it was dropped and the run failed.`;
+    emit(
+      job,
+      { kind: 'error', name: KERNEL_OUTPUT_TOO_LARGE, message, traceback: `${KERNEL_OUTPUT_TOO_LARGE}: ${message}\n` },
+      this.opts.log,
+    );
+    job.hostFailed = true;
+    if (frame.type === 'done') {
+      this.active.splice(this.active.indexOf(job), 1);
+      job.calls?.abort();
+      this.finish(job, false, null);
+      this.pump();
+    }
+  }
+
+  /** @internal from KernelChild, once its pipes have drained after exit. */
+  onDead(p: KernelChild, code: number | null, signal: string | null): void {
     const expected = p.expectedExit;
     this.opts.log?.(`kernel pid ${p.child.pid ?? '?'} exited (code ${code}, signal ${signal})${expected ? '' : ' unexpectedly'}`);
     // Before ready, the ready promise's rejection (already settled) fails the queue instead.
@@ -363,7 +452,7 @@ export class KernelProcess {
     }
   }
 
-  private answerCall(p: Proc, rid: number, runId: number | null, method: string, params: unknown): void {
+  private answerCall(p: KernelChild, rid: number, runId: number | null, method: string, params: unknown): void {
     const handler = this.opts.onCall;
     if (!handler) {
       p.send({ op: 'reply', rid, error: `The host does not answer calls (method "${method}").` });
@@ -407,196 +496,6 @@ export class KernelProcess {
     );
     // The caller now waits: a queued run can go ahead, nested in it.
     if (job) this.pump();
-  }
-}
-
-/** One spawned kernel process and its pipes. */
-class Proc {
-  readonly child: ChildProcess;
-  readonly ready: Promise<void>;
-  info: KernelInfo | null = null;
-  alive = true;
-  expectedExit = false;
-  stderrTail = '';
-  private readonly toKernel: Writable;
-  private readonly decoder = new StringDecoder('utf8');
-  private partial = '';
-  private settleReady: ((err?: Error) => void) | null = null;
-  private exitStatus: { code: number | null; signal: string | null } | null = null;
-  private dead = false;
-  private openPipes = 3; // fds 1, 2, 4
-  private drainTimer: NodeJS.Timeout | null = null;
-  private readonly startTimer: NodeJS.Timeout;
-
-  constructor(
-    private readonly opts: KernelProcessOptions,
-    private readonly owner: KernelProcess,
-  ) {
-    this.ready = new Promise<void>((resolve, reject) => {
-      this.settleReady = (err) => {
-        this.settleReady = null;
-        clearTimeout(this.startTimer);
-        if (err) reject(err);
-        else resolve();
-      };
-    });
-    this.ready.catch(() => undefined); // callers that never await start() must not see an unhandled rejection
-    // Inherited by subprocesses too: Python children then stream their output promptly, in UTF-8.
-    const base = typeof opts.env === 'function' ? opts.env() : (opts.env ?? process.env);
-    const env: NodeJS.ProcessEnv = { ...base, MPLBACKEND: 'Agg', PYTHONIOENCODING: 'utf-8', PYTHONUNBUFFERED: '1' };
-    this.child = spawn(opts.python, ['-u', opts.script, '3', '4'], {
-      cwd: opts.cwd,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-      // Own process group: interrupt and kill reach the subprocesses user code started.
-      detached: process.platform !== 'win32',
-      windowsHide: true,
-    });
-    const stdio = this.child.stdio;
-    this.toKernel = stdio[3] as Writable;
-    const fromKernel = stdio[4] as Readable;
-    const stdout = stdio[1] as Readable;
-    const stderr = stdio[2] as Readable;
-    for (const s of [stdout, stderr, fromKernel, this.toKernel])
-      s.on('error', (err) => opts.log?.(`kernel pipe error: ${err.message}`));
-    fromKernel.on('data', (chunk: Buffer) => this.onData(chunk));
-    const outDecoder = new StringDecoder('utf8');
-    const errDecoder = new StringDecoder('utf8');
-    stdout.on('data', (chunk: Buffer) => {
-      const text = outDecoder.write(chunk);
-      if (text) owner.onStdio(this, 'stdout', text);
-    });
-    stderr.on('data', (chunk: Buffer) => {
-      const text = errDecoder.write(chunk);
-      if (!text) return;
-      const tail = this.stderrTail + text;
-      this.stderrTail = tail.length > STDERR_TAIL_CHARS ? tail.slice(-STDERR_TAIL_CHARS) : tail;
-      owner.onStdio(this, 'stderr', text);
-    });
-    for (const s of [stdout, stderr, fromKernel]) s.on('close', () => this.pipeClosed());
-    this.child.on('error', (err) => {
-      // Spawn failures (ENOENT, EACCES) come here, possibly without an `exit`.
-      opts.log?.(`kernel process error: ${err.message}`);
-      if (this.settleReady)
-        this.settleReady(new Error(`Could not start the Python kernel with "${opts.python}": ${err.message}`));
-      if (this.child.pid === undefined) this.onExit(null, null);
-    });
-    this.child.on('exit', (code, signal) => this.onExit(code, signal));
-    this.startTimer = setTimeout(() => {
-      if (!this.settleReady) return;
-      this.settleReady(
-        new Error(`The Python kernel ("${opts.python}") did not start within ${this.startTimeout} ms.${this.tailNote()}`),
-      );
-      this.kill();
-    }, this.startTimeout);
-    this.startTimer.unref();
-    opts.log?.(`kernel started: ${opts.python} ${opts.script} (pid ${this.child.pid ?? '?'})`);
-  }
-
-  private get startTimeout(): number {
-    return this.opts.startTimeoutMs ?? 30_000;
-  }
-
-  send(req: HostRequest): void {
-    if (!this.alive) return;
-    this.toKernel.write(JSON.stringify(req) + '\n');
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    if (!this.alive || this.child.pid === undefined) return;
-    try {
-      if (process.platform !== 'win32') process.kill(-this.child.pid, sig);
-      else this.child.kill(sig);
-    } catch {
-      try {
-        this.child.kill(sig);
-      } catch {
-        // already gone
-      }
-    }
-  }
-
-  kill(): void {
-    this.expectedExit = true;
-    this.signal('SIGKILL');
-  }
-
-  private onData(chunk: Buffer): void {
-    const text = this.decoder.write(chunk);
-    let start = 0;
-    let nl = text.indexOf('\n');
-    if (nl === -1) {
-      this.partial += text;
-      return;
-    }
-    let pending = this.partial;
-    this.partial = '';
-    while (nl !== -1) {
-      const line = pending ? pending + text.slice(start, nl) : text.slice(start, nl);
-      pending = '';
-      start = nl + 1;
-      if (line) this.onLine(line);
-      nl = text.indexOf('\n', start);
-    }
-    this.partial = text.slice(start);
-  }
-
-  private onLine(line: string): void {
-    let msg: KernelMessage;
-    try {
-      msg = JSON.parse(line) as KernelMessage;
-    } catch {
-      this.opts.log?.(`kernel: unparsable message: ${line.slice(0, 200)}`);
-      return;
-    }
-    if (msg.type === 'ready') {
-      this.info = { pid: msg.pid, python: msg.python };
-      this.opts.log?.(`kernel ready: pid ${msg.pid}, Python ${msg.python}`);
-      this.settleReady?.();
-      return;
-    }
-    this.owner.onMessage(this, msg);
-  }
-
-  private onExit(code: number | null, signal: string | null): void {
-    if (this.exitStatus) return;
-    this.alive = false;
-    this.exitStatus = { code, signal };
-    if (this.openPipes <= 0) this.finalize();
-    else this.drainTimer = setTimeout(() => this.finalize(), EXIT_DRAIN_MS);
-  }
-
-  private pipeClosed(): void {
-    this.openPipes--;
-    if (this.openPipes <= 0 && this.exitStatus) this.finalize();
-  }
-
-  /** Exit is final once the pipes delivered the last words (a grandchild may hold them open: capped). */
-  private finalize(): void {
-    if (this.dead || !this.exitStatus) return;
-    this.dead = true;
-    if (this.drainTimer) clearTimeout(this.drainTimer);
-    // Subprocesses outlive a crashed kernel in its group: end them, as dispose() would have, and
-    // let go of the fds 1/2 they hold, which would keep the host's event loop alive.
-    if (process.platform !== 'win32' && this.child.pid !== undefined) {
-      try {
-        process.kill(-this.child.pid, 'SIGKILL');
-      } catch {
-        // group already empty
-      }
-    }
-    for (const s of this.child.stdio) s?.destroy();
-    const { code, signal } = this.exitStatus;
-    if (this.settleReady) {
-      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      this.settleReady(new Error(`The Python kernel ("${this.opts.python}") ${how} before it was ready.${this.tailNote()}`));
-    }
-    this.owner.onDead(this, code, signal);
-  }
-
-  private tailNote(): string {
-    const tail = this.stderrTail.trim();
-    return tail ? `\n${tail}` : '';
   }
 }
 

@@ -1,16 +1,29 @@
 import { NO_OUTPUT, reduceMimeBundle, type ExecResult, type Kernel, type StreamEvent } from '../../core/kernel';
-import type { KernelProcess } from './kernelProcess';
+import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
 
 /**
- * The builtin kernel as a scratchpad `Kernel`. Errors become their plain-text traceback on
- * stderr; display outputs (figures) have no place in a scratchpad result and are dropped.
+ * The builtin kernel as a scratchpad `Kernel`, as a request found it. Errors become their
+ * plain-text traceback on stderr; display outputs (figures) have no place in a scratchpad result
+ * and are dropped. A run whose turn comes after the kernel was restarted (it waited in the
+ * session's queue behind the run whose interrupt escalated) fails instead of running against a
+ * kernel whose state is gone.
  */
 export class BuiltinScratchpad implements Kernel {
   readonly kind = 'builtin';
+  private readonly restarts: number;
 
-  constructor(private readonly kernel: KernelProcess) {}
+  constructor(private readonly kernel: KernelProcess) {
+    this.restarts = kernel.restarts;
+  }
 
   async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
+    if (this.kernel.restarts !== this.restarts) {
+      onStream({
+        name: 'stderr',
+        text: `${KERNEL_RESTARTED}: The kernel was restarted before this run started; its state (variables, imports) is lost. Run it again if it still applies.\n`,
+      });
+      return { success: false, status: 'interrupted', restarted: true, output: NO_OUTPUT };
+    }
     const result = await this.kernel.run(
       code,
       'scratchpad',
@@ -21,6 +34,7 @@ export class BuiltinScratchpad implements Kernel {
       },
       signal,
     );
-    return result.success ? { success: true, output: reduceMimeBundle(result.value) } : { success: false, output: NO_OUTPUT };
+    if (result.success) return { success: true, status: 'succeeded', output: reduceMimeBundle(result.value) };
+    return { success: false, status: result.status, ...(result.restarted && { restarted: true }), output: NO_OUTPUT };
   }
 }

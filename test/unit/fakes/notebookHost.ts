@@ -24,7 +24,7 @@ export class FakeKernel implements Kernel {
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())));
         call.aborted = true;
         call.ended = Date.now();
-        return { success: false, output: { mimetype: 'text/plain', data: '' } };
+        return { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } };
       } else if ('throws' in step) throw new Error(step.throws);
       else onStream(step);
     }

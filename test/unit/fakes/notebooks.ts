@@ -1,3 +1,4 @@
+import type { InterruptHow } from '../../../src/core/kernel';
 import type {
   CellKind,
   CellSnapshot,
@@ -187,9 +188,10 @@ export class FakeNotebooks implements OpenNotebooks {
     return { dispose: () => set.delete(listener) };
   }
 
-  async interrupt(uri: string): Promise<void> {
+  async interrupt(uri: string): Promise<InterruptHow> {
     this.book(uri);
     this.calls.push({ method: 'interrupt', uri });
+    return 'sigint';
   }
 
   async restart(uri: string): Promise<void> {

@@ -1,0 +1,308 @@
+/**
+ * Chaos: what an agent may run must not take down the person's VS Code. Each case runs against a
+ * notebook of its own (chaos.ipynb, written into the workspace here) and asserts, beyond its own
+ * expectations: the bridge answers afterwards; the next `print(1)` works within 1 s (5 s where
+ * the kernel restarts); the extension host's RSS (sampled every 100 ms from /proc) stays within
+ * +200 MB of its value before the case (the peak is noted); no other run saw the output; and the
+ * notebook's file lost nothing.
+ */
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { eq, fail, type Harness, includes, match, ok, show, type CheckRun } from '../harness';
+import type { BridgeClient, SseResult } from '../http';
+import type { CheckContext, SessionInfo } from './context';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const MB = 1024 * 1024;
+const RSS_BUDGET = 200 * MB;
+const LOOP = "while True: print('x' * 1000)";
+
+const NOTEBOOK = {
+  cells: [{ cell_type: 'code', execution_count: null, id: 'chaos-a', metadata: {}, outputs: [], source: ['kept = "chaos"'] }],
+  metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+  nbformat: 4,
+  nbformat_minor: 5,
+};
+
+/** VmRSS of `pid` in bytes, sampled every 100 ms while a case runs. */
+class RssSampler {
+  readonly baseline: number;
+  peak: number;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly pid: number) {
+    this.baseline = this.read();
+    this.peak = this.baseline;
+    this.timer = setInterval(() => (this.peak = Math.max(this.peak, this.read())), 100);
+  }
+
+  private read(): number {
+    const status = fs.readFileSync(`/proc/${this.pid}/status`, 'utf8');
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+    if (!kb) fail(`no VmRSS in /proc/${this.pid}/status`);
+    return Number(kb) * 1024;
+  }
+
+  stop(): { baseline: number; peak: number; extra: number } {
+    clearInterval(this.timer);
+    this.peak = Math.max(this.peak, this.read());
+    return { baseline: this.baseline, peak: this.peak, extra: this.peak - this.baseline };
+  }
+}
+
+/** A POST /api/kernel/execute whose client never reads the response: the server's writes back up. */
+function stalledExecute(client: BridgeClient, session: string, code: string): { close(): void; started: Promise<number> } {
+  const body = Buffer.from(JSON.stringify({ code }));
+  let req: http.ClientRequest;
+  const started = new Promise<number>((resolve, reject) => {
+    req = http.request(
+      {
+        host: client.hostname,
+        port: client.port,
+        method: 'POST',
+        path: '/api/kernel/execute',
+        agent: false,
+        headers: {
+          host: `${client.hostname}:${client.port}`,
+          authorization: `Bearer ${client.token ?? ''}`,
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+          'marimo-session-id': session,
+        },
+      },
+      (res) => {
+        res.pause(); // never read: the socket's buffers fill and the bridge's writes return false
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', (e) => reject(e));
+    req.end(body);
+  });
+  started.catch(() => undefined);
+  return { close: () => req.destroy(), started };
+}
+
+type NotebookFile = { cells: { id?: string; source: string | string[] }[] };
+
+/** The notebook file still parses and holds every cell it was written with, with its source (the
+ * bridge may save the cells a case adds and removes, and outputs). */
+function expectNothingLost(after: string): void {
+  let now: NotebookFile;
+  try {
+    now = JSON.parse(after) as NotebookFile;
+  } catch {
+    return fail(`chaos.ipynb is no longer JSON: ${show(after, 200)}`);
+  }
+  const text = (source: string | string[]) => (Array.isArray(source) ? source.join('') : source);
+  for (const cell of NOTEBOOK.cells) {
+    const kept = now.cells.find((c) => c.id === cell.id);
+    ok(kept, `chaos.ipynb lost cell ${cell.id}: ${show(after, 300)}`);
+    eq(text(kept.source), text(cell.source), `source of cell ${cell.id} in chaos.ipynb`);
+  }
+}
+
+export function registerChaosChecks(h: Harness, ctx: CheckContext): void {
+  const { client } = ctx;
+  const file = path.join(ctx.workspace, 'chaos.ipynb');
+  let session: SessionInfo | undefined;
+  const sid = () => session?.id ?? fail('chaos.ipynb is not open (the first chaos check failed)');
+
+  const run = (code: string, signal: AbortSignal, timeoutMs = 15_000): Promise<SseResult> =>
+    client.run(sid(), code, { signal, timeoutMs });
+
+  /** What every case asserts once its own part is done. */
+  async function afterCase({ signal, note }: CheckRun, rss: RssSampler, nextWithinMs: 1000 | 5000): Promise<void> {
+    const health = await client.get('/health', { signal, timeoutMs: 5000 });
+    eq(health.status, 200, 'GET /health after the case');
+    const t = Date.now();
+    const next = await run('print(1)', signal, 30_000);
+    const ms = Date.now() - t;
+    eq(next.stdout, '1\n', `stdout of the next print(1) (no output of the case may reach it; stderr ${show(next.stderr)})`);
+    eq(next.stderr, '', 'stderr of the next print(1)');
+    ok(ms <= nextWithinMs, `the next print(1) took ${ms} ms (limit ${nextWithinMs} ms)`);
+    const { baseline, peak, extra } = rss.stop();
+    note(
+      `extension host RSS ${Math.round(baseline / MB)} MB before, peak ${Math.round(peak / MB)} MB (+${Math.round(extra / MB)} MB); next print(1) in ${ms} ms`,
+    );
+    ok(
+      extra <= RSS_BUDGET,
+      `extension host RSS rose ${Math.round(extra / MB)} MB (peak ${Math.round(peak / MB)} MB; limit +200 MB)`,
+    );
+    expectNothingLost(fs.readFileSync(file, 'utf8'));
+  }
+
+  /** Runs `body` as one case: baseline RSS and file first, the common assertions after. */
+  function chaos(name: string, nextWithinMs: 1000 | 5000, body: (run: CheckRun) => Promise<void>, timeoutMs = 60_000): void {
+    h.check(
+      `chaos: ${name}`,
+      async (check) => {
+        const rss = new RssSampler(ctx.advert.pid);
+        try {
+          await body(check);
+          await afterCase(check, rss, nextWithinMs);
+        } finally {
+          rss.stop();
+        }
+      },
+      { timeoutMs },
+    );
+  }
+
+  /** Cells the cases add go again, unsaved: the file keeps what it had. */
+  async function deleteCell(id: string, signal: AbortSignal): Promise<void> {
+    const q = `notebook=${encodeURIComponent(sid())}&force=true`;
+    const del = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?${q}`, signal });
+    ok(del.status === 200 || del.status === 204, `DELETE the cell: ${del.status} ${show(del.text, 200)}`);
+  }
+
+  h.check(
+    'chaos: opens its own notebook with the builtin kernel',
+    async ({ signal }) => {
+      fs.writeFileSync(file, `${JSON.stringify(NOTEBOOK, null, 1)}\n`);
+      const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
+      eq(r.status, 200, `POST /notebooks/open chaos.ipynb (body ${show(r.text, 300)})`);
+      session = r.json<{ session: SessionInfo }>().session;
+      const warm = await run('print(1)', signal, 30_000);
+      eq(warm.stdout, '1\n', 'first run');
+    },
+    { timeoutMs: 45_000 },
+  );
+
+  chaos('a print loop in a cell keeps head and tail of its output', 1000, async ({ signal }) => {
+    const code = "import time\nt = time.time()\nwhile time.time() - t < 5: print('x' * 1000)\nprint('LAST')";
+    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
+    eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
+    const id = created.json<{ cell: { id: string } }>().cell.id;
+    const ran = await client.post(
+      `/notebooks/cells/${id}/run`,
+      { notebook: sid(), wait: true, timeoutMs: 30_000 },
+      { signal, timeoutMs: 35_000 },
+    );
+    eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);
+    match(ran.text, /characters of output cut by Agent Bridge/, 'the cut marker in the outputs');
+    includes(ran.text, 'LAST', 'the tail of the output');
+    await deleteCell(id, signal);
+  });
+
+  chaos('a 100 M-character trailing value is cut, head and tail', 1000, async ({ signal }) => {
+    const r = await run("'a' * 100_000_000 + 'END'", signal, 30_000);
+    eq(r.done?.data?.success, true, `done.success (stderr ${show(r.stderr)})`);
+    const data = String(r.done?.data?.output?.data ?? '');
+    ok(data.length < 2 * MB, `done.output.data is ${data.length} characters`);
+    match(data, /characters cut by Agent Bridge/, 'done.output.data');
+    ok(data.endsWith("aaaEND'"), `the tail of the value is kept: ${show(data.slice(-20))}`);
+  });
+
+  chaos('a cell whose value has mime types VS Code rejects ends, with a note', 1000, async ({ signal }) => {
+    const code = [
+      'class Odd:',
+      '    def _repr_mimebundle_(self, include=None, exclude=None):',
+      '        return {"x": "1", "not a mime": "2", "text/plain\\r\\n": "3", "text/plain": "odd"}',
+      'Odd()',
+    ].join('\n');
+    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
+    eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
+    const id = created.json<{ cell: { id: string } }>().cell.id;
+    const ran = await client.post(
+      `/notebooks/cells/${id}/run`,
+      { notebook: sid(), wait: true, timeoutMs: 15_000 },
+      { signal, timeoutMs: 20_000 },
+    );
+    eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);
+    const text = ran.text;
+    includes(text, 'odd', 'the valid item');
+    match(text, /left out the output item/, 'the note about the rejected items');
+    const again = await client.post(
+      `/notebooks/cells/${id}/run`,
+      { notebook: sid(), wait: true, timeoutMs: 15_000 },
+      { signal, timeoutMs: 20_000 },
+    );
+    eq(again.status, 200, `a second run of the cell (body ${show(again.text, 300)})`);
+    const cell = await client.get(`/notebooks/cells/${id}?notebook=${encodeURIComponent(sid())}`, { signal });
+    ok(cell.status === 200, `GET the cell: ${cell.status}`);
+    await deleteCell(id, signal);
+  });
+
+  chaos('a thread and a subprocess of run A print into no later run of another client', 1000, async ({ signal }) => {
+    const a = await run(
+      [
+        'import threading, time, subprocess',
+        'chaos_stop = threading.Event()',
+        'def chaos_leak():',
+        '    while not chaos_stop.is_set():',
+        '        print("THREAD-LEAK")',
+        '        time.sleep(0.01)',
+        'threading.Thread(target=chaos_leak, daemon=True).start()',
+        'chaos_child = subprocess.Popen(["sh", "-c", "while true; do echo CHILD-LEAK; sleep 0.01; done"])',
+        'import sys; sys.modules["chaos_leaks"] = type(sys)("chaos_leaks"); sys.modules["chaos_leaks"].stop = chaos_stop; sys.modules["chaos_leaks"].child = chaos_child',
+      ].join('\n'),
+      signal,
+    );
+    eq(a.done?.data?.success, true, `run A (stderr ${show(a.stderr)})`);
+    const other = client.withToken(client.token); // another client: its own connection
+    const b = await other.run(sid(), 'import time\ntime.sleep(1)\nprint("B")', { signal, timeoutMs: 15_000 });
+    eq(b.stdout, 'B\n', 'stdout of run B');
+    eq(b.stderr, '', 'stderr of run B');
+    const stop = await run(
+      'import chaos_leaks\nchaos_leaks.stop.set()\nchaos_leaks.child.kill()\nchaos_leaks.child.wait()\nNone',
+      signal,
+    );
+    eq(stop.done?.data?.success, true, `stopping the leaks (stderr ${show(stop.stderr)})`);
+    await sleep(200);
+  });
+
+  chaos('SIGINT-proof code is stopped by a restart; a queued run says "restarted"', 5000, async ({ signal }) => {
+    const stuck = client.execute(sid(), 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)', {
+      signal,
+      timeoutMs: 30_000,
+    });
+    await sleep(1000);
+    const queued = client.execute(sid(), 'print("queued")', { signal, timeoutMs: 30_000 });
+    await sleep(300);
+    const t = Date.now();
+    const r = await client.post('/notebooks/interrupt', { notebook: sid() }, { signal, timeoutMs: 15_000 });
+    eq(r.status, 200, `POST /notebooks/interrupt (body ${show(r.text, 200)})`);
+    eq(r.json<{ how?: string }>().how, 'restart', 'how the run was stopped');
+    ok(Date.now() - t < 6000, `the interrupt took ${Date.now() - t} ms`);
+    const first = await stuck.result;
+    eq(first.done?.data?.success, false, 'the stuck run fails');
+    eq(first.done?.data?.restarted, true, 'done.restarted');
+    match(first.stderr, /restarted/, 'stderr of the stuck run');
+    const second = await queued.result;
+    eq(second.stdout, '', 'the queued run did not run');
+    match(second.stderr, /restarted/, 'stderr of the queued run');
+  });
+
+  chaos('print("before"); os._exit(1) delivers "before"', 5000, async ({ signal }) => {
+    const r = await run('import os\nprint("before")\nos._exit(1)', signal, 30_000);
+    eq(r.stdout, 'before\n', `stdout (stderr ${show(r.stderr)})`);
+    eq(r.done?.data?.success, false, 'done.success');
+  });
+
+  // Last: where output is not bounded these two leave the extension host's heap grown, which
+  // would hide growth in the cases after them.
+  chaos('a print loop to an SSE client that does not read', 1000, async () => {
+    const stalled = stalledExecute(client, sid(), LOOP);
+    eq(await stalled.started, 200, 'status of the stalled stream');
+    await sleep(5000);
+    stalled.close(); // the client goes away: the run is interrupted
+    await sleep(500);
+  });
+
+  chaos('a print loop through MCP execute_code', 1000, async ({ signal }) => {
+    const r = await client.post(
+      '/mcp/server',
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'execute_code', arguments: { session_id: sid(), code: LOOP, timeout_seconds: 5 } },
+      },
+      { signal, timeoutMs: 30_000, headers: { accept: 'application/json, text/event-stream' } },
+    );
+    eq(r.status, 200, `MCP status (body ${show(r.text, 200)})`);
+    ok(r.rawBytes.length < 4 * MB, `the MCP answer is ${Math.round(r.rawBytes.length / MB)} MB: output is not capped`);
+    match(r.text, /timed out/, 'the MCP answer');
+  });
+}
