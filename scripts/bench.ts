@@ -20,7 +20,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KernelProcess } from '../src/kernels/builtin/kernelProcess';
-import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox } from '../sandbox-test/vscode';
+import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox, STACK_ROOT } from '../sandbox-test/vscode';
 import { BenchClient } from './bench/client';
 import { startFloor } from './bench/floor';
 import { waitForQuiet } from './bench/machine';
@@ -34,7 +34,6 @@ const SYSTEM_PYTHON = '/usr/bin/python3';
 
 const t0 = Date.now();
 const say = (msg: string) => process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}\n`);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function options() {
   const { values } = parseArgs({
@@ -43,13 +42,8 @@ function options() {
       vsix: { type: 'string' },
       only: { type: 'string' },
       'jupyter-vsix': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
   const only = values.only?.split(',') ?? [...SECTIONS];
   const unknown = only.filter((s) => !(SECTIONS as readonly string[]).includes(s));
   if (unknown.length) throw new Error(`unknown section ${unknown.join(', ')}\n${USAGE}`);
@@ -57,7 +51,7 @@ function options() {
     build: !values['no-build'] && !values.vsix,
     vsix: path.resolve(values.vsix ?? path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix')),
     wants: (s: (typeof SECTIONS)[number]) => only.includes(s),
-    jupyterVsix: values['jupyter-vsix'] ?? process.env['AGENT_BRIDGE_JUPYTER_VSIX'],
+    jupyter: findJupyterVsix(values['jupyter-vsix']),
   };
 }
 
@@ -79,6 +73,7 @@ function makeWorkspace(): { dir: string; python: string; plainPython: string } {
   writeNotebook(path.join(dir, 'stall.ipynb'), 3);
   writeNotebook(path.join(dir, 'cells.ipynb'), 100, true);
   writeNotebook(path.join(dir, 'list-1000.ipynb'), 1000);
+  writeNotebook(path.join(dir, 'jupyter.ipynb'), 3);
   return { dir, python, plainPython: path.join(venv, 'bin', 'python') };
 }
 
@@ -108,26 +103,28 @@ async function findBridge(sandbox: Sandbox): Promise<Advert> {
   return advert;
 }
 
-/** The Jupyter row: n/a until the real Jupyter extension can be installed beside ours (issue 17). */
-function jupyterRow(vsix: string | undefined): Row {
-  const figure = 'scratchpad print(1) on a Jupyter kernel, p50';
-  const why =
-    vsix && fs.existsSync(vsix)
-      ? `${path.basename(vsix)} is there, but the bench's sandbox installs one .vsix; the launcher's support for a second one comes with issue 17`
-      : 'no Jupyter .vsix (give --jupyter-vsix FILE or AGENT_BRIDGE_JUPYTER_VSIX; issue 17’s npm run setup builds one from a vscode-jupyter checkout)';
-  return row('jupyter', figure, NaN, 'ms', { na: why });
+/** The Jupyter extension's .vsix: as given, or the newest `npm run setup` built (issue 17), or why there is none. */
+function findJupyterVsix(given: string | undefined): { vsix: string } | { missing: string } {
+  const dir = path.join(STACK_ROOT, 'jupyter');
+  const built = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /^ms-toolsai\.jupyter-.*\.vsix$/.test(f)) : [];
+  const vsix = given ?? built.map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  if (vsix && fs.existsSync(vsix)) return { vsix: path.resolve(vsix) };
+  return {
+    missing: given
+      ? `${given} not found`
+      : `no Jupyter .vsix in ${dir} (npm run setup builds one when VSCODE_JUPYTER_SOURCE names a vscode-jupyter checkout; or give --jupyter-vsix FILE)`,
+  };
 }
 
 /** `2026-11-22 15:10:48.005` (VS Code's log timestamps, local time) → epoch ms, from the first line matching. */
 function logTime(dir: string, pattern: RegExp): number | undefined {
-  const files = fs.existsSync(dir)
-    ? (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.log'))
-    : [];
-  for (const f of files) {
-    const line = fs
-      .readFileSync(path.join(dir, f), 'utf8')
-      .split('\n')
-      .find((l) => pattern.test(l));
+  for (const f of fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]) : []) {
+    const line = f.endsWith('.log')
+      ? fs
+          .readFileSync(path.join(dir, f), 'utf8')
+          .split('\n')
+          .find((l) => pattern.test(l))
+      : '';
     const m = line && /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d{3})/.exec(line);
     if (m) return new Date(`${m[1]}T${m[2]}`).getTime();
   }
@@ -155,6 +152,8 @@ function activationRows(sandbox: Sandbox, advert: Advert, vsix: string): Row[] {
 
 async function main(): Promise<number> {
   const opts = options();
+  // The Jupyter extension shares the extension host with us for the whole run, only when its row is wanted.
+  const jupyter = opts.wants('jupyter') ? opts.jupyter : undefined;
   const startedAt = new Date().toISOString();
   const others = listRecords()
     .filter(ownerRunning)
@@ -180,6 +179,7 @@ async function main(): Promise<number> {
       vsix: opts.vsix,
       kind: 'bench',
       settings: { 'agentBridge.pythonPath': ws.python },
+      otherVsix: jupyter && 'vsix' in jupyter ? [jupyter.vsix] : [],
       env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
       onProgress: say,
     });
@@ -187,13 +187,8 @@ async function main(): Promise<number> {
     say(`bridge at ${advert.url}, extension host pid ${advert.pid}`);
     const control = new BenchClient(advert.url, advert.token);
     stops.push(() => control.close());
-    const open = async (file: string, kernel = false): Promise<sections.Opened> => {
-      const r = await control.request(
-        'POST',
-        '/notebooks/open',
-        { path: file, ...(kernel ? { kernel: 'builtin' } : {}) },
-        180_000,
-      );
+    const open = async (file: string, kernel?: 'builtin'): Promise<sections.Opened> => {
+      const r = await control.request('POST', '/notebooks/open', { path: file, kernel }, 180_000);
       if (r.status !== 200) throw new Error(`POST /notebooks/open ${path.basename(file)}: ${r.status} ${r.text.slice(0, 300)}`);
       const sid = (JSON.parse(r.text) as { session: { id: string } }).session.id;
       // Its kernel started and warm before anything is timed.
@@ -204,12 +199,12 @@ async function main(): Promise<number> {
     // One at a time, as each open shows an editor; the large notebook is opened only by its section, last.
     const notebooks = {
       agents: [] as sections.Opened[],
-      ipython: await open(path.join(ws.dir, 'ipython', 'ipython.ipynb'), true),
-      cells: await open(path.join(ws.dir, 'cells.ipynb'), true),
-      stall: await open(path.join(ws.dir, 'stall.ipynb'), true),
+      ipython: await open(path.join(ws.dir, 'ipython', 'ipython.ipynb'), 'builtin'),
+      cells: await open(path.join(ws.dir, 'cells.ipynb'), 'builtin'),
+      stall: await open(path.join(ws.dir, 'stall.ipynb'), 'builtin'),
     };
-    for (let k = 1; k <= 8; k++) notebooks.agents.push(await open(path.join(ws.dir, `agent-${k}.ipynb`), true));
-    await open(notebooks.agents[0]!.path, true); // a small notebook in front while timing
+    for (let k = 1; k <= 8; k++) notebooks.agents.push(await open(path.join(ws.dir, `agent-${k}.ipynb`), 'builtin'));
+    await open(notebooks.agents[0]!.path, 'builtin'); // a small notebook in front while timing
 
     const kernelPy = path.join(
       sandbox.dirs.extensions,
@@ -221,10 +216,7 @@ async function main(): Promise<number> {
       plain: new KernelProcess({ python: ws.plainPython, script: kernelPy, cwd: ws.dir }),
       ipython: new KernelProcess({ python: SYSTEM_PYTHON, script: kernelPy, cwd: ws.dir }),
     };
-    stops.push(
-      () => kernels.plain.dispose(),
-      () => kernels.ipython.dispose(),
-    );
+    for (const kernel of Object.values(kernels)) stops.push(() => kernel.dispose());
     await Promise.all([kernels.plain.start(), kernels.ipython.start()]);
     const floor = await startFloor(ws.plainPython, kernelPy, REPO_ROOT);
     stops.push(() => floor.stop());
@@ -237,6 +229,18 @@ async function main(): Promise<number> {
       notebooks,
       open: (file) => open(file),
       listFile: path.join(ws.dir, 'list-1000.ipynb'),
+      jupyter:
+        jupyter && 'vsix' in jupyter
+          ? {
+              file: path.join(ws.dir, 'jupyter.ipynb'),
+              // As the person would: VS Code asks once whether we may use the Jupyter extension's kernels.
+              allow: () =>
+                sandbox!.page
+                  .locator('.monaco-dialog-box .monaco-button', { hasText: /^Allow$/ })
+                  .first()
+                  .click({ timeout: 90_000 }),
+            }
+          : { missing: jupyter?.missing ?? '' },
       rows,
       problems,
       say,
@@ -252,7 +256,7 @@ async function main(): Promise<number> {
     if (opts.wants('agents')) await sections.agents(ctx);
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
-    if (opts.wants('jupyter')) rows.push(jupyterRow(opts.jupyterVsix));
+    if (jupyter) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, opts.vsix));
   } catch (err) {
     exitCode = 1;
@@ -260,7 +264,6 @@ async function main(): Promise<number> {
     if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
   } finally {
     for (const stop of stops) await stop();
-    await sleep(100);
     await sandbox?.stop();
     fs.rmSync(ws.dir, { recursive: true, force: true });
   }

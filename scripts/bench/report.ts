@@ -18,13 +18,9 @@ export interface Row {
   na?: string;
 }
 
-export const row = (section: string, figure: string, value: number, unit: Unit, more: Partial<Row> = {}): Row => ({
-  section,
-  figure,
-  value,
-  unit,
-  ...more,
-});
+export function row(section: string, figure: string, value: number, unit: Unit, more: Partial<Row> = {}): Row {
+  return { section, figure, value, unit, ...more };
+}
 export const base = (label: string, value: number) => ({ label, value });
 export const goal = (text: string, met: boolean) => ({ text, met });
 
