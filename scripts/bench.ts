@@ -132,7 +132,7 @@ function logTime(dir: string, pattern: RegExp): number | undefined {
 }
 
 /** VS Code logs when it starts activating us; the advert says when the server listened. Then the sizes. */
-function activationRows(sandbox: Sandbox, advert: Advert, vsix: string): Row[] {
+function activationRows(sandbox: Sandbox, advert: Advert, bundle: string, vsix: string): Row[] {
   const from = logTime(path.join(sandbox.dirs.userData, 'logs'), /_doActivateExtension agent-bridge\.agent-bridge\b/);
   const section = 'activation';
   const figure = 'activation → server listening';
@@ -145,7 +145,7 @@ function activationRows(sandbox: Sandbox, advert: Advert, vsix: string): Row[] {
           target: goal('≤ 100 ms', listening <= 100),
           note: 'from VS Code’s log line to the discovery file’s startedAt, 1 ms resolution',
         }),
-    row('size', 'dist/extension.js', size(path.join(REPO_ROOT, 'dist', 'extension.js')), 'B'),
+    row('size', 'dist/extension.js', size(bundle), 'B'),
     row('size', path.basename(vsix), size(vsix), 'B'),
   ];
 }
@@ -206,12 +206,10 @@ async function main(): Promise<number> {
     for (let k = 1; k <= 8; k++) notebooks.agents.push(await open(path.join(ws.dir, `agent-${k}.ipynb`), 'builtin'));
     await open(notebooks.agents[0]!.path, 'builtin'); // a small notebook in front while timing
 
-    const kernelPy = path.join(
-      sandbox.dirs.extensions,
-      fs.readdirSync(sandbox.dirs.extensions).find((n) => n.startsWith('agent-bridge.agent-bridge')) ?? '',
-      'dist',
-      'kernel.py',
-    );
+    // The installed extension's own files, which may come from another build than this tree (--vsix).
+    const ext = sandbox.dirs.extensions;
+    const installed = path.join(ext, fs.readdirSync(ext).find((n) => n.startsWith('agent-bridge.')) ?? '', 'dist');
+    const kernelPy = path.join(installed, 'kernel.py');
     const kernels = {
       plain: new KernelProcess({ python: ws.plainPython, script: kernelPy, cwd: ws.dir }),
       ipython: new KernelProcess({ python: SYSTEM_PYTHON, script: kernelPy, cwd: ws.dir }),
@@ -257,7 +255,7 @@ async function main(): Promise<number> {
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
     if (jupyter) await sections.jupyterKernel(ctx);
-    if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, opts.vsix));
+    if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, path.join(installed, 'extension.js'), opts.vsix));
   } catch (err) {
     exitCode = 1;
     problems.push(`run broke: ${err instanceof Error ? err.message : String(err)}`);

@@ -322,7 +322,7 @@ export async function listing(ctx: Ctx): Promise<void> {
     const r = await bridge.request('GET', `/notebooks/cells?notebook=${encodeURIComponent(sid)}`);
     const n = r.status === 200 ? (JSON.parse(r.text) as { cells: unknown[] }).cells.length : -1;
     if (n !== cells) ctx.problems.push(`listing ${cells} cells: ${r.status}, ${n} cells`);
-    if (cells === 1000) bytes = r.text.length;
+    if (cells === 1000) bytes = Buffer.byteLength(r.text);
     return r.ms;
   };
   const t = await interleave(20, { big: list(big.sid, 1000), small: list(ctx.notebooks.cells.sid, 100) });
