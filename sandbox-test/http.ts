@@ -6,6 +6,7 @@
  */
 import * as http from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
+import { createParser } from 'eventsource-parser';
 
 export interface RequestOptions {
   method?: string;
@@ -58,7 +59,7 @@ export interface SseResult {
   raw: string;
   rawBytes: Buffer;
   events: SseEvent[];
-  /** Blocks that are not exactly `event: X\ndata: <json>` (comments, id:, CRLF, bad JSON...). */
+  /** Events that are not exactly `event: X\ndata: <json>` (comments, id:, retry:, CR, bad JSON...). */
   framingErrors: string[];
   /** Bytes after the last `\n\n` when the stream ended (should be empty). */
   trailing: string;
@@ -230,7 +231,6 @@ export class SseStream {
   readonly response: Promise<{ status: number; headers: http.IncomingHttpHeaders }>;
   private readonly chunks: Buffer[] = [];
   private text = '';
-  private pending = '';
   private readonly t0 = Date.now();
   private req!: http.ClientRequest;
   private disconnected = false;
@@ -254,8 +254,7 @@ export class SseStream {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        this.text += decoder.end();
-        this.parse();
+        this.feed(decoder.end());
         rejectResponse(new Error(error ?? 'no response'));
         const stdout = this.events
           .filter((e) => e.event === 'stdout')
@@ -273,7 +272,7 @@ export class SseStream {
           rawBytes: Buffer.concat(this.chunks),
           events: this.events,
           framingErrors: this.framingErrors,
-          trailing: this.pending,
+          trailing: this.trailing,
           ended,
           error,
           durationMs: Date.now() - this.t0,
@@ -291,8 +290,7 @@ export class SseStream {
         resolveResponse({ status, headers });
         res.on('data', (c: Buffer) => {
           this.chunks.push(c);
-          this.text += decoder.write(c);
-          this.parse();
+          this.feed(decoder.write(c));
           this.notify();
         });
         res.on('end', () => finish(this.disconnected ? 'disconnected' : 'closed'));
@@ -310,31 +308,38 @@ export class SseStream {
     });
   }
 
-  /** Splits the received text into complete blocks and parses each strictly. */
-  private parsedUpTo = 0;
-  private parse(): void {
-    this.pending = this.text.slice(this.parsedUpTo);
-    for (;;) {
-      const end = this.pending.indexOf('\n\n');
-      if (end < 0) break;
-      const block = this.pending.slice(0, end);
-      this.parsedUpTo += end + 2;
-      this.pending = this.text.slice(this.parsedUpTo);
-      const m = /^event: ([^\n]+)\ndata: ([^\n]*)$/.exec(block);
-      if (!m) {
-        this.framingErrors.push(`bad block: ${JSON.stringify(block.slice(0, 120))}`);
-        continue;
-      }
-      let data: unknown;
-      try {
-        data = JSON.parse(m[2]!);
-      } catch {
-        this.framingErrors.push(`data is not JSON: ${JSON.stringify(m[2]!.slice(0, 120))}`);
-        data = undefined;
-      }
+  /**
+   * Parses events as their bytes arrive (eventsource-parser), then holds each to marimo's framing:
+   * an event name and one line of JSON data, nothing else (no id, retry, comment or CR).
+   */
+  private readonly parser = createParser({
+    onEvent: ({ event, id, data }) => {
       const now = Date.now();
-      this.events.push({ event: m[1]!, data, rawData: m[2]!, at: now - this.t0, time: now });
-    }
+      let parsed: unknown;
+      if (event === undefined || id !== undefined || data.includes('\n'))
+        this.framingErrors.push(`bad block: ${JSON.stringify({ event, id, data: data.slice(0, 120) })}`);
+      try {
+        parsed = JSON.parse(data);
+      } catch {
+        this.framingErrors.push(`data is not JSON: ${JSON.stringify(data.slice(0, 120))}`);
+      }
+      this.events.push({ event: event ?? 'message', data: parsed, rawData: data, at: now - this.t0, time: now });
+    },
+    onComment: (c) => this.framingErrors.push(`comment: ${JSON.stringify(c.slice(0, 120))}`),
+    onRetry: (r) => this.framingErrors.push(`retry: ${r}`),
+    onError: (e) => this.framingErrors.push(`${e.type}: ${JSON.stringify((e.line ?? e.message).slice(0, 120))}`),
+  });
+
+  private feed(text: string): void {
+    if (text.includes('\r')) this.framingErrors.push('CR in the stream');
+    this.text += text;
+    this.parser.feed(text);
+  }
+
+  /** Bytes after the last event's blank line (should be none). */
+  private get trailing(): string {
+    const end = this.text.lastIndexOf('\n\n');
+    return end < 0 ? this.text : this.text.slice(end + 2);
   }
 
   private notify(): void {

@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { Harness } from './harness';
 import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox } from './vscode';
@@ -27,24 +28,12 @@ import { registerSecurityChecks } from './checks/security';
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
-interface Args {
-  build: boolean;
-  only: string | undefined;
-  vsix: string;
-}
-
-function parseArgs(argv: string[]): Args {
-  const args: Args = { build: true, only: undefined, vsix: DEFAULT_VSIX };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--no-build') args.build = false;
-    else if (a === '--only') args.only = argv[++i];
-    else if (a === '--vsix') {
-      args.vsix = path.resolve(argv[++i] ?? '');
-      args.build = false;
-    } else throw new Error(`unknown argument ${a}\nusage: tsx sandbox-test/run.ts [--no-build] [--only TEXT] [--vsix FILE]`);
-  }
-  return args;
+/** `[--no-build] [--only TEXT] [--vsix FILE]`; a given .vsix is used as it is, not built. */
+function options(): { build: boolean; only: string | undefined; vsix: string } {
+  const { values } = parseArgs({
+    options: { 'no-build': { type: 'boolean', default: false }, only: { type: 'string' }, vsix: { type: 'string' } },
+  });
+  return { build: !values['no-build'] && !values.vsix, only: values.only, vsix: path.resolve(values.vsix ?? DEFAULT_VSIX) };
 }
 
 const t0 = Date.now();
@@ -92,7 +81,7 @@ async function openNotebook(client: BridgeClient, file: string): Promise<OpenedN
 }
 
 async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = options();
   const harness = new Harness({ only: args.only, defaultTimeoutMs: 15_000 });
   if (args.build) build();
   if (!fs.existsSync(args.vsix)) throw new Error(`${args.vsix} not found (run without --no-build, or npm run package)`);

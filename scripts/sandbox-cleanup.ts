@@ -9,11 +9,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { listRecords, ownerRunning, STACK, stopRecorded } from '../sandbox-test/vscode';
 import { runMain } from './runMain';
 
 async function main(): Promise<number> {
-  const all = process.argv.includes('--all');
+  const { all } = parseArgs({ options: { all: { type: 'boolean', default: false } } }).values;
   const records = listRecords();
   let stopped = 0;
   for (const record of records) {

@@ -3,11 +3,12 @@
  * or ID), by its record in .vscode-test/sandboxes/: asks its launcher to shut down, and kills the
  * recorded processes only if that does not finish in time.
  */
+import { parseArgs } from 'node:util';
 import { listRecords, readRecord, stopRecorded } from '../sandbox-test/vscode';
 import { runMain } from './runMain';
 
 async function main(): Promise<number> {
-  const id = process.argv[2];
+  const id = parseArgs({ allowPositionals: true }).positionals[0];
   const record = id
     ? readRecord(id)
     : listRecords()

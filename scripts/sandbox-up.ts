@@ -11,6 +11,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { BridgeClient } from '../sandbox-test/http';
 import {
@@ -93,16 +94,13 @@ function tail(file: string, lines = 30): string {
 }
 
 async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  let buildMode: 'auto' | 'always' | 'never' = 'auto';
-  let workspaceArg: string | undefined;
-  for (const a of argv) {
-    if (a === '--no-build') buildMode = 'never';
-    else if (a === '--build') buildMode = 'always';
-    else if (a.startsWith('-'))
-      throw new Error(`unknown option ${a}\nusage: npm run sandbox-up -- [WORKSPACE] [--build|--no-build]`);
-    else workspaceArg = a;
-  }
+  const { values, positionals } = parseArgs({
+    options: { build: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } },
+    allowPositionals: true,
+  });
+  if (positionals.length > 1) throw new Error('usage: npm run sandbox-up -- [WORKSPACE] [--build|--no-build]');
+  const buildMode = values['no-build'] ? 'never' : values.build ? 'always' : 'auto';
+  const workspaceArg = positionals[0];
   packageIfNeeded(buildMode);
   if (!fs.existsSync(VSIX)) throw new Error(`${VSIX} not found`);
 

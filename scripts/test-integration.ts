@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { runTests } from '@vscode/test-electron';
 
@@ -80,9 +81,10 @@ function packStandIn(dir: string): string {
 }
 
 async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
-  const grepAt = argv.indexOf('--grep');
-  if (!argv.includes('--no-build')) {
+  const { values: args } = parseArgs({
+    options: { grep: { type: 'string' }, 'no-build': { type: 'boolean', default: false } },
+  });
+  if (!args['no-build']) {
     say('npm run build');
     const r = spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
     if (r.status !== 0) throw new Error(`npm run build failed (status ${r.status})`);
@@ -93,7 +95,7 @@ async function main(): Promise<number> {
   const workspace = path.join(scratch, 'workspace');
   fs.cpSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures'), workspace, { recursive: true });
   const env: Record<string, string> = { AGENT_BRIDGE_DISCOVERY_FILE: path.join(scratch, 'bridge.json') };
-  if (grepAt >= 0 && argv[grepAt + 1]) env['AGENT_BRIDGE_TEST_GREP'] = argv[grepAt + 1]!;
+  if (args.grep) env['AGENT_BRIDGE_TEST_GREP'] = args.grep;
   const download = process.env['AGENT_BRIDGE_DOWNLOAD_VSCODE'] === '1';
   try {
     const code = await runTests({
