@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { Gate } from './core/access';
 import type { CellService } from './core/cells';
 import { KeyedQueue } from './core/keyedQueue';
 import type { Log } from './core/log';
 import type { NotebookHost, SessionInfo } from './core/sessions';
 import { Discovery, type BridgeAdvert } from './discovery';
 import { createApp, listen, type RunningServer } from './server/app';
+import { guardRoutes } from './server/access';
 import { routes } from './server/routes';
 
 export interface BridgeOptions {
@@ -13,6 +15,8 @@ export interface BridgeOptions {
   version: string;
   log: Log;
   discovery: Discovery;
+  /** The person's access policy and the activity record. */
+  access: Gate;
   settings: () => { port: number; requireToken: boolean; maxBodyBytes: number };
 }
 
@@ -46,8 +50,14 @@ export class Bridge {
     this.token = settings.requireToken ? this.secret : null;
     let port = 0;
     const app = createApp({
-      routes,
-      context: { host: this.options.host, cells: this.options.cells, runs: new KeyedQueue(), version: this.options.version },
+      routes: guardRoutes(routes),
+      context: {
+        host: this.options.host,
+        cells: this.options.cells,
+        runs: new KeyedQueue(),
+        version: this.options.version,
+        access: this.options.access,
+      },
       token: () => this.token,
       port: () => port,
       maxBodyBytes: settings.maxBodyBytes,

@@ -6,6 +6,7 @@ import { readConfig, watchConfig } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discovery';
 import { codeModeHandler } from './kernels/builtin/codeMode';
+import { createAgentAccess } from './access';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
@@ -38,7 +39,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
     const notebooks = new EditorNotebooks(sessions, builtin, log);
     const cells = new NotebookCells(notebooks, { outputTextLimit: () => readConfig().outputTextLimit });
-    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: readConfig });
+    const access = createAgentAccess({
+      context,
+      cells,
+      session: (nb) => sessions.info(nb),
+      connection: () => bridge.connection,
+      log,
+    });
+    push(...access.disposables);
+    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, access: access.gate, settings: readConfig });
     const status = new BridgeStatus();
     const mcp = new McpAdvertiser(() => bridge.connection, version, log);
     push(mcp);

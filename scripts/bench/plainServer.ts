@@ -8,6 +8,7 @@
  * `tsx scripts/bench/plainServer.ts KERNEL_PY SIZE...` prints one JSON line
  * {"url","token","session","notebooks":{size: sessionId}} and serves until stdin closes.
  */
+import { Gate } from '../../src/core/access';
 import { KeyedQueue } from '../../src/core/keyedQueue';
 import type { Log } from '../../src/core/log';
 import { NotebookCells } from '../../src/core/notebookCells';
@@ -17,6 +18,7 @@ import { BridgeError } from '../../src/core/errors';
 import { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import { createApp, listen } from '../../src/server/app';
+import { guardRoutes } from '../../src/server/access';
 import { routes } from '../../src/server/routes';
 import { FakeNotebooks } from '../../test/unit/fakes/notebooks';
 import { makeNotebook } from './notebooks';
@@ -76,12 +78,13 @@ async function main(): Promise<void> {
   }
   let port = 0;
   const app = createApp({
-    routes,
+    routes: guardRoutes(routes),
     context: {
       host,
       cells: new NotebookCells(notebooks, { outputTextLimit: () => 20_000 }),
       runs: new KeyedQueue(),
       version: 'bench',
+      access: Gate.open(),
     },
     token: () => TOKEN,
     port: () => port,

@@ -1,8 +1,10 @@
+import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { NotebookCells } from '../../../src/core/notebookCells';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
+import { guardRoutes } from '../../../src/server/access';
 import { routes } from '../../../src/server/routes';
 import { FakeNotebookHost } from './notebookHost';
 import { FakeNotebooks } from './notebooks';
@@ -21,10 +23,11 @@ export function startTestServer(options: {
   maxBodyBytes?: number;
   outputTextLimit?: number;
   log?: Log;
+  access?: Gate;
 }): Promise<RunningServer> {
   let port = 0;
   const app = createApp({
-    routes,
+    routes: guardRoutes(routes),
     context: {
       host: options.host ?? new FakeNotebookHost([]),
       cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
@@ -32,6 +35,7 @@ export function startTestServer(options: {
       }),
       runs: new KeyedQueue(),
       version: '0.0.0-test',
+      access: options.access ?? Gate.open(),
     },
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,
