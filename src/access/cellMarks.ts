@@ -3,6 +3,7 @@ import type { ActivityStore, CellChange, Entry } from './record';
 
 /** What a marked cell remembers: who changed it, when, and its text before and after. */
 interface Mark {
+  readonly id: number;
   readonly client: string;
   readonly at: number;
   readonly before: string;
@@ -31,6 +32,7 @@ export class CellMarks
   implements vscode.NotebookCellStatusBarItemProvider, vscode.TextDocumentContentProvider, vscode.Disposable
 {
   private readonly marks = new Map<vscode.NotebookCell, Mark>();
+  private nextId = 1;
   private readonly refresh = new vscode.EventEmitter<void>();
   readonly onDidChangeCellStatusBarItems = this.refresh.event;
   private readonly disposables: vscode.Disposable[] = [this.refresh];
@@ -67,14 +69,15 @@ export class CellMarks
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {
-    const mark = this.findByDocument(vscode.Uri.parse(uri.query))?.[1];
+    const id = Number(uri.query);
+    const mark = [...this.marks.values()].find((m) => m.id === id);
     if (!mark) return '(this cell no longer carries an agent mark)';
     return uri.path.startsWith('/before') ? mark.before : mark.after;
   }
 
   private mark(entry: Entry): void {
     if (!entry.changes.length) return;
-    for (const change of entry.changes) this.marks.set(change.cell, toMark(entry, change));
+    for (const change of entry.changes) this.marks.set(change.cell, { id: this.nextId++, ...toMark(entry, change) });
     this.refresh.fire();
   }
 
@@ -101,7 +104,7 @@ export class CellMarks
       return;
     }
     const [cell, mark] = found;
-    const query = encodeURIComponent(uri.toString());
+    const query = String(mark.id);
     const lang = cell.document.languageId === 'python' ? '.py' : '';
     await vscode.commands.executeCommand(
       'vscode.diff',
@@ -117,7 +120,7 @@ export class CellMarks
   }
 }
 
-function toMark(entry: Entry, change: CellChange): Mark {
+function toMark(entry: Entry, change: CellChange): Omit<Mark, 'id'> {
   return {
     client: entry.action.client,
     at: entry.action.startedAt + (entry.end?.durationMs ?? 0),

@@ -67,6 +67,13 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       }
       void vscode.window.showInformationMessage(`Agent Bridge: stopped ${stopped.length} agent action(s); access is now off.`);
     },
+    'agentBridge.showAuditLog': async () => {
+      await deps.audit.flushed();
+      await vscode.window
+        .showTextDocument(vscode.Uri.file(deps.audit.file), { preview: true })
+        .then(undefined, () => vscode.window.showInformationMessage(`No agent action is logged yet (${deps.audit.file}).`));
+      return deps.audit.file;
+    },
     'agentBridge.exportSession': async (uri?: string, target?: string) => {
       const notebookUri = uri ?? vscode.window.activeNotebookEditor?.notebook.uri.toString();
       if (!notebookUri) {
