@@ -29,19 +29,20 @@ export interface ViewStatus {
 const time = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
 const duration = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
 
-/** One row: time, kind and summary; client, notebook, duration and outcome beside. */
+/**
+ * One row: time and kind as its label; outcome, duration, client, notebook and summary beside it,
+ * in that order, as a narrow sidebar cuts from the end.
+ */
 export function rowOf(entry: Entry): { label: string; description: string } {
   const { action, end } = entry;
   return {
-    label: `${time(action.startedAt)} ${action.label}: ${action.summary}`,
+    label: `${time(action.startedAt)} ${action.label}`,
     description: [
+      end ? `${end.outcome.replace('_', ' ')} ${duration(end.durationMs)}` : 'running',
       action.client,
       notebookName(entry.notebook, action.notebook),
-      end ? duration(end.durationMs) : 'running',
-      end?.outcome.replace('_', ' ') ?? '',
-    ]
-      .filter(Boolean)
-      .join(' · '),
+      action.summary,
+    ].join(' · '),
   };
 }
 

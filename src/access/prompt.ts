@@ -13,9 +13,7 @@ const SHOW = 'Show Code';
  */
 export async function askPerson(action: AgentAction, where: string, timeoutMs: number): Promise<Answer> {
   const deadline = Date.now() + timeoutMs;
-  const message =
-    `Agent Bridge: ${action.client} wants a ${action.label} in ${where}: ${action.summary} ` +
-    `(no answer in ${Math.round(timeoutMs / 1000)} s denies it)`;
+  const message = `${action.client} wants a ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) return 'no-answer';

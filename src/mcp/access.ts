@@ -67,7 +67,7 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
           kind,
           label: `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
-          code: typeof code === 'string' ? code : JSON.stringify(rest, null, 1),
+          code: typeof code === 'string' ? code : JSON.stringify(rest),
         });
       } catch (error) {
         if (!(error instanceof BridgeError)) throw error;

@@ -54,11 +54,10 @@ function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string 
   return typeof named === 'string' ? named : undefined;
 }
 
-/** The code an action runs, or the change it asks for (its inputs but the notebook, as JSON). */
+/** The code an action runs or puts in a cell; else the change it asks for (its inputs but the notebook, as JSON). */
 function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
   const { code, notebook: _n, ...rest } = { ...fields(query), ...fields(body), ...params };
-  if (typeof code === 'string' && !Object.keys(rest).length) return code;
-  return JSON.stringify(typeof code === 'string' ? { code, ...rest } : rest, null, 1);
+  return typeof code === 'string' ? code : JSON.stringify(rest);
 }
 
 /** Runs a handler as its activity, ending it with what the answer says. */
