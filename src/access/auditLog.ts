@@ -42,7 +42,7 @@ export function auditFiles(dir: string): string[] {
  * an agent sent.
  */
 export class AuditLog {
-  private queue: string[] = [];
+  private queue: Entry[] = [];
   private writing: Promise<void> | undefined;
   private size: number | undefined;
   readonly file: string;
@@ -55,8 +55,14 @@ export class AuditLog {
     this.file = path.join(dir, AUDIT_FILE);
   }
 
+  /** Queues an ended action; it is serialized, hashed and written on a later turn, off the agent's path. */
   append(entry: Entry): void {
     if (!entry.end) return;
+    this.queue.push(entry);
+    this.writing ??= new Promise((resolve) => setImmediate(resolve)).then(() => this.drain());
+  }
+
+  private line(entry: Entry): string {
     const { action, end, notebook } = entry;
     const record: AuditRecord = {
       time: new Date(action.startedAt).toISOString(),
@@ -69,16 +75,14 @@ export class AuditLog {
       summary: action.summary,
       code: action.code,
       sha256: createHash('sha256').update(action.code).digest('hex'),
-      durationMs: Math.round(end.durationMs),
-      outcome: end.outcome,
-      detail: end.detail,
+      durationMs: Math.round(end!.durationMs),
+      outcome: end!.outcome,
+      detail: end!.detail,
       cells: entry.changes.map((c) => ({ index: c.cell.index, before: c.before, after: c.after })),
     };
-    let line = JSON.stringify(record);
+    const line = JSON.stringify(record);
     const token = this.secret();
-    if (token && line.includes(token)) line = line.split(token).join('[token]');
-    this.queue.push(line + '\n');
-    this.writing ??= new Promise((resolve) => setImmediate(resolve)).then(() => this.drain());
+    return `${token && line.includes(token) ? line.split(token).join('[token]') : line}\n`;
   }
 
   /** Resolves when every line appended so far is on disk. */
@@ -89,7 +93,7 @@ export class AuditLog {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length) {
-        const chunk = this.queue.join('');
+        const chunk = this.queue.map((entry) => this.line(entry)).join('');
         this.queue = [];
         await fs.mkdir(this.dir, { recursive: true });
         this.size ??= await fs.stat(this.file).then(

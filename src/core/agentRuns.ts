@@ -25,9 +25,24 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
   return {
     kind: kernel.kind,
     async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
-      const cap = new AbortController();
-      const timer = maxRunMs > 0 ? setTimeout(() => cap.abort(), maxRunMs) : undefined;
-      const stops = activity ? [signal, cap.signal, activity.signal] : [signal, cap.signal];
+      // One controller fed by listeners, not AbortSignal.any (~0.3 ms per run on Node 20).
+      const stop = new AbortController();
+      const abort = () => stop.abort();
+      if (signal.aborted) stop.abort();
+      else signal.addEventListener('abort', abort, { once: true });
+      let stopped = false;
+      const unlisten = activity?.onStop(() => {
+        stopped = true;
+        stop.abort();
+      });
+      let capped = false;
+      const timer =
+        maxRunMs > 0
+          ? setTimeout(() => {
+              capped = true;
+              stop.abort();
+            }, maxRunMs)
+          : undefined;
       const stream = activity
         ? (event: StreamEvent) => {
             activity.note(event.text);
@@ -36,17 +51,19 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
         : onStream;
       let result: Outcome;
       try {
-        result = await kernel.executeScratchpad(code, stream, AbortSignal.any(stops));
+        result = await kernel.executeScratchpad(code, stream, stop.signal);
       } finally {
         clearTimeout(timer);
+        signal.removeEventListener('abort', abort);
+        unlisten?.();
       }
-      if (cap.signal.aborted) {
+      if (capped) {
         const detail = `The run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
         onStream({ name: 'stderr', text: `${detail}\n` });
         activity?.settle('timed_out', detail);
         return { ...result, success: false, status: 'timed_out' } as Outcome;
       }
-      if (activity?.signal.aborted) {
+      if (activity && stopped) {
         const detail = 'The person stopped every agent run (Agent Bridge: Stop Agents)';
         onStream({ name: 'stderr', text: `${detail}\n` });
         activity.settle('interrupted', detail);

@@ -74,7 +74,9 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
         return { isError: true, content: [{ type: 'text', text: error.detail }] };
       }
       if (!activity) return cb(...params);
-      const own = { ...extra, signal: AbortSignal.any([extra.signal, activity.signal]) };
+      const stop = new AbortController();
+      const unlisten = activity.onStop(() => stop.abort());
+      const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
       try {
         const result = await cb(...params.slice(0, -1), own);
         const body = (result.structuredContent ?? {}) as Fields;
@@ -90,6 +92,8 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
       } catch (error) {
         activity.end('failed', error instanceof Error ? error.message : String(error));
         throw error;
+      } finally {
+        unlisten();
       }
     });
   };
