@@ -129,6 +129,14 @@ export function registerAccessChecks(h: Harness, ctx: CheckContext): void {
         await page().mouse.move(900, 600);
       } else note('no sidebar sash found; the screenshot keeps the default width');
       await screenshot(page(), 'access-view.png', note);
+      // Selecting the row opens the action's code, outcome and output.
+      await rows.first().click({ timeout: 5_000 });
+      const detail = page().locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
+      await detail
+        .first()
+        .waitFor({ state: 'visible', timeout: 10_000 })
+        .catch(() => fail('selecting the row opened no editor with its code'));
+      includes(await detail.first().innerText(), 'succeeded', 'the detail names the outcome');
     },
     { timeoutMs: 30_000 },
   );
