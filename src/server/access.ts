@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { type AccessKind, type Activity, type Gate } from '../core/access';
-import { agentHost } from '../core/agentRuns';
+import { agentHost, cappedCells } from '../core/agentRuns';
+import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { NotebookHost } from '../core/sessions';
 import { Reply, type Route, type RouteInput } from './route';
@@ -24,7 +25,9 @@ const fields = (value: unknown): Fields => (value && typeof value === 'object' ?
  * on it (a refusal is a 403 before the handler runs), and edits, executes and runs are recorded
  * with their outcome. Scratchpad runs also get the person's run limit and "Stop Agents".
  */
-export function guardRoutes<Ctx extends { host: NotebookHost; access: Gate }>(rows: readonly Route<Ctx>[]): Route<Ctx>[] {
+export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService; access: Gate }>(
+  rows: readonly Route<Ctx>[],
+): Route<Ctx>[] {
   return rows.map((row) => {
     const kind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
     if (kind === 'open') return row;
@@ -40,8 +43,13 @@ export function guardRoutes<Ctx extends { host: NotebookHost; access: Gate }>(ro
           notebook: notebookOf(input),
           code: kind === 'read' || kind === 'gateway' ? '' : codeOf(input),
         });
-        const runs = kind === 'execute' || kind === 'gateway';
-        const scoped = runs ? { ...ctx, host: agentHost(ctx.host, activity, ctx.access.maxRunMs) } : ctx;
+        const limit = ctx.access.maxRunMs;
+        const scoped =
+          kind === 'execute' || kind === 'gateway'
+            ? { ...ctx, host: agentHost(ctx.host, activity, limit), cells: cappedCells(ctx.cells, activity, limit) }
+            : kind === 'run' || kind === 'edit'
+              ? { ...ctx, cells: cappedCells(ctx.cells, activity, limit) }
+              : ctx;
         if (!activity) return row.handle(input, scoped);
         return ended(activity, () => row.handle(input, scoped));
       },

@@ -81,6 +81,31 @@ describe('access modes, activity record and audit log in VS Code', function () {
     assert.ok(result.durationMs < 20_000, `took ${result.durationMs} ms`);
   });
 
+  it('a cell run past the limit is interrupted: it ends failed, logged as timed out', async () => {
+    const { doc, session } = await bridge.openNotebook(['import time\nprint("start", flush=True)\ntime.sleep(60)']);
+    await setAccess('maxRunSeconds', 1);
+    const started = Date.now();
+    const res = await bridge.client.post(
+      '/notebooks/cells/0/run',
+      { notebook: session, wait: true, timeoutMs: 30_000 },
+      { headers: CLIENT, timeoutMs: 40_000 },
+    );
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json().success, false);
+    assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
+    const file = (await vscode.commands.executeCommand<string>('agentBridge.showAuditLog'))!;
+    const runs = fs
+      .readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json)
+      .filter((r) => r.notebookUri === doc.uri.toString() && r.action === 'cell run');
+    assert.deepEqual(
+      runs.map((r) => r.outcome),
+      ['timed_out'],
+    );
+  });
+
   it('Stop Agents interrupts a run under way and turns access off', async () => {
     const { session } = await bridge.openNotebook(['w = 1']);
     const stream = bridge.client.execute(session, 'import time\nprint("start", flush=True)\ntime.sleep(60)', {
