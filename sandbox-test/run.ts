@@ -18,6 +18,7 @@ import { Harness } from './harness';
 import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox } from './vscode';
 import { type BridgeAdvert, type CheckContext, findAdvertCopies, type OpenedNotebook, type SessionInfo } from './checks/context';
+import { registerAccessChecks } from './checks/access';
 import { registerCellChecks } from './checks/cells';
 import { registerChaosChecks } from './checks/chaos';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
@@ -134,6 +135,7 @@ async function main(): Promise<number> {
     registerScriptChecks(harness, ctx);
     registerSecurityChecks(harness, ctx);
     registerChaosChecks(harness, ctx);
+    registerAccessChecks(harness, ctx);
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Gate } from './core/access';
 import type { CellService } from './core/cells';
 import { KeyedQueue } from './core/keyedQueue';
 import { cappedLog, type Log } from './core/log';
@@ -13,6 +14,8 @@ export interface BridgeOptions {
   version: string;
   log: Log;
   discovery: Discovery;
+  /** The person's access policy and the activity record. */
+  access: Gate;
   settings: () => { port: number; requireToken: boolean; maxBodyBytes: number };
 }
 
@@ -50,13 +53,18 @@ export class Bridge {
       cells: this.options.cells,
       runs: new KeyedQueue(),
       version: this.options.version,
+      access: this.options.access,
     };
     // Express and the route table load once the socket listens: activation does not wait for them.
     const app = deferredApp(async () => {
-      const [{ createApp }, { routes }] = await Promise.all([import('./server/app'), import('./server/routes')]);
+      const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
+        import('./server/app'),
+        import('./server/routes'),
+        import('./server/access'),
+      ]);
       return createApp({
-        routes,
-        context: { ...services, serveMcp: lazyMcp(services) },
+        routes: guardRoutes(routes),
+        context: { ...services, serveMcp: lazyMcp },
         token: () => this.token,
         port: () => port,
         maxBodyBytes: settings.maxBodyBytes,

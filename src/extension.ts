@@ -4,6 +4,7 @@ import { Bridge } from './bridge';
 import { commandTable } from './commands';
 import { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
+import { createAgentAccess } from './access';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntries } from './discovery';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
@@ -45,7 +46,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
     const notebooks = new EditorNotebooks(sessions, builtin, log);
     const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
-    const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: () => settings.current });
+    const access = createAgentAccess({
+      context,
+      cells,
+      session: (nb) => sessions.info(nb),
+      connection: () => bridge.connection,
+      log,
+    });
+    push(...access.disposables);
+    const bridge = new Bridge({
+      host: sessions,
+      cells,
+      version,
+      log,
+      discovery,
+      access: access.gate,
+      settings: () => settings.current,
+    });
     const status = new BridgeStatus();
     const mcp = new McpAdvertiser(() => bridge.connection, version, log);
     push(mcp);

@@ -1,3 +1,4 @@
+import type { Gate } from './access';
 import type { CellService } from './cells';
 import type { KeyedQueue } from './keyedQueue';
 import type { NotebookHost } from './sessions';
@@ -10,4 +11,6 @@ export interface BridgeServices {
   version: string;
   /** Reading, editing and running the cells of open notebooks. */
   cells: CellService;
+  /** The person's access policy and the activity record every agent action passes. */
+  access: Gate;
 }

@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BridgeServices } from '../core/services';
+import { guardTools, mcpClient } from './access';
 import { registerCellTools } from './cellTools';
 import { registerCodeTools } from './tools';
 
@@ -14,8 +15,9 @@ const INSTRUCTIONS = [
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
-export function createMcpServer(ctx: BridgeServices): McpServer {
+export function createMcpServer(ctx: BridgeServices, client: string): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
+  guardTools(server, ctx.access, client);
   registerCodeTools(server, ctx);
   registerCellTools(server, ctx);
   return server;
@@ -27,7 +29,7 @@ export function createMcpServer(ctx: BridgeServices): McpServer {
  * Closing the connection aborts the tool calls in flight, which interrupts their runs.
  */
 export async function serveMcp(ctx: BridgeServices, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-  const server = createMcpServer(ctx);
+  const server = createMcpServer(ctx, mcpClient(req, body));
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
   res.on('close', () => {
     void transport.close();

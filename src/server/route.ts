@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import type { AccessKind } from '../core/access';
 import { BridgeError } from '../core/errors';
 import { MethodNotAllowed } from './errors';
 
@@ -32,6 +33,10 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   path: string;
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
+  /** What the person's access policy sees (default: GET reads, other methods edit). */
+  access?: AccessKind;
+  /** The activity view's name for it (default: `METHOD path`). */
+  activity?: string;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
 }
 

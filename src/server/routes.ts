@@ -21,7 +21,8 @@ import { MethodNotAllowed } from './errors';
 
 /** What the handlers work with: the services, and the MCP transport, which the composition root loads on first use. */
 export interface RouteContext extends BridgeServices {
-  serveMcp(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
+  /** The MCP transport; handed the services the route was given (scoped to its activity). */
+  serveMcp(ctx: BridgeServices, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
 }
 
 /** GET (a standalone event stream) and DELETE (ending a session) mean nothing without sessions. */
@@ -36,8 +37,8 @@ const health = () => ({ status: 'healthy', server: 'agent-bridge' });
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
 export const routes: readonly Route<RouteContext>[] = [
-  route({ method: 'get', path: '/health', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
-  route({ method: 'get', path: '/healthz', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
+  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
+  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
 
   route({
     method: 'get',
@@ -49,6 +50,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/api/kernel/execute',
+    access: 'execute',
+    activity: 'scratchpad run',
     // marimo ignores other keys, so this schema does too.
     body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }) }),
     handle: ({ body, req, res }, ctx) => serveExecute(body.code, req, res, ctx),
@@ -58,16 +61,18 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: MCP_PATH,
+    access: 'gateway',
     // JSON-RPC messages, which the SDK validates itself.
     body: z.unknown(),
-    handle: ({ body, req, res }, ctx) => ctx.serveMcp(req, res, body),
+    handle: ({ body, req, res }, ctx) => ctx.serveMcp(ctx, req, res, body),
   }),
-  route({ method: 'get', path: MCP_PATH, handle: mcpMethodNotAllowed }),
-  route({ method: 'delete', path: MCP_PATH, handle: mcpMethodNotAllowed }),
+  route({ method: 'get', path: MCP_PATH, access: 'gateway', handle: mcpMethodNotAllowed }),
+  route({ method: 'delete', path: MCP_PATH, access: 'gateway', handle: mcpMethodNotAllowed }),
 
   route({
     method: 'post',
     path: '/notebooks/open',
+    activity: 'notebook open',
     body: z.strictObject({
       path: z.string().min(1, 'give the absolute path of a notebook file'),
       kernel: z.enum(['builtin']).optional(),
@@ -88,12 +93,14 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/cells',
+    activity: 'cell create',
     body: createBody,
     handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, { cell: await ctx.cells.create(notebook, cell) }),
   }),
   route({
     method: 'post',
     path: '/notebooks/edits',
+    activity: 'batch',
     body: editsBody,
     handle: async ({ body }, ctx) => {
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
@@ -103,6 +110,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/interrupt',
+    access: 'run',
+    activity: 'interrupt',
     body: notebookBody,
     handle: async ({ body }, ctx) => {
       return { interrupted: true, how: await ctx.cells.interrupt(body.notebook) };
@@ -111,6 +120,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/restart',
+    access: 'run',
+    activity: 'kernel restart',
     body: notebookBody,
     handle: async ({ body }, ctx) => {
       await ctx.cells.restart(body.notebook);
@@ -126,6 +137,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'patch',
     path: '/notebooks/cells/:ref',
+    activity: 'cell edit',
     body: editBody,
     handle: async ({ body: { notebook, ...change }, params }, ctx) => ({
       cell: await ctx.cells.edit(notebook, params['ref']!, change),
@@ -134,18 +146,22 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'delete',
     path: '/notebooks/cells/:ref',
+    activity: 'cell delete',
     query: deleteQuery,
     handle: ({ query: { notebook, ...guard }, params }, ctx) => ctx.cells.remove(notebook, params['ref']!, guard),
   }),
   route({
     method: 'post',
     path: '/notebooks/cells/:ref/move',
+    activity: 'cell move',
     body: moveBody,
     handle: async ({ body: { notebook, ...to }, params }, ctx) => ({ cell: await ctx.cells.move(notebook, params['ref']!, to) }),
   }),
   route({
     method: 'post',
     path: '/notebooks/cells/:ref/run',
+    access: 'run',
+    activity: 'cell run',
     body: runBody,
     query: runQuery,
     handle: async ({ body, query, params, req, res }, ctx) => {

@@ -1,9 +1,11 @@
+import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { NotebookCells } from '../../../src/core/notebookCells';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
+import { guardRoutes } from '../../../src/server/access';
 import { routes } from '../../../src/server/routes';
 import { FakeNotebookHost } from './notebookHost';
 import { FakeNotebooks } from './notebooks';
@@ -22,6 +24,7 @@ export function startTestServer(options: {
   maxBodyBytes?: number;
   outputTextLimit?: number;
   log?: Log;
+  access?: Gate;
 }): Promise<RunningServer> {
   let port = 0;
   const services = {
@@ -31,10 +34,11 @@ export function startTestServer(options: {
     }),
     runs: new KeyedQueue(),
     version: '0.0.0-test',
+    access: options.access ?? Gate.open(),
   };
   const app = createApp({
-    routes,
-    context: { ...services, serveMcp: lazyMcp(services) },
+    routes: guardRoutes(routes),
+    context: { ...services, serveMcp: lazyMcp },
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,

@@ -1,0 +1,169 @@
+import * as vscode from 'vscode';
+import type { ActionOutcome } from '../core/access';
+import { notebookName, type ActivityStore, type Entry } from './record';
+
+export const VIEW_ID = 'agentBridge.activity';
+export const SHOW_ACTIVITY = 'agentBridge.showActivity';
+export const REVEAL_ACTIVITY_CELL = 'agentBridge.revealActivityCell';
+const DETAIL_SCHEME = 'agent-bridge-activity';
+const SHOWN = 200;
+/** The view redraws at most this often, however many actions start and end. */
+const REDRAW_MS = 150;
+const RECENT_CLIENT_MS = 30 * 60_000;
+
+const ICONS: Record<ActionOutcome | 'running', string> = {
+  running: 'loading~spin',
+  succeeded: 'pass',
+  failed: 'error',
+  interrupted: 'debug-stop',
+  timed_out: 'watch',
+  refused: 'circle-slash',
+};
+
+export interface ViewStatus {
+  server(): string;
+  mode(): string;
+  clients(): ReadonlyMap<string, number>;
+}
+
+const time = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
+const duration = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+/**
+ * One row: time and kind as its label; outcome, duration, client, notebook and summary beside it,
+ * in that order, as a narrow sidebar cuts from the end.
+ */
+export function rowOf(entry: Entry): { label: string; description: string } {
+  const { action, end } = entry;
+  return {
+    label: `${time(action.startedAt)} ${action.label}`,
+    description: [
+      end ? `${end.outcome.replace('_', ' ')} ${duration(end.durationMs)}` : 'running',
+      action.client,
+      notebookName(entry.notebook, action.notebook),
+      action.summary,
+    ].join(' · '),
+  };
+}
+
+/**
+ * The "Agent Bridge" activity view: every agent action, newest first, redrawn on starts and ends
+ * (throttled), never per output chunk. Its message line carries the server's address, the access
+ * mode and the clients seen lately. Selecting a row opens its code (or, for edits, a diff of the
+ * cells it changed) with its outcome and the head of its output.
+ */
+export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly redraw = new vscode.EventEmitter<undefined>();
+  readonly onDidChangeTreeData = this.redraw.event;
+  private readonly view: vscode.TreeView<Entry>;
+  private readonly disposables: vscode.Disposable[] = [this.redraw];
+  private pending: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly store: ActivityStore,
+    private readonly status: ViewStatus,
+  ) {
+    this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this });
+    this.disposables.push(
+      this.view,
+      store.onDidChange(() => this.schedule()),
+      vscode.workspace.registerTextDocumentContentProvider(DETAIL_SCHEME, this),
+      vscode.commands.registerCommand(SHOW_ACTIVITY, (id: number | Entry) => this.show(id)),
+      vscode.commands.registerCommand(REVEAL_ACTIVITY_CELL, (id: number | Entry) => this.reveal(id)),
+    );
+    this.schedule();
+  }
+
+  /** Redraws soon: after a burst of starts and ends, once. */
+  schedule(): void {
+    this.pending ??= setTimeout(() => {
+      this.pending = undefined;
+      this.updateMessage();
+      this.redraw.fire(undefined);
+    }, REDRAW_MS);
+  }
+
+  getChildren(entry?: Entry): Entry[] {
+    return entry ? [] : this.store.newest().slice(0, SHOWN);
+  }
+
+  getTreeItem(entry: Entry): vscode.TreeItem {
+    const { label, description } = rowOf(entry);
+    const item = new vscode.TreeItem(label);
+    item.id = String(entry.action.id);
+    item.description = description;
+    item.iconPath = new vscode.ThemeIcon(ICONS[entry.end?.outcome ?? 'running']);
+    item.tooltip = `${label}\n${description}${entry.end?.detail ? `\n${entry.end.detail}` : ''}`;
+    item.contextValue = entry.notebook ? 'agentAction.notebook' : 'agentAction';
+    item.command = { title: 'Show', command: SHOW_ACTIVITY, arguments: [entry.action.id] };
+    return item;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    const entry = this.store.get(Number(uri.query));
+    if (!entry) return '(no longer in the activity record)';
+    const { action, end } = entry;
+    const side = uri.path.split('/')[1];
+    if (side === 'before' || side === 'after') {
+      return entry.changes.map((c) => `# cell ${c.cell.index + 1}${c.created ? ' (new)' : ''}\n${c[side]}\n`).join('\n');
+    }
+    return [
+      `# ${action.label} by ${action.client} in ${notebookName(entry.notebook, action.notebook)}`,
+      `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
+      ...(end?.detail ? [`# ${end.detail.replace(/\n/g, '\n# ')}`] : []),
+      '',
+      action.code,
+      '',
+      ...(end?.output ? ['# ---- output (head)', ...end.output.split('\n').map((l) => `# ${l}`)] : []),
+    ].join('\n');
+  }
+
+  private entry(id: number | Entry): Entry | undefined {
+    return typeof id === 'number' ? this.store.get(id) : id;
+  }
+
+  private async show(id: number | Entry): Promise<void> {
+    const entry = this.entry(id);
+    if (!entry) return;
+    const query = String(entry.action.id);
+    if (entry.changes.length) {
+      const at = (side: string) => vscode.Uri.from({ scheme: DETAIL_SCHEME, path: `/${side}/action-${query}.py`, query });
+      await vscode.commands.executeCommand(
+        'vscode.diff',
+        at('before'),
+        at('after'),
+        `${entry.action.label} by ${entry.action.client}`,
+        {
+          preview: true,
+        },
+      );
+      return;
+    }
+    const uri = vscode.Uri.from({ scheme: DETAIL_SCHEME, path: `/action-${query}.py`, query });
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
+  }
+
+  /** Shows the notebook of an action with the first cell it changed selected. */
+  private async reveal(id: number | Entry): Promise<void> {
+    const entry = this.entry(id);
+    if (!entry?.notebook) return;
+    const cell = entry.changes.find((c) => c.cell.index >= 0)?.cell;
+    const range = cell ? new vscode.NotebookRange(cell.index, cell.index + 1) : undefined;
+    const editor = await vscode.window.showNotebookDocument(entry.notebook, range ? { selections: [range] } : {});
+    if (range) editor.revealRange(range, vscode.NotebookEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  private updateMessage(): void {
+    const now = Date.now();
+    const clients = [...this.status.clients()]
+      .filter(([, at]) => now - at < RECENT_CLIENT_MS)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name]) => name);
+    this.view.message = `${this.status.server()} · access: ${this.status.mode()} · recent clients: ${clients.join(', ') || 'none'}`;
+  }
+
+  dispose(): void {
+    clearTimeout(this.pending);
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * The person's say over agents: one access policy every agent action passes, and one activity
+ * record it lands in. Transports (the HTTP route table, the MCP tools) call `Gate.enter` from a
+ * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
+ * (view, cell marks, audit log). No vscode, no HTTP types here.
+ */
+import { BridgeError } from './errors';
+import type { RunOutcome } from './kernel';
+
+export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
+export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
+
+/**
+ * What a route row or MCP tool does, as the policy sees it. `open` is never refused (/health);
+ * `gateway` is a transport carrying its own checked actions (the MCP endpoint): only `off`
+ * refuses it. Reads pass every mode but `off`; edits, scratchpad executes and cell runs are the
+ * actions the person steers.
+ */
+export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'execute' | 'run';
+
+export type ActionOutcome = RunOutcome | 'refused';
+
+/** What a transport knows of an action before it runs. */
+export interface ActionRequest {
+  readonly transport: 'http' | 'mcp';
+  /** Who asked: an optional client header, MCP clientInfo, else the User-Agent. */
+  readonly client: string;
+  readonly kind: AccessKind;
+  /** What the activity view calls it: "scratchpad run", "cell edit", "mcp edit_cells", ... */
+  readonly label: string;
+  /** The notebook as the agent named it (session id, path or uri); undefined: the only open one. */
+  readonly notebook: string | undefined;
+  /** The code to run, or the change (JSON) for edits. */
+  readonly code: string;
+}
+
+export interface AgentAction extends ActionRequest {
+  readonly id: number;
+  /** Epoch milliseconds. */
+  readonly startedAt: number;
+  /** One line for lists. */
+  readonly summary: string;
+}
+
+export interface ActionEnd {
+  readonly outcome: ActionOutcome;
+  readonly durationMs: number;
+  /** Why it failed or was refused, or what it answered, in one sentence. */
+  readonly detail: string;
+  /** The head of what it printed or returned. */
+  readonly output: string;
+}
+
+/** The person's answer to an `ask`. */
+export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer';
+
+/** The person's side of the policy: the current mode, a way to ask, and the cap on agent runs. */
+export interface Person {
+  mode(): AccessMode;
+  ask(action: AgentAction): Promise<Answer>;
+  /** Longest an agent's run may take before it is interrupted as timed out; 0: no cap. */
+  maxRunMs(): number;
+}
+
+/** Where actions land: the activity view, cell marks and the audit log each implement this. */
+export interface ActivitySink {
+  started(action: AgentAction): void;
+  ended(action: AgentAction, end: ActionEnd): void;
+}
+
+export const GRANT_MS = 10 * 60_000;
+const OUTPUT_HEAD_CHARS = 2_000;
+const SUMMARY_CHARS = 100;
+
+export type Ruling = 'allow' | 'ask' | { refuse: string };
+
+/** The pure rule: what a mode does with a kind of action. */
+export function rule(mode: AccessMode, kind: AccessKind): Ruling {
+  if (kind === 'open' || mode === 'full') return 'allow';
+  if (mode === 'off') {
+    return {
+      refuse:
+        'The person turned agent access off in VS Code (Agent Bridge access mode "off"): only /health answers. ' +
+        'Ask them to choose another mode ("Agent Bridge: Set Access Mode").',
+    };
+  }
+  if (kind === 'read' || kind === 'gateway') return 'allow';
+  if (mode === 'read-only') {
+    return {
+      refuse:
+        `The person chose read-only access for agents in VS Code: reading sessions, cells and outputs is allowed, ` +
+        `but this ${kind} is refused. Ask them to switch the access mode to "ask" or "full" ("Agent Bridge: Set Access Mode").`,
+    };
+  }
+  return 'ask';
+}
+
+const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer', string> = {
+  deny: 'The person denied this action in VS Code (access mode "ask").',
+  'no-answer': 'The person did not answer in time (access mode "ask"), so the action was refused; try again when they are there.',
+};
+
+/** One line naming an action: the first non-empty line of its code, cut, with the rest counted. */
+export function summarize(label: string, code: string): string {
+  const lines = code.split('\n').filter((l) => l.trim());
+  if (!lines.length) return label;
+  const first = lines[0]!.trim();
+  const cut = first.length > SUMMARY_CHARS ? `${first.slice(0, SUMMARY_CHARS - 1)}…` : first;
+  return lines.length > 1 ? `${cut} (+${lines.length - 1} lines)` : cut;
+}
+
+/**
+ * An action under way: ends once, with the outcome a transport settled on or the one its
+ * handler's result implies. Stopped by "Stop Agents".
+ */
+export class Activity {
+  private settled: { outcome: RunOutcome; detail: string } | undefined;
+  private output = '';
+  private over = false;
+  // Plain listeners, not an AbortController: a controller, its signal and a listener cost
+  // microseconds per run on Node 20, and almost no action is ever stopped.
+  private stopped = false;
+  private readonly onStopped = new Set<() => void>();
+
+  constructor(
+    readonly action: AgentAction,
+    private readonly finish: (activity: Activity, end: ActionEnd) => void,
+    private readonly now: () => number,
+  ) {}
+
+  /** Calls `listener` when the person stops every agent run (at once if they already did); returns its removal. */
+  onStop(listener: () => void): () => void {
+    if (this.stopped) listener();
+    else this.onStopped.add(listener);
+    return () => this.onStopped.delete(listener);
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const listener of this.onStopped) listener();
+    this.onStopped.clear();
+  }
+
+  /** The outcome, when the transport knows it better than the handler's result (a stream's `done`). */
+  settle(outcome: RunOutcome, detail = ''): void {
+    this.settled ??= { outcome, detail };
+  }
+
+  /** Keeps the head of what the action printed; the rest is only counted by the kernel. */
+  note(text: string): void {
+    if (this.output.length < OUTPUT_HEAD_CHARS) this.output += text.slice(0, OUTPUT_HEAD_CHARS - this.output.length);
+  }
+
+  end(outcome: ActionOutcome, detail = ''): void {
+    if (this.over) return;
+    this.over = true;
+    const settled = this.settled && outcome !== 'refused' ? this.settled : { outcome, detail };
+    this.finish(this, {
+      outcome: this.stopped && settled.outcome !== 'timed_out' ? 'interrupted' : settled.outcome,
+      durationMs: this.now() - this.action.startedAt,
+      detail: settled.detail,
+      output: this.output,
+    });
+  }
+}
+
+/**
+ * The policy and the record in one door: `enter` rules on an action (asking the person when the
+ * mode says so), records it, and hands back its Activity; refusals throw a 403 and are recorded
+ * too. Reads are let through without a record (agents poll), but their client is remembered.
+ */
+export class Gate {
+  private nextId = 1;
+  /** Client → end of its "Allow for 10 minutes". */
+  private readonly grants = new Map<string, number>();
+  private readonly running = new Set<Activity>();
+  /** Client → when it was last seen. */
+  readonly clients = new Map<string, number>();
+
+  constructor(
+    private readonly person: Person,
+    private readonly sinks: readonly ActivitySink[],
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A gate that allows everything and records nowhere (unit tests of the transports). */
+  static open(): Gate {
+    return new Gate({ mode: () => 'full', ask: () => Promise.resolve('allow'), maxRunMs: () => 0 }, []);
+  }
+
+  get mode(): AccessMode {
+    return this.person.mode();
+  }
+
+  get maxRunMs(): number {
+    return this.person.maxRunMs();
+  }
+
+  /** Null for kinds that are not recorded (open, gateway, read). Throws BridgeError 403 when refused. */
+  async enter(request: ActionRequest): Promise<Activity | null> {
+    const at = this.now();
+    if (request.kind !== 'open') this.clients.set(request.client, at);
+    const ruling = rule(this.person.mode(), request.kind);
+    const recorded = request.kind === 'edit' || request.kind === 'execute' || request.kind === 'run';
+    if (ruling === 'allow' && !recorded) return null;
+    if (typeof ruling === 'object' && !recorded) throw new BridgeError(403, ruling.refuse);
+
+    const action: AgentAction = { ...request, id: this.nextId++, startedAt: at, summary: summarize(request.label, request.code) };
+    const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
+    this.running.add(activity);
+    for (const sink of this.sinks) sink.started(action);
+    const refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
+    if (refusal) {
+      activity.end('refused', refusal);
+      throw new BridgeError(403, refusal);
+    }
+    return activity;
+  }
+
+  /** Interrupts every action under way (their transports hear it through `onStop`); returns them. */
+  stopAll(): AgentAction[] {
+    const stopped = [...this.running];
+    for (const activity of stopped) activity.stop();
+    return stopped.map((a) => a.action);
+  }
+
+  private async ask(action: AgentAction): Promise<string | null> {
+    const until = this.grants.get(action.client);
+    if (until !== undefined && until > this.now()) return null;
+    const answer = await this.person.ask(action);
+    if (answer === 'allow-10-minutes') this.grants.set(action.client, this.now() + GRANT_MS);
+    if (answer === 'allow' || answer === 'allow-10-minutes') return null;
+    return REFUSED_BY_ANSWER[answer];
+  }
+
+  private finished(activity: Activity, end: ActionEnd): void {
+    this.running.delete(activity);
+    for (const sink of this.sinks) sink.ended(activity.action, end);
+  }
+}
+
+/** Optional request header naming the agent; else its User-Agent names it. */
+export const CLIENT_HEADER = 'x-agent-bridge-client';
+
+/** The client as a request names itself: one printable line, short. */
+export function clientOf(headers: Readonly<Record<string, string | string[] | undefined>>): string {
+  const named = headers[CLIENT_HEADER] ?? headers['user-agent'];
+  const text = (Array.isArray(named) ? named[0] : named)?.replace(/[^\x20-\x7e]/g, '').trim();
+  return text ? text.slice(0, 80) : 'unknown client';
+}

@@ -1,0 +1,136 @@
+/**
+ * Runs as an agent action. Scratchpad runs are capped by the person's run limit, stopped by "Stop
+ * Agents", and their outcome and the head of their output noted on the action's Activity. The
+ * kernel sees one extra abort signal; nothing is done per output chunk but a bounded append.
+ */
+import type { Activity } from './access';
+import type { BatchOp, CellRef, CellService, RunEvent, RunHandle } from './cells';
+import type { ExecResult, Kernel, RunOutcome, StreamEvent } from './kernel';
+import type { NotebookHost } from './sessions';
+
+type Outcome = ExecResult & { readonly status?: RunOutcome };
+
+/** The words a capped run's stderr and outcome carry (MCP results are read for them). */
+export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
+
+/** The host whose kernels run under `activity` (null: a transport whose actions are recorded elsewhere). */
+export function agentHost(host: NotebookHost, activity: Activity | null, maxRunMs: number): NotebookHost {
+  return {
+    sessions: () => host.sessions(),
+    open: (path, options) => host.open(path, options),
+    kernelFor: async (sessionId) => agentKernel(await host.kernelFor(sessionId), activity, maxRunMs),
+  };
+}
+
+export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs: number): Kernel {
+  return {
+    kind: kernel.kind,
+    async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
+      // One controller fed by listeners, not AbortSignal.any (~0.3 ms per run on Node 20).
+      const stop = new AbortController();
+      const abort = () => stop.abort();
+      if (signal.aborted) stop.abort();
+      else signal.addEventListener('abort', abort, { once: true });
+      let stopped = false;
+      const unlisten = activity?.onStop(() => {
+        stopped = true;
+        stop.abort();
+      });
+      let capped = false;
+      const timer =
+        maxRunMs > 0
+          ? setTimeout(() => {
+              capped = true;
+              stop.abort();
+            }, maxRunMs)
+          : undefined;
+      const stream = activity
+        ? (event: StreamEvent) => {
+            activity.note(event.text);
+            onStream(event);
+          }
+        : onStream;
+      let result: Outcome;
+      try {
+        result = await kernel.executeScratchpad(code, stream, stop.signal);
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', abort);
+        unlisten?.();
+      }
+      if (capped) {
+        const detail = `The run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+        onStream({ name: 'stderr', text: `${detail}\n` });
+        activity?.settle('timed_out', detail);
+        return { ...result, success: false, status: 'timed_out' } as Outcome;
+      }
+      if (activity && stopped) {
+        const detail = 'The person stopped every agent run (Agent Bridge: Stop Agents)';
+        onStream({ name: 'stderr', text: `${detail}\n` });
+        activity.settle('interrupted', detail);
+        return { ...result, success: false, status: 'interrupted' } as Outcome;
+      }
+      activity?.note(result.output.data);
+      activity?.settle(result.status ?? (signal.aborted ? 'interrupted' : result.success ? 'succeeded' : 'failed'));
+      return result;
+    },
+  };
+}
+
+const SETTLE_POLL_MS = 100;
+/** How long an interrupted cell run may take to end (the kernel's SIGINT grace, then a restart). */
+const SETTLE_MS = 10_000;
+
+/**
+ * The cell service as an agent's action sees it: every run it starts (alone or after a batch) is
+ * capped by the person's limit. Past it the notebook's kernel is interrupted, and the run ends
+ * failed, its action timed out. A handle's own `wait` is taken by the cap, so the waits the
+ * transports ask for are served from it.
+ */
+export function cappedCells(cells: CellService, activity: Activity | null, maxRunMs: number): CellService {
+  if (maxRunMs <= 0) return cells;
+  const cap = (notebook: string | undefined, handle: RunHandle): RunHandle => {
+    let forward: ((event: RunEvent) => void) | undefined;
+    const whole = handle.wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) }).then(async (result) => {
+      if (result.done) return result;
+      const detail = `The cell run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+      activity?.settle('timed_out', detail);
+      forward?.({ kind: 'stderr', text: `${detail}\n` });
+      await cells.interrupt(notebook).catch(() => undefined);
+      for (const end = Date.now() + SETTLE_MS; Date.now() < end; await sleep(SETTLE_POLL_MS)) {
+        const cell = await cells.get(notebook, handle.cellId);
+        if (cell.execution?.status === 'idle') return { done: true, success: false, cell };
+      }
+      return { ...result, cell: await cells.get(notebook, handle.cellId) };
+    });
+    return {
+      cellId: handle.cellId,
+      wait: async ({ timeoutMs, onEvent, signal }) => {
+        forward = onEvent;
+        let timer: NodeJS.Timeout | undefined;
+        const stopped = new Promise<null>((resolve) => {
+          timer = setTimeout(() => resolve(null), timeoutMs);
+          signal?.addEventListener('abort', () => resolve(null), { once: true });
+        });
+        const result = await Promise.race([whole, stopped]).finally(() => clearTimeout(timer));
+        return result ?? { done: false, success: null, cell: await cells.get(notebook, handle.cellId) };
+      },
+    };
+  };
+  return new Proxy(cells, {
+    get(target, key) {
+      if (key === 'run')
+        return async (notebook: string | undefined, ref: CellRef) => cap(notebook, await target.run(notebook, ref));
+      if (key === 'batch') {
+        return async (notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) => {
+          const applied = await target.batch(notebook, ops, run);
+          return { ...applied, runs: applied.runs.map((h) => cap(notebook, h)) };
+        };
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

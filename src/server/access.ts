@@ -1,0 +1,73 @@
+import { clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
+import { agentHost, cappedCells } from '../core/agentRuns';
+import type { CellService } from '../core/cells';
+import { BridgeError } from '../core/errors';
+import type { NotebookHost } from '../core/sessions';
+import { Reply, type Route, type RouteInput } from './route';
+
+type Fields = Record<string, unknown>;
+const fields = (value: unknown): Fields => (value && typeof value === 'object' ? (value as Fields) : {});
+
+/**
+ * The access policy and the activity record around every row of the route table: one wrapper,
+ * applied where the table is mounted. Each row says what kind of action it is; the policy rules
+ * on it (a refusal is a 403 before the handler runs), and edits, executes and runs are recorded
+ * with their outcome. Scratchpad runs also get the person's run limit and "Stop Agents".
+ */
+export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService; access: Gate }>(
+  rows: readonly Route<Ctx>[],
+): Route<Ctx>[] {
+  return rows.map((row) => {
+    const kind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
+    if (kind === 'open') return row;
+    const label = row.activity ?? `${row.method.toUpperCase()} ${row.path}`;
+    return {
+      ...row,
+      handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
+        const activity = await ctx.access.enter({
+          transport: 'http',
+          client: clientOf(input.req.headers),
+          kind,
+          label,
+          notebook: notebookOf(input),
+          code: kind === 'read' || kind === 'gateway' ? '' : codeOf(input),
+        });
+        const limit = ctx.access.maxRunMs;
+        const scoped =
+          kind === 'execute' || kind === 'gateway'
+            ? { ...ctx, host: agentHost(ctx.host, activity, limit), cells: cappedCells(ctx.cells, activity, limit) }
+            : kind === 'run' || kind === 'edit'
+              ? { ...ctx, cells: cappedCells(ctx.cells, activity, limit) }
+              : ctx;
+        if (!activity) return row.handle(input, scoped);
+        return ended(activity, () => row.handle(input, scoped));
+      },
+    };
+  });
+}
+
+function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string | undefined {
+  const named = fields(body)['notebook'] ?? fields(query)['notebook'] ?? req.headers['marimo-session-id'];
+  return typeof named === 'string' ? named : undefined;
+}
+
+/** The code an action runs or puts in a cell; else the change it asks for (its inputs but the notebook, as JSON). */
+function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
+  const { code, notebook: _n, ...rest } = { ...fields(query), ...fields(body), ...params };
+  return typeof code === 'string' ? code : JSON.stringify(rest);
+}
+
+/** Runs a handler as its activity, ending it with what the answer says. */
+export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
+  try {
+    const result = await run();
+    const body = fields(result instanceof Reply ? result.body : result);
+    if (result !== undefined) activity.note(JSON.stringify(body));
+    const failed = (result instanceof Reply && result.status >= 400) || body['success'] === false;
+    activity.end(failed ? 'failed' : 'succeeded', typeof body['detail'] === 'string' ? body['detail'] : '');
+    return result;
+  } catch (error) {
+    activity.end('failed', error instanceof BridgeError ? error.detail : error instanceof Error ? error.message : String(error));
+    throw error;
+  }
+}

@@ -1,0 +1,266 @@
+import { strict as assert } from 'node:assert';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Gate, rule, summarize, type AccessMode, type ActionEnd, type AgentAction, type Answer } from '../../src/core/access';
+import type { RunningServer } from '../../src/server/app';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { request } from './fakes/http';
+import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+
+/** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
+class FakePerson {
+  current: AccessMode = 'full';
+  answers: Answer[] = [];
+  asked: AgentAction[] = [];
+  limitMs = 0;
+  mode = () => this.current;
+  maxRunMs = () => this.limitMs;
+  ask = async (action: AgentAction): Promise<Answer> => {
+    this.asked.push(action);
+    return this.answers.shift() ?? 'no-answer';
+  };
+}
+
+const request$ = {
+  transport: 'http' as const,
+  client: 'agent-1',
+  label: 'scratchpad run',
+  notebook: 's_aaaaaa',
+  code: 'print(1)',
+};
+
+describe('access policy (pure rules)', () => {
+  it('full allows all; off refuses all but open; read-only allows reads; ask asks for the rest', () => {
+    assert.equal(rule('full', 'execute'), 'allow');
+    assert.equal(rule('off', 'open'), 'allow');
+    for (const kind of ['read', 'gateway', 'edit', 'execute', 'run'] as const) {
+      const off = rule('off', kind);
+      assert.ok(typeof off === 'object' && off.refuse.includes('off'), kind);
+    }
+    assert.equal(rule('read-only', 'read'), 'allow');
+    assert.equal(rule('read-only', 'gateway'), 'allow');
+    const ro = rule('read-only', 'edit');
+    assert.ok(typeof ro === 'object' && ro.refuse.includes('person chose read-only'));
+    assert.equal(rule('ask', 'read'), 'allow');
+    assert.equal(rule('ask', 'run'), 'ask');
+  });
+
+  it('summarizes code as its first line, cut, with the rest counted', () => {
+    assert.equal(summarize('x', '\n\nimport os\nos.getcwd()\n'), 'import os (+1 lines)');
+    assert.equal(summarize('cell run', ''), 'cell run');
+    assert.ok(summarize('x', 'a'.repeat(300)).length <= 100);
+  });
+});
+
+describe('Gate', () => {
+  let person: FakePerson;
+  let ended: { action: AgentAction; end: ActionEnd }[];
+  let started: AgentAction[];
+  let gate: Gate;
+  beforeEach(() => {
+    person = new FakePerson();
+    ended = [];
+    started = [];
+    gate = new Gate(person, [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }]);
+  });
+
+  it('lets reads through unrecorded, but remembers their client', async () => {
+    person.current = 'ask';
+    assert.equal(await gate.enter({ ...request$, kind: 'read' }), null);
+    assert.equal(started.length, 0);
+    assert.ok(gate.clients.has('agent-1'));
+  });
+
+  it('records an allowed action with its outcome and duration', async () => {
+    const activity = await gate.enter({ ...request$, kind: 'execute' });
+    assert.ok(activity);
+    activity.note('1\n');
+    activity.settle('succeeded');
+    activity.end('failed');
+    assert.equal(ended.length, 1);
+    assert.equal(ended[0]!.end.outcome, 'succeeded', 'the settled outcome wins over the derived one');
+    assert.equal(ended[0]!.end.output, '1\n');
+    assert.equal(ended[0]!.action.summary, 'print(1)');
+  });
+
+  it('refuses with a 403 and records the refusal', async () => {
+    person.current = 'read-only';
+    await assert.rejects(gate.enter({ ...request$, kind: 'edit' }), (e: { status: number; detail: string }) => {
+      assert.equal(e.status, 403);
+      assert.match(e.detail, /read-only/);
+      return true;
+    });
+    assert.equal(ended[0]!.end.outcome, 'refused');
+  });
+
+  it('asks in ask mode: deny and no answer refuse; allow for 10 minutes stops asking that client', async () => {
+    person.current = 'ask';
+    person.answers = ['deny', 'no-answer', 'allow-10-minutes'];
+    await assert.rejects(gate.enter({ ...request$, kind: 'execute' }), /denied/);
+    await assert.rejects(gate.enter({ ...request$, kind: 'execute' }), /did not answer in time/);
+    assert.ok(await gate.enter({ ...request$, kind: 'execute' }));
+    assert.ok(await gate.enter({ ...request$, kind: 'run' }));
+    assert.equal(person.asked.length, 3, 'the grant covers the next actions of the same client');
+    person.answers = ['allow'];
+    assert.ok(await gate.enter({ ...request$, client: 'agent-2', kind: 'execute' }));
+    assert.equal(person.asked.length, 4, 'another client is asked about');
+  });
+
+  it('stopAll stops every action under way, which then ends as interrupted', async () => {
+    const a = await gate.enter({ ...request$, kind: 'execute' });
+    let heard = false;
+    a!.onStop(() => (heard = true));
+    assert.equal(gate.stopAll().length, 1);
+    assert.ok(heard);
+    a!.end('succeeded');
+    assert.equal(ended[0]!.end.outcome, 'interrupted');
+  });
+});
+
+describe('access over HTTP and MCP (fake kernel)', () => {
+  let server: RunningServer;
+  let port = 0;
+  let person: FakePerson;
+  let ended: { action: AgentAction; end: ActionEnd }[];
+  let gate: Gate;
+  const auth = { authorization: `Bearer ${TEST_TOKEN}` };
+  const execute = (code: string, abortAfterMs?: number) =>
+    request(port, {
+      method: 'POST',
+      path: '/api/kernel/execute',
+      headers: {
+        ...auth,
+        'content-type': 'application/json',
+        'marimo-session-id': 's_aaaaaa',
+        'x-agent-bridge-client': 'tester',
+      },
+      body: JSON.stringify({ code }),
+      abortAfterMs,
+    });
+  const done = (body: string) => JSON.parse(body.split('event: done\ndata: ')[1]!.split('\n')[0]!) as Record<string, unknown>;
+
+  beforeEach(async () => {
+    person = new FakePerson();
+    ended = [];
+    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
+    const kernel = new FakeKernel({
+      'print(1)': {
+        steps: [{ name: 'stdout', text: '1\n' }],
+        result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
+      },
+      forever: {
+        steps: [{ name: 'stdout', text: 'started\n' }, { waitForAbort: true }],
+        result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
+      },
+    });
+    const host = new FakeNotebookHost([
+      { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
+    ]);
+    server = await startTestServer({ host, access: gate });
+    port = server.port;
+  });
+  afterEach(() => server.close());
+
+  it('records a scratchpad run with its client, code and outcome', async () => {
+    const res = await execute('print(1)');
+    assert.equal(res.status, 200);
+    assert.equal(done(res.body)['success'], true);
+    assert.equal(ended.length, 1);
+    const { action, end } = ended[0]!;
+    assert.deepEqual(
+      [action.client, action.label, action.notebook, action.code],
+      ['tester', 'scratchpad run', 's_aaaaaa', 'print(1)'],
+    );
+    assert.equal(end.outcome, 'succeeded');
+    assert.equal(end.output, '1\n');
+  });
+
+  it('read-only: reads answer, execute is a 403 that says the person chose read-only', async () => {
+    person.current = 'read-only';
+    assert.equal((await request(port, { path: '/api/sessions', headers: auth })).status, 200);
+    const res = await execute('print(1)');
+    assert.equal(res.status, 403);
+    assert.match(JSON.parse(res.body).detail, /person chose read-only/);
+    assert.equal(ended[0]!.end.outcome, 'refused');
+  });
+
+  it('off: only /health answers', async () => {
+    person.current = 'off';
+    assert.equal((await request(port, { path: '/health' })).status, 200);
+    assert.equal((await request(port, { path: '/api/sessions', headers: auth })).status, 403);
+    const mcp = await request(port, {
+      method: 'POST',
+      path: '/mcp/server',
+      headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(mcp.status, 403);
+  });
+
+  it('ask: the person allows, then denies; a denial is a 403 and the kernel never sees the code', async () => {
+    person.current = 'ask';
+    person.answers = ['allow', 'deny'];
+    assert.equal((await execute('print(1)')).status, 200);
+    const denied = await execute('print(1)');
+    assert.equal(denied.status, 403);
+    assert.match(JSON.parse(denied.body).detail, /denied/);
+    assert.equal(person.asked[0]!.code, 'print(1)');
+  });
+
+  it('a run that reaches the limit is interrupted and reported as timed out', async () => {
+    person.limitMs = 200;
+    const res = await execute('forever');
+    const body = done(res.body);
+    assert.equal(body['success'], false);
+    assert.equal(body['status'], 'timed_out');
+    assert.match(res.body, /limit the person set/);
+    assert.equal(ended[0]!.end.outcome, 'timed_out');
+  });
+
+  it('Stop Agents interrupts a run under way', async () => {
+    const pending = execute('forever');
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(gate.stopAll().length, 1);
+    const body = done((await pending).body);
+    assert.equal(body['success'], false);
+    assert.equal(body['status'], 'interrupted');
+    assert.equal(ended[0]!.end.outcome, 'interrupted');
+  });
+
+  describe('MCP tools', () => {
+    let client: Client;
+    const call = async (name: string, args: Record<string, unknown> = {}) =>
+      (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: Record<string, unknown> };
+    beforeEach(async () => {
+      client = new Client({ name: 'unit-agent', version: '1.2.3' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp/server`), { requestInit: { headers: auth } }),
+      );
+    });
+    afterEach(() => client.close());
+
+    it('read-only: list_sessions answers, execute_code is refused with the same sentence', async () => {
+      person.current = 'read-only';
+      assert.equal((await call('list_sessions')).isError, undefined);
+      const refused = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+      assert.equal(refused.isError, true);
+      assert.match(JSON.stringify(refused.content), /person chose read-only/);
+    });
+
+    it('records tool calls under the client that initialized, with their outcome', async () => {
+      await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+      assert.equal(ended.length, 1);
+      assert.equal(ended[0]!.action.client, 'unit-agent/1.2.3');
+      assert.equal(ended[0]!.action.label, 'mcp execute_code');
+      assert.equal(ended[0]!.end.outcome, 'succeeded');
+    });
+
+    it('a capped run is reported as timed out', async () => {
+      person.limitMs = 200;
+      const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'forever' });
+      assert.equal(result.structuredContent?.['success'], false);
+      assert.equal(ended[0]!.end.outcome, 'timed_out');
+    });
+  });
+});
