@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { OutputBudget } from '../../src/kernels/builtin/outputBudget';
 import { LineFramer, type OversizeFrame } from '../../src/kernels/builtin/kernelWire';
+import { StrayOutputRecord } from '../../src/kernels/builtin/strayOutput';
 
 describe('kernel output limits', () => {
   describe('LineFramer', () => {
@@ -57,6 +58,21 @@ describe('kernel output limits', () => {
         { name: 'stderr', text: 'E!' },
       ]);
       assert.match(held.marker, /\[\.\.\. 4000 of 4014 characters of output cut by Agent Bridge/);
+    });
+  });
+
+  describe('StrayOutputRecord', () => {
+    it('counts stray output, keeps a bounded tail and logs at most once a second', () => {
+      const lines: string[] = [];
+      const stray = new StrayOutputRecord((l) => lines.push(l));
+      for (let i = 0; i < 1000; i++) stray.add('stdout', `THREAD-LEAK ${i}\n`, 'of run 1, which ended');
+      stray.add('stderr', 'x'.repeat(20_000), 'between runs');
+      const { count, chars, tail } = stray.snapshot;
+      assert.equal(count, 1001);
+      assert.ok(chars > 20_000);
+      assert.equal(tail, 'x'.repeat(8192));
+      assert.equal(lines.length, 1);
+      assert.match(lines[0]!, /of no active run \(of run 1, which ended; 1 pieces/);
     });
   });
 });

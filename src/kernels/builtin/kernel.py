@@ -381,6 +381,9 @@ class _FdPump(object):
 
         self._events = selectors.EVENT_READ
         self._sel = selectors.DefaultSelector()
+        # epoll watches an fd registered from another thread at once: the pump need not wake
+        # (and take the GIL) at every run's start.
+        self._direct = isinstance(self._sel, getattr(selectors, "EpollSelector", ()))
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._sel.register(self._wake_r, self._events, None)
@@ -388,8 +391,16 @@ class _FdPump(object):
         _start_thread(self._forward)
 
     def add(self, fds):
-        self._new.append(fds)
-        os.write(self._wake_w, b"\0")
+        if self._direct:
+            self._register(fds)
+        else:
+            self._new.append(fds)
+            os.write(self._wake_w, b"\0")
+
+    def _register(self, fds):
+        for i, name in enumerate(("stdout", "stderr")):
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            self._sel.register(fds.readers[i], self._events, (fds, i, name, decoder))
 
     def _forward(self):
         sel = self._sel
@@ -401,10 +412,7 @@ class _FdPump(object):
                     except OSError:
                         pass
                     while self._new:
-                        fds = self._new.popleft()
-                        for i, name in enumerate(("stdout", "stderr")):
-                            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-                            sel.register(fds.readers[i], self._events, (fds, i, name, decoder))
+                        self._register(self._new.popleft())
                     continue
                 fds, i, name, decoder = key.data
                 with fds.lock:

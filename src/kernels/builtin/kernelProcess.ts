@@ -15,9 +15,11 @@
 import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import { MAX_FRAME_BYTES, type KernelMessage, type OversizeFrame, type RunMode } from './kernelWire';
+import { StrayOutputRecord, type StrayOutput } from './strayOutput';
 
 export type { KernelInfo } from './kernelChild';
 export type { RunMode } from './kernelWire';
+export type { StrayOutput } from './strayOutput';
 
 export type KernelOutput =
   | { kind: 'stream'; name: StreamName; text: string }
@@ -30,14 +32,6 @@ export interface KernelRunResult {
   status: RunOutcome;
   value: MimeBundle | null;
   restarted?: true;
-}
-
-export interface StrayOutput {
-  /** Pieces of output (messages) that reached no run. */
-  count: number;
-  chars: number;
-  /** The last STRAY_TAIL_CHARS characters of it. */
-  tail: string;
 }
 
 export interface KernelExitInfo {
@@ -78,9 +72,6 @@ export const INTERRUPT_GRACE_MS = 2000;
 /** Interrupts of the same innermost run this close together send one SIGINT: a second one could
  * reach the run it is nested in, once the first has ended the inner one. */
 const SIGINT_COALESCE_MS = 250;
-const STRAY_TAIL_CHARS = 8192;
-/** Stray output is logged at most this often (a leaking thread may print in a loop). */
-const STRAY_LOG_INTERVAL_MS = 1000;
 const RESTARTED_MESSAGE = 'The kernel was restarted before the run completed; its state (variables, imports) is lost.';
 const RESTARTED_QUEUED_MESSAGE = 'The kernel was restarted before this run started; its state (variables, imports) is lost.';
 
@@ -116,9 +107,11 @@ export class KernelProcess implements KernelChildEvents {
   private disposed: 'disposed' | 'restarted' | undefined;
   private restartCount = 0;
   private lastSigint: { job: Job; at: number } | undefined;
-  private readonly stray = { count: 0, chars: 0, tail: '', loggedAt: 0 };
+  private readonly stray: StrayOutputRecord;
 
-  constructor(private readonly opts: KernelProcessOptions) {}
+  constructor(private readonly opts: KernelProcessOptions) {
+    this.stray = new StrayOutputRecord(opts.log);
+  }
 
   /** Process alive (spawned and not yet exited). */
   get running(): boolean {
@@ -135,8 +128,7 @@ export class KernelProcess implements KernelChildEvents {
    * while idle): never given to another run, counted here, its end kept, and logged.
    */
   get strayOutput(): StrayOutput {
-    const { count, chars, tail } = this.stray;
-    return { count, chars, tail };
+    return this.stray.snapshot;
   }
 
   /** How many times restart(), an interrupt that escalated, or dispose('restarted') threw the kernel's state away. */
@@ -340,19 +332,6 @@ export class KernelProcess implements KernelChildEvents {
     }
   }
 
-  private onStray(name: StreamName, text: string, why: string): void {
-    const stray = this.stray;
-    stray.count++;
-    stray.chars += text.length;
-    stray.tail = (stray.tail + text.slice(-STRAY_TAIL_CHARS)).slice(-STRAY_TAIL_CHARS);
-    const now = Date.now();
-    if (now - stray.loggedAt < STRAY_LOG_INTERVAL_MS) return;
-    stray.loggedAt = now;
-    this.opts.log?.(
-      `kernel ${name} of no active run (${why}; ${stray.count} pieces, ${stray.chars} characters so far, given to no run): ${text.slice(0, 200)}`,
-    );
-  }
-
   private killProc(): void {
     const p = this.proc;
     this.proc = null;
@@ -366,19 +345,19 @@ export class KernelProcess implements KernelChildEvents {
       case 'stream': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'stream', name: msg.name, text: msg.text }, this.opts.log);
-        else this.onStray(msg.name, msg.text, msg.id === null ? 'written between runs' : `of run ${msg.id}, which ended`);
+        else this.stray.add(msg.name, msg.text, msg.id === null ? 'written between runs' : `of run ${msg.id}, which ended`);
         return;
       }
       case 'display': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'display', data: msg.data }, this.opts.log);
-        else this.onStray('stdout', `[display output: ${Object.keys(msg.data).join(', ')}]\n`, `of run ${msg.id}`);
+        else this.stray.add('stdout', `[display output: ${Object.keys(msg.data).join(', ')}]\n`, `of run ${msg.id}`);
         return;
       }
       case 'error': {
         const job = this.activeJob(msg.id);
         if (job) emit(job, { kind: 'error', name: msg.name, message: msg.message, traceback: msg.traceback }, this.opts.log);
-        else this.onStray('stderr', msg.traceback, `of run ${msg.id}`);
+        else this.stray.add('stderr', msg.traceback, `of run ${msg.id}`);
         return;
       }
       case 'done': {
@@ -403,7 +382,7 @@ export class KernelProcess implements KernelChildEvents {
 
   /** @internal from KernelChild: the kernel's own fds 1/2, which no run owns (runs get pipes of their own). */
   onStdio(_p: KernelChild, name: StreamName, text: string): void {
-    this.onStray(name, text, 'the kernel process itself, or a subprocess started between runs');
+    this.stray.add(name, text, 'the kernel process itself, or a subprocess started between runs');
   }
 
   /** @internal from KernelChild: a message too large to take was skipped; the run it belonged to fails. */
