@@ -3,7 +3,7 @@ import { BridgeError } from '../core/errors';
 import type { KeyedQueue } from '../core/keyedQueue';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { NotebookHost } from '../core/sessions';
-import { DEFAULT_LIMITS, openEventStream } from './sse';
+import { DEFAULT_LIMITS, openEventStream, type StreamLimits } from './sse';
 
 /**
  * marimo's `POST /api/kernel/execute`: validate the session before the stream starts (errors
@@ -15,13 +15,14 @@ export async function serveExecute(
   req: IncomingMessage,
   res: ServerResponse,
   deps: { host: NotebookHost; runs: KeyedQueue },
+  limits: StreamLimits = DEFAULT_LIMITS,
 ): Promise<void> {
   const sessionId = req.headers['marimo-session-id'];
   if (typeof sessionId !== 'string' || !sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
   const kernel = await deps.host.kernelFor(sessionId);
 
   const abort = new AbortController();
-  const stream = openEventStream(res, { ...DEFAULT_LIMITS, onStall: () => abort.abort() });
+  const stream = openEventStream(res, { ...limits, onStall: () => abort.abort() });
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
