@@ -62,6 +62,8 @@ export interface SandboxOptions {
   workspace: string;
   /** Install this .vsix before starting. */
   vsix?: string;
+  /** Other extensions' .vsix files installed beside it (the Jupyter extension). */
+  otherVsix?: readonly string[];
   /** Load this folder as the extension under development (smoke-test-driver payload). */
   extensionDevelopmentPath?: string;
   /** Run this file's `run()` inside the extension host; see `Sandbox.testsExitCode`. */
@@ -298,7 +300,8 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
   }
   if (!fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory())
     throw new SandboxError(`workspace is not a folder: ${workspace}`);
-  if (opts.vsix && !fs.existsSync(opts.vsix)) throw new SandboxError(`vsix not found: ${opts.vsix}`);
+  for (const vsix of [opts.vsix, ...(opts.otherVsix ?? [])])
+    if (vsix && !fs.existsSync(vsix)) throw new SandboxError(`vsix not found: ${vsix}`);
 
   fs.mkdirSync(STACK.runsDir, { recursive: true });
   const root = path.join(STACK.runsDir, id);
@@ -453,18 +456,18 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
   let testsExitCode: Promise<number> | undefined;
   let workbenchUrl: string;
   try {
-    if (opts.vsix) {
+    for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.otherVsix ?? [])]) {
       const t0 = Date.now();
-      const inst = spawnSync(STACK.codeServer, [...common, '--install-extension', path.resolve(opts.vsix), '--force'], {
+      const inst = spawnSync(STACK.codeServer, [...common, '--install-extension', path.resolve(vsix), '--force'], {
         env,
         encoding: 'utf8',
         timeout: 60_000,
       });
       if (inst.status !== 0)
         throw new SandboxError(
-          `installing ${opts.vsix} failed (status ${inst.status}): ${(inst.stdout + inst.stderr).trim().slice(-2000)}`,
+          `installing ${vsix} failed (status ${inst.status}): ${(inst.stdout + inst.stderr).trim().slice(-2000)}`,
         );
-      progress(`installed ${path.basename(opts.vsix)} (${Date.now() - t0} ms)`);
+      progress(`installed ${path.basename(vsix)} (${Date.now() - t0} ms)`);
     }
 
     const devMode = Boolean(opts.extensionDevelopmentPath || opts.extensionTestsPath);

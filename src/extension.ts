@@ -8,7 +8,8 @@ import { Discovery, marimoRegistryDir, marimoRegistryFileName } from './discover
 import { codeModeHandler } from './kernels/builtin/codeMode';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
+import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { JupyterKernels } from './kernels/jupyter';
 import { McpAdvertiser } from './mcp/advertise';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
@@ -31,18 +32,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       calls: (notebook): CallHandler => codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       codeModeInCells: () => readConfig().codeModeInCells,
     });
-    const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
+    const jupyter = new JupyterKernels(log);
+    const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+    const sessions = new Sessions(kernels);
     const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
-    const notebooks = new EditorNotebooks(sessions, builtin, log);
+    const notebooks = new EditorNotebooks(sessions, kernels, log);
     const cells = new NotebookCells(notebooks, { outputTextLimit: () => readConfig().outputTextLimit });
     const bridge = new Bridge({ host: sessions, cells, version, log, discovery, settings: readConfig });
     const status = new BridgeStatus();
     const mcp = new McpAdvertiser(() => bridge.connection, version, log);
     push(mcp);
-    push(builtin, sessions, notebooks, status, { dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
+    push(
+      builtin,
+      jupyter,
+      sessions,
+      notebooks,
+      status,
+      { dispose: () => discovery.dispose() },
+      { dispose: () => void bridge.stop() },
+    );
 
     const terminalEnv = context.environmentVariableCollection;
     terminalEnv.persistent = false;

@@ -51,6 +51,9 @@ async function main(): Promise<void> {
     open: async () => {
       throw new BridgeError(400, 'not in the plain-node baseline');
     },
+    startKernel: async () => {
+      throw new BridgeError(400, 'not in the plain-node baseline');
+    },
   };
   const notebooks = new FakeNotebooks();
   const ids: Record<string, string> = {};

@@ -6,6 +6,7 @@ import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/outputs';
 import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
 import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../server/cellSchemas';
+import { startKernelBody } from '../server/kernelSchemas';
 import { Reply } from '../server/route';
 import type { RouteContext } from '../server/routes';
 
@@ -152,7 +153,7 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
   server.registerTool(
     'restart_kernel',
     {
-      description: `Restart the notebook's kernel (builtin kernel only): every variable is lost. ${NOTEBOOK}`,
+      description: `Restart the notebook's kernel (builtin and Jupyter kernels): every variable is lost. ${NOTEBOOK}`,
       inputSchema: notebookBody,
       annotations: { destructiveHint: true },
     },
@@ -161,6 +162,16 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
         await cells.restart(notebook);
         return { restarted: true };
       }),
+  );
+  server.registerTool(
+    'start_kernel',
+    {
+      description:
+        "Select and start a kernel for a notebook whose kernel is not running yet (as the person would in the kernel picker): 'jupyter' " +
+        "starts the Jupyter kernel its metadata names, 'builtin' the Agent Bridge Python kernel. Returns its session.",
+      inputSchema: startKernelBody,
+    },
+    ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
   );
 }
 

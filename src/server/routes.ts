@@ -15,6 +15,7 @@ import {
   runBody,
   runQuery,
 } from './cellSchemas';
+import { kernelChoice, startKernelBody } from './kernelSchemas';
 import { executeScratchpad } from './execute';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './router';
@@ -75,9 +76,15 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/open',
     body: z.strictObject({
       path: z.string().min(1, 'give the absolute path of a notebook file'),
-      kernel: z.enum(['builtin']).optional(),
+      kernel: kernelChoice.optional(),
     }),
     handle: async ({ body }, ctx) => ({ session: await ctx.host.open(body.path, { kernel: body.kernel }) }),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/kernel/start',
+    body: startKernelBody,
+    handle: ({ body }, ctx) => ctx.host.startKernel(body.notebook, body.kernel),
   }),
 
   // ---- cells: read, edit (read-before-write), run. `notebook` (session id, path or uri) is in

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { BridgeError } from '../../core/errors';
 import type { Kernel } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
@@ -48,7 +49,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     controller.supportedLanguages = ['python'];
     controller.supportsExecutionOrder = true;
     controller.executeHandler = (cells, notebook) => this.executeCells(cells, notebook);
-    controller.interruptHandler = (notebook) => this.interrupt(notebook);
+    controller.interruptHandler = async (notebook) => void (await this.interrupt(notebook));
     this.controller = controller;
     this.disposables.push(
       controller,
@@ -66,8 +67,19 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return this.selected.has(notebook) ? this.kernelOf(notebook).scratchpad : undefined;
   }
 
-  /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
-  async select(editor: vscode.NotebookEditor): Promise<void> {
+  /** Selects this controller for the editor's notebook, waits until VS Code confirms it, and starts its process. */
+  async start(editor: vscode.NotebookEditor): Promise<void> {
+    const { notebook } = editor;
+    if (notebook.notebookType !== NOTEBOOK_TYPE)
+      throw new BridgeError(
+        400,
+        `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${notebook.uri.fsPath} is a ${notebook.notebookType}`,
+      );
+    await this.select(editor);
+    await this.kernelOf(editor.notebook).process.start();
+  }
+
+  private async select(editor: vscode.NotebookEditor): Promise<void> {
     if (this.selected.has(editor.notebook)) return;
     let confirm = () => {};
     const confirmed = new Promise<void>((resolve) => (confirm = resolve));
@@ -89,21 +101,25 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  interrupt(notebook: vscode.NotebookDocument): void {
+  async interrupt(notebook: vscode.NotebookDocument): Promise<boolean> {
+    if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);
-    if (!kernel) return;
+    if (!kernel) return true;
     for (const pending of kernel.pending) pending.abort();
     kernel.process.interrupt();
+    return true;
   }
 
-  async restart(notebook: vscode.NotebookDocument): Promise<void> {
+  async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
+    if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);
-    if (!kernel) return;
+    if (!kernel) return true;
     for (const pending of kernel.pending) pending.abort();
     // A fresh process rather than KernelProcess.restart(), so a changed pythonPath takes effect.
     kernel.process.dispose();
     this.kernels.delete(notebook);
     await this.kernelOf(notebook).process.start();
+    return true;
   }
 
   private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {
