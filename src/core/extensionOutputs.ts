@@ -48,9 +48,14 @@ const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
  * error items their traceback on stderr (colour codes removed, nothing else: a source line may
  * hold tag-like text) and failure, marimo's `marimo-error` channel failure; anything else is a
  * rich value. With `valueMime`, only a bundle carrying that marker is the value (the marker is
- * dropped) and other bundles are displays.
+ * dropped) and other bundles are displays. `markupInErrors`: the kernel's error text may carry
+ * HTML markup (marimo), which is stripped too.
  */
-export function interpretOutput(output: ApiOutput, mimes: StreamMimes, valueMime?: string): InterpretedOutput {
+export function interpretOutput(
+  output: ApiOutput,
+  mimes: StreamMimes,
+  { valueMime, markupInErrors = false }: { valueMime?: string | undefined; markupInErrors?: boolean } = {},
+): InterpretedOutput {
   const result: InterpretedOutput = { streams: [], failed: output.metadata?.['channel'] === 'marimo-error' };
   const value: MimeBundle = {};
   for (const item of output.items) {
@@ -59,7 +64,8 @@ export function interpretOutput(output: ApiOutput, mimes: StreamMimes, valueMime
       result.streams.push({ name, text: decoder.decode(item.data) });
     } else if (item.mime === mimes.error) {
       result.failed = true;
-      result.streams.push({ name: 'stderr', text: withNewline(stripAnsi(errorText(decoder.decode(item.data)))) });
+      const text = errorText(decoder.decode(item.data));
+      result.streams.push({ name: 'stderr', text: withNewline(markupInErrors ? plainText(text) : stripAnsi(text)) });
     } else if (result.failed) {
       result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
     } else if (item.mime === MARIMO_UI_MIME) {

@@ -62,6 +62,8 @@ export interface ScratchpadRules {
   wrap(code: string): string;
   /** Marks the bundle that is the run's value (others are displays); undefined: every bundle is the value. */
   valueMime?: string;
+  /** The kernel's tracebacks may carry HTML markup (marimo's do), to strip for a terminal. */
+  markupInErrors?: boolean;
   /**
    * Runs before the code is sent: false when it must not be sent (the person refused, or the
    * request was abandoned meanwhile), having said why on the stream.
@@ -69,7 +71,7 @@ export interface ScratchpadRules {
   admit(onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<boolean>;
 }
 
-const PASS_THROUGH: ScratchpadRules = { wrap: (code) => code, admit: async () => true };
+const MARIMO_RULES: ScratchpadRules = { wrap: (code) => code, admit: async () => true, markupInErrors: true };
 
 /**
  * Reaches the kernels of another notebook extension through its exported API. Asked per
@@ -121,7 +123,7 @@ export class ExtensionKernels implements KernelProvider {
   }
 
   protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel | KernelUnavailable {
-    return new ApiKernelAdapter(this.source, kernel, PASS_THROUGH);
+    return new ApiKernelAdapter(this.source, kernel, MARIMO_RULES);
   }
 
   async interrupt(_notebook: vscode.NotebookDocument): Promise<boolean> {
@@ -182,7 +184,7 @@ export class ApiKernelAdapter implements Kernel {
         }
         if (next.done) break;
         produced = true;
-        const interpreted = interpretOutput(next.value, mimes, this.rules.valueMime);
+        const interpreted = interpretOutput(next.value, mimes, this.rules);
         interpreted.streams.forEach(onStream);
         failed ||= interpreted.failed;
         if (interpreted.value) value = interpreted.value;

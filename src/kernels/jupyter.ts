@@ -4,11 +4,12 @@ import type { Kernel } from '../core/kernel';
 import type { Log } from '../core/log';
 import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, type ApiKernel } from './extensionApi';
 import { JupyterAccess, refusal } from './jupyterAccess';
-import { findKernelSpecControllerIds, kernelSpecName } from './jupyterKernelSpecs';
 import { KernelUnavailable } from './kernel';
 import { VALUE_MIME, wrapPythonScratchpad } from './pythonScratchpad';
 
 const START_TIMEOUT_MS = 60_000;
+/** The cell the bridge runs to start a Jupyter kernel (see startWithCell). */
+const STARTER = '# Agent Bridge: starting the kernel';
 
 /**
  * The Jupyter extension's kernels: its exported kernels API for code (behind the person's
@@ -77,6 +78,12 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     return true;
   }
 
+  /**
+   * Jupyter makes the controller of a local kernelspec only when the person picks it from its
+   * "Jupyter Kernel..." list (no API or command selects one unseen), so the bridge opens that
+   * list for the person, says in a notification of its own who asks and why, and then starts
+   * the kernel they picked.
+   */
   override async start(editor: vscode.NotebookEditor): Promise<void> {
     const notebook = editor.notebook;
     if (notebook.notebookType !== JUPYTER_SOURCE.notebookType)
@@ -88,32 +95,55 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     if (!extension) throw new BridgeError(409, 'The Jupyter extension (ms-toolsai.jupyter) is not installed in this VS Code');
     await extension.activate();
     if (!((await this.apiKernel(notebook)) instanceof KernelUnavailable)) return;
-    const ids = findKernelSpecControllerIds(notebook);
-    if (!ids.length)
+    const picked = await withNotice(
+      `Agent Bridge: an agent asks to start a Jupyter kernel for ${label(notebook)}. Pick one in the list VS Code shows (Escape: none).`,
+      vscode.commands.executeCommand<string | undefined>('jupyter.kernel.selectLocalKernelSpec', notebook),
+    );
+    if (!picked)
+      throw new BridgeError(409, `The person picked no Jupyter kernel for ${label(notebook)}: ${JUPYTER_SOURCE.noKernelHint}`);
+    // The list is a kernel source of VS Code's picker, which selects what it returns: so do we.
+    await vscode.commands.executeCommand('notebook.selectKernel', {
+      notebookEditor: editor,
+      id: picked,
+      extension: JUPYTER_SOURCE.extensionId,
+    });
+    if (!(await this.startWithCell(notebook)))
       throw new BridgeError(
-        409,
-        `No Jupyter kernelspec found for ${label(notebook)} (its metadata names ${JSON.stringify(kernelSpecName(notebook))}): ` +
-          'install one (for Python: ipykernel) or select a kernel in the kernel picker',
+        504,
+        `The Jupyter kernel ${picked} of ${label(notebook)} did not start within ${START_TIMEOUT_MS / 1000} s`,
       );
-    for (const id of ids) {
-      await vscode.commands.executeCommand('notebook.selectKernel', {
-        notebookEditor: editor,
-        id,
-        extension: JUPYTER_SOURCE.extensionId,
+    this.log.info(`started the Jupyter kernel ${picked} for ${label(notebook)}`);
+    this.changed.fire();
+  }
+
+  /**
+   * The Jupyter extension starts a notebook's kernel only to run a cell (no command or API
+   * starts it), and lets other extensions use only kernels started that way: run a comment-only
+   * cell appended for the moment, then remove it (two undoable edits; no output; the kernel's
+   * history gets that one comment). VS Code does not send an empty cell to the kernel.
+   */
+  private async startWithCell(notebook: vscode.NotebookDocument): Promise<boolean> {
+    const index = notebook.cellCount;
+    const add = new vscode.WorkspaceEdit();
+    add.set(notebook.uri, [
+      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
+    ]);
+    if (!(await vscode.workspace.applyEdit(add))) return false;
+    const added = notebook.cellAt(index);
+    try {
+      void vscode.commands.executeCommand('notebook.cell.execute', {
+        ranges: [{ start: index, end: index + 1 }],
+        document: notebook.uri,
       });
-      // Jupyter counts a kernel as the person's own once started with its UI: a restart is that.
-      await vscode.commands.executeCommand('jupyter.restartkernel', notebook.uri);
-      const started = await this.waitForKernel(notebook, 15_000);
-      if (started) {
-        this.log.info(`started the Jupyter kernel ${id} for ${label(notebook)}`);
-        this.changed.fire();
-        return;
+      return await this.waitForKernel(notebook, START_TIMEOUT_MS);
+    } finally {
+      const now = notebook.getCells().indexOf(added);
+      if (now >= 0 && added.document.getText() === STARTER) {
+        const remove = new vscode.WorkspaceEdit();
+        remove.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(now, now + 1))]);
+        await vscode.workspace.applyEdit(remove);
       }
     }
-    throw new BridgeError(
-      409,
-      `Could not start a Jupyter kernel for ${label(notebook)} (tried ${ids.join(', ')}): select one in the kernel picker and run a cell`,
-    );
   }
 
   private async waitForKernel(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
@@ -172,6 +202,11 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
 
 function label(notebook: vscode.NotebookDocument): string {
   return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
+}
+
+/** Shows a notification of ours while `task` runs. */
+function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
+  return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => task));
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -81,10 +81,12 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
 
   it('with a value marker, tells the marked value from displays and drops the marker', () => {
     const marker = 'application/vnd.test.value+json';
-    const value = interpretOutput({ items: [item('text/plain', '42'), item(marker, '{}')] }, mimes, marker);
+    const value = interpretOutput({ items: [item('text/plain', '42'), item(marker, '{}')] }, mimes, { valueMime: marker });
     assert.deepEqual(value.value, { 'text/plain': '42' });
     assert.equal(value.display, undefined);
-    const shown = interpretOutput({ items: [item('text/plain', '<HTML>'), item('text/html', '<b>hi</b>')] }, mimes, marker);
+    const shown = interpretOutput({ items: [item('text/plain', '<HTML>'), item('text/html', '<b>hi</b>')] }, mimes, {
+      valueMime: marker,
+    });
     assert.deepEqual(shown.display, { 'text/plain': '<HTML>', 'text/html': '<b>hi</b>' });
     assert.equal(shown.value, undefined);
   });
