@@ -64,6 +64,8 @@ export interface ScratchpadRules {
   valueMime?: string;
   /** The kernel's tracebacks may carry HTML markup (marimo's do), to strip for a terminal. */
   markupInErrors?: boolean;
+  /** When executeCode throws before any output, may it be a refusal the person can undo? (false: admit settled that) */
+  accessHintOnError?: boolean;
   /**
    * Runs before the code is sent: false when it must not be sent (the person refused, or the
    * request was abandoned meanwhile), having said why on the stream.
@@ -71,7 +73,12 @@ export interface ScratchpadRules {
   admit(onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<boolean>;
 }
 
-const MARIMO_RULES: ScratchpadRules = { wrap: (code) => code, admit: async () => true, markupInErrors: true };
+const MARIMO_RULES: ScratchpadRules = {
+  wrap: (code) => code,
+  admit: async () => true,
+  markupInErrors: true,
+  accessHintOnError: true,
+};
 
 /**
  * Reaches the kernels of another notebook extension through its exported API. Asked per
@@ -194,7 +201,10 @@ export class ApiKernelAdapter implements Kernel {
       // After an error output the extension also throws its message: the traceback said it already.
       if (!signal.aborted && !failed) {
         const message = error instanceof Error ? error.message : String(error);
-        const hint = produced ? '' : ` (if the ${this.source.label} extension refused access: ${this.source.accessHint})`;
+        const hint =
+          produced || !this.rules.accessHintOnError
+            ? ''
+            : ` (if the ${this.source.label} extension refused access: ${this.source.accessHint})`;
         onStream({ name: 'stderr', text: `${message}${hint}\n` });
       }
       failed = true;

@@ -57,6 +57,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
       wrap: python ? wrapPythonScratchpad : (code) => code,
       ...(python ? { valueMime: VALUE_MIME } : {}),
       admit: (onStream, signal) => this.access.admit(kernel, label(notebook), onStream, signal),
+      accessHintOnError: false,
     });
     return python ? adapter : Object.assign(adapter, { kind: `jupyter:${language}` });
   }
@@ -72,8 +73,10 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     const kernel = await this.apiKernel(notebook);
     if (!kernel || kernel instanceof KernelUnavailable) return false;
     // The command returns before the restart is done: wait for the kernel to come back idle.
+    // It first asks the person to confirm, unless they turned jupyter.askForKernelRestart off.
     const back = this.whenIdleAgain(kernel, notebook);
-    await vscode.commands.executeCommand('jupyter.restartkernel', notebook.uri);
+    back.catch(() => undefined); // awaited below; the command may still be waiting on the person
+    await Promise.race([vscode.commands.executeCommand('jupyter.restartkernel', notebook.uri), back]);
     await back;
     return true;
   }
@@ -161,7 +164,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
         reject(
           new BridgeError(
             504,
-            `The Jupyter kernel of ${label(notebook)} did not come back within ${START_TIMEOUT_MS / 1000} s of the restart`,
+            `The Jupyter kernel of ${label(notebook)} did not restart within ${START_TIMEOUT_MS / 1000} s (VS Code asks the person to confirm a restart unless jupyter.askForKernelRestart is off)`,
           ),
         );
       }, START_TIMEOUT_MS);
