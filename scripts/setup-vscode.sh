@@ -55,11 +55,11 @@ fi
 if [ -n "${VSCODE_JUPYTER_SOURCE:-}" ]; then
   JUPYTER_COMMIT="$(git -C "$VSCODE_JUPYTER_SOURCE" rev-parse HEAD)"
   JUPYTER_VSIX="$ROOT/jupyter/ms-toolsai.jupyter-$JUPYTER_COMMIT.vsix"
-  if ! dpkg -s python3-ipykernel >/dev/null 2>&1; then
-    say "apt: installing python3-ipykernel (the python3 kernelspec the Jupyter checks run)"
+  if ! dpkg -s python3-ipykernel python3-jupyter-server >/dev/null 2>&1; then
+    say "apt: installing python3-ipykernel and python3-jupyter-server (the kernel and the server the Jupyter checks run)"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-ipykernel >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-ipykernel python3-jupyter-server >/dev/null
   fi
   if [ -f "$JUPYTER_VSIX" ]; then
     say "Jupyter extension ${JUPYTER_COMMIT:0:12} already built"

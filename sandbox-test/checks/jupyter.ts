@@ -11,7 +11,9 @@
  * kernel. `jupyter-refused.ipynb` meets Cancel first; `jupyter.ipynb` then gets Allow (after a
  * request abandoned while the dialog was up) and carries the functional checks.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as net from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { eq, includes, type Harness, match, ok, show } from '../harness';
@@ -58,6 +60,8 @@ const NAMES = {
     "jupyter: POST /notebooks/restart restarts through Jupyter's command once the person confirms: state lost, session kept",
   mcp: 'jupyter: MCP execute_code returns stdout, value and errors',
   script: 'jupyter: execute-code.sh (real script) prints stdout and value, exits 1 on error',
+  server:
+    'jupyter: a kernel on a Jupyter Server (127.0.0.1, token), picked as "Existing Jupyter Server..." in the workbench, runs the scratchpad',
 } as const;
 
 const WAITING = "Waiting for the person's permission in VS Code";
@@ -394,6 +398,71 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     match((bad['stderr'] as string[]).join(''), /ZeroDivisionError/, 'error stderr');
   });
 
+  h.check(
+    NAMES.server,
+    async ({ signal, note }) => {
+      const server = await startJupyterServer(ctx);
+      try {
+        const serverPath = path.join(workspace, 'jupyter-server.ipynb');
+        const opened = await client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
+        eq(opened.status, 200, `open (${show(opened.text)})`);
+        const serverSid = opened.json<{ session: { id: string } }>().session.id;
+        // As the person: the kernel picker, "Existing Jupyter Server...", its URL, a name, the kernel.
+        // Jupyter pre-fills the URL box from the clipboard, which needs the browser's permission.
+        await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+        await page.keyboard.press('F1');
+        await page.keyboard.type('Notebook: Select Notebook Kernel');
+        await page
+          .locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' })
+          .first()
+          .click();
+        // A notebook with a suggested kernel lists it first, the kernel sources one level down.
+        const existing = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
+        const another = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
+        await existing.or(another).first().waitFor({ timeout: 20_000 });
+        if (await another.isVisible()) await another.click();
+        await existing.click({ timeout: 20_000 });
+        await page
+          .locator('.quick-input-widget', { hasText: 'Enter the URL of the running Jupyter Server' })
+          .waitFor({ timeout: 20_000 });
+        await page.keyboard.type(`${server.url}/?token=${server.token}`);
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
+        await page.getByText('Run All', { exact: true }).filter({ visible: true }).first().click({ timeout: 10_000 });
+        await sandbox.waitFor(
+          'the server kernel in /api/sessions',
+          async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
+          60_000,
+        );
+        // The kernel's connection file is in the server's runtime folder: the server launched it.
+        const code = 'from ipykernel import get_connection_file\nprint(get_connection_file())\n6 * 7';
+        const stream = client.execute(serverSid, code, {
+          signal,
+          timeoutMs: 40_000,
+        });
+        // Run alone (--only), this is the bridge's first request: answer Jupyter's consent dialog.
+        if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
+          await dialogButton('Allow').click({ timeout: 10_000 });
+        const r = await stream.result;
+        const done = expectWellFramed(r);
+        eq(done.success, true, `success (stderr ${show(r.stderr, 600)})`);
+        ok(
+          r.stdout.startsWith(path.join(server.runtime, 'kernel-')),
+          `connection file ${show(r.stdout)}, not in ${server.runtime}`,
+        );
+        eq(done.output.data, '42', 'value');
+        const kernels = (await (await fetch(`${server.url}/api/kernels?token=${server.token}`)).json()) as { id: string }[];
+        eq(kernels.length, 1, 'kernels running on the Jupyter Server');
+        note(`kernel ${kernels[0]!.id} on ${server.url}: ${r.stdout.trim()}`);
+      } finally {
+        server.stop();
+      }
+    },
+    { timeoutMs: 150_000 },
+  );
+
   const scripts = ctx.scriptsDir;
   const execute = scripts && path.join(scripts, 'execute-code.sh');
   if (!execute || !fs.existsSync(execute))
@@ -417,6 +486,56 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
       eq(bad.code, 1, 'exit code on error');
       includes(bad.stderr, 'ZeroDivisionError', 'stderr on error');
     });
+}
+
+/**
+ * Debian's Jupyter Server on 127.0.0.1 with a token, its HOME and runtime files in the sandbox.
+ * Stopped (its process group) by the returned function.
+ */
+async function startJupyterServer(ctx: CheckContext): Promise<{ url: string; token: string; runtime: string; stop: () => void }> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+  const token = randomBytes(16).toString('hex');
+  const home = path.join(ctx.sandbox.root, 'jupyter-server');
+  const runtime = path.join(home, 'runtime');
+  fs.mkdirSync(home, { recursive: true });
+  const server = spawn(
+    '/usr/bin/python3',
+    [
+      '-m',
+      'jupyter_server',
+      '--no-browser',
+      '--allow-root',
+      '--ip=127.0.0.1',
+      `--port=${port}`,
+      `--ServerApp.token=${token}`,
+      `--ServerApp.root_dir=${ctx.workspace}`,
+    ],
+    {
+      env: { ...process.env, HOME: home, JUPYTER_RUNTIME_DIR: runtime, [MARKER_VAR]: ctx.sandbox.id },
+      detached: true,
+      stdio: 'ignore',
+    },
+  );
+  const stop = () => {
+    try {
+      process.kill(-server.pid!, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+  };
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await ctx.sandbox.waitFor('the Jupyter Server', async () => (await fetch(`${url}/api/status?token=${token}`)).ok, 30_000);
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url, token, runtime, stop };
 }
 
 /** The bridge's output channel as VS Code writes it to the sandbox's logs. */
