@@ -56,7 +56,8 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     const adapter = new ApiKernelAdapter(JUPYTER_SOURCE, kernel, {
       wrap: python ? wrapPythonScratchpad : (code) => code,
       ...(python ? { valueMime: VALUE_MIME } : {}),
-      admit: (onStream, signal) => this.access.admit(kernel, label(notebook), onStream, signal),
+      admit: async (onStream, signal) =>
+        (await ready(kernel, signal)) && this.access.admit(kernel, label(notebook), onStream, signal),
       accessHintOnError: false,
     });
     return python ? adapter : Object.assign(adapter, { kind: `jupyter:${language}` });
@@ -205,6 +206,31 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
 
 function label(notebook: vscode.NotebookDocument): string {
   return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
+}
+
+const NOT_READY = new Set(['unknown', 'starting', 'restarting', 'autorestarting']);
+
+/**
+ * Waits while the kernel is still connecting (a kernel on a Jupyter Server is handed out before
+ * its connection is up, and refuses code meanwhile); false when the request went away first.
+ */
+function ready(kernel: ApiKernel, signal: AbortSignal): Promise<boolean> {
+  if (!kernel.status || !NOT_READY.has(kernel.status) || !kernel.onDidChangeStatus) return Promise.resolve(!signal.aborted);
+  const onDidChangeStatus = kernel.onDidChangeStatus;
+  return new Promise<boolean>((resolve) => {
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      sub.dispose();
+      signal.removeEventListener('abort', abort);
+      resolve(value);
+    };
+    const abort = () => done(false);
+    // Past this, the run itself reports what is wrong.
+    const timer = setTimeout(() => done(true), START_TIMEOUT_MS);
+    const sub = onDidChangeStatus((status) => !NOT_READY.has(status) && done(true));
+    signal.addEventListener('abort', abort, { once: true });
+    if (!NOT_READY.has(kernel.status!)) done(true); // it changed before we listened
+  });
 }
 
 /** Shows a notification of ours while `task` runs. */
