@@ -7,6 +7,7 @@
  * the builtin kernel, runs the checks, stops VS Code, and checks that the discovery files are gone.
  *
  * Environment: MARIMO_PAIR_SCRIPTS=<folder with marimo-pair's scripts> enables the script checks;
+ * VSCODE_JUPYTER_SOURCE=<vscode-jupyter checkout> (built by `npm run setup`) the Jupyter checks;
  * KEEP_LOGS=<dir> keeps the sandbox's logs; VERBOSE=1 prints check notes.
  */
 import { spawnSync } from 'node:child_process';
@@ -21,6 +22,7 @@ import { type BridgeAdvert, type CheckContext, findAdvertCopies, type OpenedNote
 import { registerAccessChecks } from './checks/access';
 import { registerCellChecks } from './checks/cells';
 import { registerChaosChecks } from './checks/chaos';
+import { findJupyterExtension, registerJupyterChecks } from './checks/jupyter';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
 import { registerMarimoChecks } from './checks/marimo';
 import { registerScriptChecks } from './checks/scripts';
@@ -93,6 +95,7 @@ async function main(): Promise<number> {
     harness.record(`uncaught exception`, 'fail', err.stack?.split('\n').slice(0, 3).join(' ') ?? String(err)),
   );
 
+  const jupyter = findJupyterExtension();
   const workspace = makeWorkspace();
   process.on('exit', () => fs.rmSync(workspace, { recursive: true, force: true })); // also on Ctrl+C
   let sandbox: Sandbox | undefined;
@@ -103,6 +106,7 @@ async function main(): Promise<number> {
       workspace,
       vsix: args.vsix,
       kind: 'harness',
+      otherVsix: 'vsix' in jupyter ? [jupyter.vsix] : [],
       env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
     });
     const vscodeUp = Date.now();
@@ -136,6 +140,7 @@ async function main(): Promise<number> {
     registerSecurityChecks(harness, ctx);
     registerChaosChecks(harness, ctx);
     registerAccessChecks(harness, ctx);
+    registerJupyterChecks(harness, ctx, jupyter);
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -48,4 +48,39 @@ else
     npm install -g --no-audit --no-fund --loglevel=error --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
   say "code-server $(cs_version)"
 fi
+
+# The Jupyter extension (ms-toolsai.jupyter) for the harness's Jupyter checks, built offline from a
+# local vscode-jupyter checkout or bare mirror named by VSCODE_JUPYTER_SOURCE, and cached per commit
+# (the harness finds it by the same commit). Nothing of it enters this repository.
+if [ -n "${VSCODE_JUPYTER_SOURCE:-}" ]; then
+  JUPYTER_COMMIT="$(git -C "$VSCODE_JUPYTER_SOURCE" rev-parse HEAD)"
+  JUPYTER_VSIX="$ROOT/jupyter/ms-toolsai.jupyter-$JUPYTER_COMMIT.vsix"
+  if ! dpkg -s python3-ipykernel python3-jupyter-server >/dev/null 2>&1; then
+    say "apt: installing python3-ipykernel and python3-jupyter-server (the kernel and the server the Jupyter checks run)"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-ipykernel python3-jupyter-server >/dev/null
+  fi
+  if [ -f "$JUPYTER_VSIX" ]; then
+    say "Jupyter extension ${JUPYTER_COMMIT:0:12} already built"
+  else
+    say "building the Jupyter extension from $VSCODE_JUPYTER_SOURCE at ${JUPYTER_COMMIT:0:12} (~2 min)"
+    build="$ROOT/jupyter/build"
+    rm -rf "$build" && mkdir -p "$build"
+    # One object under the ipywidgets samples is missing from mirrors; the build does not need it.
+    git -C "$VSCODE_JUPYTER_SOURCE" archive "$JUPYTER_COMMIT" -- . ':(exclude)src/test/datascience/ipywidgets/samples' | tar -x -C "$build"
+    vsce="$PWD/node_modules/.bin/vsce"
+    # --ignore-scripts: a plain install downloads a browser and builds natives; postInstall.js
+    # only copies zeromq's bundled binaries.
+    (cd "$build" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+      && node build/ci/postInstall.js >/dev/null \
+      && npx --no-install tsx build/esbuild/build.ts --production >/dev/null \
+      && "$vsce" package --no-dependencies -o "$build/jupyter.vsix" >/dev/null)
+    mv "$build/jupyter.vsix" "$JUPYTER_VSIX"
+    rm -rf "$build"
+    say "Jupyter extension built: $JUPYTER_VSIX"
+  fi
+else
+  say "VSCODE_JUPYTER_SOURCE not set: no Jupyter extension (the harness reports its Jupyter checks as skipped)"
+fi
 say "stack ready in $ROOT"

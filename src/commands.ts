@@ -47,7 +47,8 @@ export function commandTable(deps: CommandDeps): Record<string, () => unknown> {
         void vscode.window.showWarningMessage('Open a notebook that uses the Agent Bridge Python kernel first.');
         return;
       }
-      await deps.builtin.restart(notebook);
+      if (!(await deps.builtin.restart(notebook)))
+        void vscode.window.showWarningMessage('This notebook does not use the Agent Bridge Python kernel.');
     },
   };
 }

@@ -8,7 +8,8 @@ import { createAgentAccess } from './access';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntries } from './discovery';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { EXTENSION_KERNEL_SOURCES, ExtensionKernels } from './kernels/extensionApi';
+import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { JupyterKernels } from './kernels/jupyter';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
@@ -38,13 +39,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       },
       codeModeInCells: () => settings.current.codeModeInCells,
     });
-    const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
+    const jupyter = new JupyterKernels(log);
+    const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+    const sessions = new Sessions(kernels);
     const advertDir = join(context.globalStorageUri.fsPath, 'bridges');
     const ownFiles = [join(advertDir, marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
-    const notebooks = new EditorNotebooks(sessions, builtin, log);
+    const notebooks = new EditorNotebooks(sessions, kernels, log);
     const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
     const access = createAgentAccess({
       context,
@@ -66,7 +69,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const status = new BridgeStatus();
     const mcp = new McpAdvertiser(() => bridge.connection, version, log);
     push(mcp);
-    push(builtin, sessions, notebooks, status, { dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
+    push(
+      builtin,
+      jupyter,
+      sessions,
+      notebooks,
+      status,
+      { dispose: () => discovery.dispose() },
+      { dispose: () => void bridge.stop() },
+    );
 
     const terminalEnv = context.environmentVariableCollection;
     terminalEnv.persistent = false;

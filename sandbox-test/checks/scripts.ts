@@ -17,7 +17,7 @@ interface ScriptResult {
   ms: number;
 }
 
-function runScript(
+export function runScript(
   file: string,
   args: string[],
   opts: { env: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number; signal?: AbortSignal },

@@ -18,6 +18,7 @@ export function agentHost(host: NotebookHost, activity: Activity | null, maxRunM
   return {
     sessions: () => host.sessions(),
     open: (path, options) => host.open(path, options),
+    startKernel: (notebook, kernel) => host.startKernel(notebook, kernel),
     kernelFor: async (sessionId) => agentKernel(await host.kernelFor(sessionId), activity, maxRunMs),
   };
 }

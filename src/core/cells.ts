@@ -26,12 +26,14 @@ export interface NotebookInfo {
   readonly notebookType: string;
   /** Kind of the kernel serving it through the bridge ("builtin", ...), or null. */
   readonly kernel: string | null;
+  /** Why no kernel serves it (none selected, not started, access refused by the person); absent when one does. */
+  readonly kernelUnavailable?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
 }
 
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
-export type NotebookEntry = Omit<NotebookInfo, 'kernel'>;
+export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable'>;
 
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
 

@@ -19,6 +19,8 @@ export interface InterpretedOutput {
   failed: boolean;
   /** A rich value (the last one of a run becomes `done.output`). */
   value?: MimeBundle;
+  /** Display data that is not the run's value (`display(HTML(...))`, a figure). */
+  display?: MimeBundle;
 }
 
 const MARIMO_UI_MIME = 'application/vnd.marimo.ui+json';
@@ -43,10 +45,17 @@ const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
 
 /**
  * Maps one API output onto the scratchpad stream: console items become stdout/stderr events,
- * error items a plain-text traceback on stderr (and failure), marimo's `marimo-error` channel
- * failure; anything else is a rich value.
+ * error items their traceback on stderr (colour codes removed, nothing else: a source line may
+ * hold tag-like text) and failure, marimo's `marimo-error` channel failure; anything else is a
+ * rich value. With `valueMime`, only a bundle carrying that marker is the value (the marker is
+ * dropped) and other bundles are displays. `markupInErrors`: the kernel's error text may carry
+ * HTML markup (marimo), which is stripped too.
  */
-export function interpretOutput(output: ApiOutput, mimes: StreamMimes): InterpretedOutput {
+export function interpretOutput(
+  output: ApiOutput,
+  mimes: StreamMimes,
+  { valueMime, markupInErrors = false }: { valueMime?: string | undefined; markupInErrors?: boolean } = {},
+): InterpretedOutput {
   const result: InterpretedOutput = { streams: [], failed: output.metadata?.['channel'] === 'marimo-error' };
   const value: MimeBundle = {};
   for (const item of output.items) {
@@ -55,7 +64,8 @@ export function interpretOutput(output: ApiOutput, mimes: StreamMimes): Interpre
       result.streams.push({ name, text: decoder.decode(item.data) });
     } else if (item.mime === mimes.error) {
       result.failed = true;
-      result.streams.push({ name: 'stderr', text: withNewline(plainText(errorText(decoder.decode(item.data)))) });
+      const text = errorText(decoder.decode(item.data));
+      result.streams.push({ name: 'stderr', text: withNewline(markupInErrors ? plainText(text) : stripAnsi(text)) });
     } else if (result.failed) {
       result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
     } else if (item.mime === MARIMO_UI_MIME) {
@@ -66,8 +76,30 @@ export function interpretOutput(output: ApiOutput, mimes: StreamMimes): Interpre
       value[item.mime] = decoder.decode(item.data);
     }
   }
-  if (Object.keys(value).length) result.value = value;
+  if (valueMime !== undefined && Object.keys(value).length) {
+    if (valueMime in value) {
+      delete value[valueMime];
+      result.value = value;
+    } else result.display = value;
+  } else if (Object.keys(value).length) result.value = value;
   return result;
+}
+
+/** Rich first: a display's image or markup is what it shows; text/plain is only its fallback repr. */
+const DISPLAY_PREFERENCE = [
+  'image/png',
+  'image/jpeg',
+  'image/svg+xml',
+  'text/html',
+  'text/markdown',
+  'application/json',
+  'text/plain',
+];
+
+/** The mime a display is reduced to for `done.output`. */
+export function reduceDisplay(bundle: MimeBundle): { mimetype: string; data: string } | undefined {
+  const mimetype = DISPLAY_PREFERENCE.find((m) => typeof bundle[m] === 'string') ?? Object.keys(bundle)[0];
+  return mimetype === undefined ? undefined : { mimetype, data: bundle[mimetype]! };
 }
 
 function errorText(json: string): string {

@@ -155,7 +155,9 @@ export class NotebookCells implements CellService {
 
   private async withKernel(entry: NotebookEntry): Promise<NotebookInfo> {
     const kernel = await this.docs.kernel(entry.uri);
-    return { ...entry, kernel: 'kind' in kernel ? kernel.kind : null };
+    return 'kind' in kernel
+      ? { ...entry, kernel: kernel.kind }
+      : { ...entry, kernel: null, kernelUnavailable: kernel.unavailable };
   }
 
   private async apply(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], where: (i: number) => string) {

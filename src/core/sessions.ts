@@ -10,6 +10,15 @@ export interface SessionInfo {
   readonly notebookType: string;
 }
 
+/** A kernel the bridge can select and start for a notebook. */
+export type KernelChoice = 'builtin' | 'jupyter';
+
+export interface StartedKernel {
+  readonly session: SessionInfo;
+  /** Kind of the kernel now serving the session ("builtin", "jupyter", "jupyter:<language>"). */
+  readonly kernel: string;
+}
+
 /**
  * The notebooks side of the bridge, as the HTTP layer sees it. The VS Code implementation
  * lives in src/notebooks; unit tests use an in-memory fake.
@@ -24,7 +33,12 @@ export interface NotebookHost {
   kernelFor(sessionId: string): Promise<Kernel>;
   /**
    * Opens a notebook file in the editor without taking focus (or shows it if open) and,
-   * when asked, selects the bridge's builtin kernel for it.
+   * when asked, selects and starts a kernel for it.
    */
-  open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo>;
+  open(path: string, options: { kernel?: KernelChoice | undefined }): Promise<SessionInfo>;
+  /**
+   * Selects and starts a kernel for a notebook (session id or absolute path; opened if needed),
+   * as the person would from the kernel picker. Throws BridgeError when it cannot.
+   */
+  startKernel(notebook: string, kernel: KernelChoice): Promise<StartedKernel>;
 }

@@ -1,10 +1,13 @@
 import type * as vscode from 'vscode';
-import type { Kernel } from '../core/kernel';
+import type { InterruptHow, Kernel } from '../core/kernel';
 
-/** Why a provider that serves a notebook cannot run code in it now, and what the person can do. */
+/**
+ * Why a provider that serves a notebook cannot run code in it now, and what the person can do.
+ * 403: the person refused the bridge access to this kernel.
+ */
 export class KernelUnavailable {
   constructor(
-    readonly status: 409 | 503,
+    readonly status: 403 | 409 | 503,
     readonly detail: string,
   ) {}
 }
@@ -13,11 +16,23 @@ export class KernelUnavailable {
  * One way of reaching a notebook's kernel (our builtin controller, or another extension's
  * exported API). `kernelFor` answers undefined when this provider does not serve that
  * notebook, so the next provider is asked, and KernelUnavailable when it serves it but cannot
- * run code now.
+ * run code now. The editor layer (src/notebooks) knows kernels only through this interface.
  */
 export interface KernelProvider {
   readonly name: string;
   kernelFor(notebook: vscode.NotebookDocument): Promise<Kernel | KernelUnavailable | undefined>;
+  /**
+   * Stops what the notebook's kernel runs and says how (SIGINT, or a restart that lost its state);
+   * undefined when this provider does not serve the notebook.
+   */
+  interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined>;
+  /** Restarts the notebook's kernel (its state is lost); false when this provider does not serve the notebook. */
+  restart(notebook: vscode.NotebookDocument): Promise<boolean>;
+  /**
+   * Selects this provider's kernel for the notebook shown in `editor` and starts it, as the
+   * person would from the kernel picker; throws a BridgeError saying why when it cannot.
+   */
+  start(editor: vscode.NotebookEditor): Promise<void>;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
 }

@@ -11,6 +11,7 @@ const RUNS: Readonly<Record<string, AccessKind>> = {
   run_cell: 'run',
   interrupt: 'run',
   restart_kernel: 'run',
+  start_kernel: 'run',
 };
 
 type Fields = Record<string, unknown>;

@@ -7,6 +7,7 @@ import { isTextMime } from '../core/outputs';
 import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../core/cellRuns';
 import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../core/cellSchemas';
 import type { BridgeServices } from '../core/services';
+import { startKernelBody } from '../core/kernelSchemas';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
@@ -144,7 +145,7 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
   server.registerTool(
     'restart_kernel',
     {
-      description: `Restart the notebook's kernel (builtin kernel only): every variable is lost. ${NOTEBOOK}`,
+      description: `Restart the notebook's kernel (builtin and Jupyter kernels): every variable is lost. ${NOTEBOOK}`,
       inputSchema: notebookBody,
       annotations: { destructiveHint: true },
     },
@@ -153,6 +154,16 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
         await cells.restart(notebook);
         return { restarted: true };
       }),
+  );
+  server.registerTool(
+    'start_kernel',
+    {
+      description:
+        "Select and start a kernel for a notebook whose kernel is not running yet (as the person would in the kernel picker): 'jupyter' " +
+        "starts the Jupyter kernel its metadata names, 'builtin' the Agent Bridge Python kernel. Returns its session.",
+      inputSchema: startKernelBody,
+    },
+    ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
   );
 }
 

@@ -1,10 +1,9 @@
 import * as vscode from 'vscode';
-import { KernelUnavailable } from '../kernels/kernel';
+import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 import type { CellSnapshot, Disposable, IndexRange, NewCell, NotebookChange, NotebookEntry, OpenNotebooks } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
-import type { BuiltinKernels } from '../kernels/builtin/controller';
 import { CellIds } from './cellIds';
 import type { Sessions } from './sessions';
 
@@ -22,7 +21,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   constructor(
     private readonly sessions: Sessions,
-    private readonly builtin: BuiltinKernels,
+    private readonly kernels: readonly KernelProvider[],
     private readonly log: Log,
   ) {}
 
@@ -138,9 +137,13 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     });
   }
 
+  /** The kernel's own provider interrupts it; else VS Code's cancel command stops its cells. */
   async interrupt(uri: string): Promise<InterruptHow> {
     const notebook = this.notebook(uri);
-    if (await this.builtin.kernelFor(notebook)) return this.builtin.interrupt(notebook);
+    for (const provider of this.kernels) {
+      const how = await provider.interrupt(notebook);
+      if (how) return how;
+    }
     await this.showEditor(notebook);
     await vscode.commands.executeCommand('notebook.cancelExecution', notebook.uri);
     return 'sigint';
@@ -148,14 +151,12 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async restart(uri: string): Promise<void> {
     const notebook = this.notebook(uri);
-    if (!(await this.builtin.kernelFor(notebook))) {
-      throw new BridgeError(
-        409,
-        `Restart through the bridge works for the "Agent Bridge Python" kernel only; ${labelOf(notebook)} uses another kernel ` +
-          '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
-      );
-    }
-    await this.builtin.restart(notebook);
+    for (const provider of this.kernels) if (await provider.restart(notebook)) return;
+    throw new BridgeError(
+      409,
+      `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${labelOf(notebook)} uses another kernel ` +
+        '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
+    );
   }
 
   /**

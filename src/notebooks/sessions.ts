@@ -4,8 +4,7 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
 import { KeyedQueue } from '../core/keyedQueue';
-import type { NotebookHost, SessionInfo } from '../core/sessions';
-import type { BuiltinKernels } from '../kernels/builtin/controller';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/sessions';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -23,10 +22,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.changed];
   private readonly opening = new KeyedQueue();
 
-  constructor(
-    private readonly providers: readonly KernelProvider[],
-    private readonly builtin: BuiltinKernels,
-  ) {
+  constructor(private readonly providers: readonly KernelProvider[]) {
     for (const notebook of vscode.workspace.notebookDocuments) this.track(notebook);
     this.disposables.push(
       vscode.workspace.onDidOpenNotebookDocument((notebook) => {
@@ -58,30 +54,42 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   }
 
   /** One open at a time: VS Code fails to create two notebook editors at once. */
-  open(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
+  open(path: string, options: { kernel?: KernelChoice | undefined }): Promise<SessionInfo> {
     if (!isAbsolute(path)) return Promise.reject(new BridgeError(400, `"path" must be absolute (got ${path})`));
-    return this.opening.run('open', () => this.openNow(path, options));
+    return this.opening.run('open', async () => (await this.openNow(vscode.Uri.file(path), options.kernel)).session);
   }
 
-  private async openNow(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
+  /** Selects and starts a kernel for a notebook named by session id or absolute path (opening it if needed). */
+  startKernel(notebook: string, kernel: KernelChoice): Promise<StartedKernel> {
+    const open = this.notebookById.get(notebook);
+    if (!open && !isAbsolute(notebook))
+      return Promise.reject(
+        new BridgeError(404, `No open notebook has the session id ${notebook}; give a session id or an absolute path`),
+      );
+    return this.opening.run('open', async () => {
+      const { session, document } = await this.openNow(open?.uri ?? vscode.Uri.file(notebook), kernel);
+      const running = await this.resolveKernel(document);
+      if (running instanceof KernelUnavailable)
+        throw new BridgeError(running.status, `${this.label(document)}: ${running.detail}`);
+      return { session, kernel: running.kind };
+    });
+  }
+
+  private async openNow(uri: vscode.Uri, kernel: KernelChoice | undefined) {
     let notebook: vscode.NotebookDocument;
     try {
-      notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(path));
+      notebook = await vscode.workspace.openNotebookDocument(uri);
     } catch (error) {
-      throw new BridgeError(404, `Cannot open notebook ${path}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new BridgeError(404, `Cannot open notebook ${uri.fsPath}: ${error instanceof Error ? error.message : String(error)}`);
     }
     const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
-    if (options.kernel === 'builtin') {
-      if (notebook.notebookType !== 'jupyter-notebook') {
-        throw new BridgeError(
-          400,
-          `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${path} is a ${notebook.notebookType}`,
-        );
-      }
-      await this.builtin.select(editor);
+    if (kernel) {
+      const provider = this.providers.find((p) => p.name === kernel);
+      if (!provider) throw new BridgeError(400, `Unknown kernel "${kernel}"`);
+      await provider.start(editor);
     }
     this.track(notebook);
-    return this.info(notebook);
+    return { session: this.info(notebook), document: notebook };
   }
 
   /** The session of a notebook (minting its id if new). */

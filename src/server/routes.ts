@@ -16,6 +16,7 @@ import {
   runQuery,
 } from '../core/cellSchemas';
 import { serveExecute } from './execute';
+import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errors';
 
@@ -75,9 +76,17 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'notebook open',
     body: z.strictObject({
       path: z.string().min(1, 'give the absolute path of a notebook file'),
-      kernel: z.enum(['builtin']).optional(),
+      kernel: kernelChoice.optional(),
     }),
     handle: async ({ body }, ctx) => ({ session: await ctx.host.open(body.path, { kernel: body.kernel }) }),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/kernel/start',
+    access: 'run',
+    activity: 'kernel start',
+    body: startKernelBody,
+    handle: ({ body }, ctx) => ctx.host.startKernel(body.notebook, body.kernel),
   }),
 
   // ---- cells: read, edit (read-before-write), run. `notebook` (session id, path or uri) is in

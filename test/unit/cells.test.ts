@@ -7,7 +7,14 @@ import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
 
 const TOKEN = TEST_TOKEN;
 const A = NOTEBOOK_A;
-const B = { sessionId: 's_bbbbbb', uri: 'untitled:Untitled-1.ipynb', path: null, notebookType: 'jupyter-notebook', kernel: null };
+const B = {
+  sessionId: 's_bbbbbb',
+  uri: 'untitled:Untitled-1.ipynb',
+  path: null,
+  notebookType: 'jupyter-notebook',
+  kernel: null,
+  kernelUnavailable: 'no kernel is selected',
+};
 const PNG = PNG_BYTES;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely

@@ -15,7 +15,7 @@ describe('execute with a client that stops reading', () => {
     kernel = new FakeKernel({
       flood: {
         steps: [...Array.from({ length: 256 }, () => [print, { waitMs: 1 }]).flat(), { waitForAbort: true }],
-        result: { success: true, output: { mimetype: 'text/plain', data: '' } },
+        result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
       },
     });
     const host = new FakeNotebookHost([
@@ -53,7 +53,7 @@ describe('execute with a client that stops reading', () => {
     assert.equal(kernel.calls[0]?.aborted, true);
     assert.match(body, /the client read nothing for 0\.15 s while output waited: the run was interrupted/);
     assert.match(body, /output events \(\d+ characters\) dropped here/);
-    assert.ok(body.endsWith('event: done\ndata: {"success":false,"output":{"mimetype":"text/plain","data":""}}\n\n'));
+    assert.ok(body.endsWith('event: done\ndata: {"success":false,"status":"interrupted","output":{"mimetype":"text/plain","data":""}}\n\n'));
     // Of 16 MB printed: what the stream held (100 KB) plus what the sockets' buffers took.
     assert.ok(body.length < 8 * 1024 * 1024, `${body.length} characters reached the client`);
   });

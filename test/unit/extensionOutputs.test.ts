@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { interpretOutput, plainText } from '../../src/core/extensionOutputs';
+import { interpretOutput, plainText, reduceDisplay } from '../../src/core/extensionOutputs';
 
 const mimes = {
   stdout: 'application/vnd.code.notebook.stdout',
@@ -68,6 +68,36 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
     });
     const out = interpretOutput({ items: [item('application/vnd.marimo.ui+json', payload)] }, mimes);
     assert.deepEqual(out.value, { 'text/html': "<pre class='text-xs'>2</pre>" });
+  });
+
+  it('keeps tag-like text of a traceback (an error item is only uncoloured)', () => {
+    const stack = '  raise ValueError("<b>x</b>")\n\x1b[31mValueError\x1b[0m: <b>x</b>';
+    const out = interpretOutput(
+      { items: [item(mimes.error, JSON.stringify({ name: 'ValueError', message: '<b>x</b>', stack }))] },
+      mimes,
+    );
+    assert.deepEqual(out.streams, [{ name: 'stderr', text: '  raise ValueError("<b>x</b>")\nValueError: <b>x</b>\n' }]);
+  });
+
+  it('with a value marker, tells the marked value from displays and drops the marker', () => {
+    const marker = 'application/vnd.test.value+json';
+    const value = interpretOutput({ items: [item('text/plain', '42'), item(marker, '{}')] }, mimes, { valueMime: marker });
+    assert.deepEqual(value.value, { 'text/plain': '42' });
+    assert.equal(value.display, undefined);
+    const shown = interpretOutput({ items: [item('text/plain', '<HTML>'), item('text/html', '<b>hi</b>')] }, mimes, {
+      valueMime: marker,
+    });
+    assert.deepEqual(shown.display, { 'text/plain': '<HTML>', 'text/html': '<b>hi</b>' });
+    assert.equal(shown.value, undefined);
+  });
+
+  it('reduces a display to its richest mime', () => {
+    assert.deepEqual(reduceDisplay({ 'text/plain': '<Figure>', 'image/png': 'AQID' }), { mimetype: 'image/png', data: 'AQID' });
+    assert.deepEqual(reduceDisplay({ 'text/plain': '<HTML>', 'text/html': '<b>hi</b>' }), {
+      mimetype: 'text/html',
+      data: '<b>hi</b>',
+    });
+    assert.equal(reduceDisplay({}), undefined);
   });
 
   it('strips markup and colour codes for terminals', () => {

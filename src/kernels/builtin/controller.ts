@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
@@ -67,8 +68,19 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return this.selected.has(notebook) ? new BuiltinScratchpad(this.kernelOf(notebook).process) : undefined;
   }
 
-  /** Selects this controller for the editor's notebook and waits until VS Code confirms it. */
-  async select(editor: vscode.NotebookEditor): Promise<void> {
+  /** Selects this controller for the editor's notebook, waits until VS Code confirms it, and starts its process. */
+  async start(editor: vscode.NotebookEditor): Promise<void> {
+    const { notebook } = editor;
+    if (notebook.notebookType !== NOTEBOOK_TYPE)
+      throw new BridgeError(
+        400,
+        `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${notebook.uri.fsPath} is a ${notebook.notebookType}`,
+      );
+    await this.select(editor);
+    await this.kernelOf(editor.notebook).process.start();
+  }
+
+  private async select(editor: vscode.NotebookEditor): Promise<void> {
     if (this.selected.has(editor.notebook)) return;
     let confirm = () => {};
     const confirmed = new Promise<void>((resolve) => (confirm = resolve));
@@ -91,7 +103,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   /** Cancels the queued cells and stops the running one: SIGINT, or a restart if it ignores that for 2 s. */
-  async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow> {
+  async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined> {
+    if (!this.selected.has(notebook)) return undefined;
     const kernel = this.kernels.get(notebook);
     if (!kernel) return 'sigint';
     const stopping = kernel.process.interrupt();
@@ -99,14 +112,16 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return (await stopping) ?? 'sigint';
   }
 
-  async restart(notebook: vscode.NotebookDocument): Promise<void> {
+  async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
+    if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);
-    if (!kernel) return;
+    if (!kernel) return true;
     for (const pending of kernel.pending) pending.abort();
     // A fresh process rather than KernelProcess.restart(), so a changed pythonPath takes effect.
     kernel.process.dispose('restarted');
     this.kernels.delete(notebook);
     await this.kernelOf(notebook).process.start();
+    return true;
   }
 
   private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {

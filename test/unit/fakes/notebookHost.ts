@@ -1,6 +1,6 @@
 import { BridgeError } from '../../../src/core/errors';
 import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernel';
-import type { NotebookHost, SessionInfo } from '../../../src/core/sessions';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/sessions';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
 export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true } | { throws: string };
@@ -24,7 +24,7 @@ export class FakeKernel implements Kernel {
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())));
         call.aborted = true;
         call.ended = Date.now();
-        return { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } };
+        return { success: false, status: 'interrupted', output: { mimetype: 'text/plain', data: '' } };
       } else if ('throws' in step) throw new Error(step.throws);
       else onStream(step);
     }
@@ -49,5 +49,12 @@ export class FakeNotebookHost implements NotebookHost {
     const entry = this.entries.find((e) => e.info.path === path);
     if (!entry) throw new BridgeError(404, `Cannot open notebook ${path}`);
     return entry.info;
+  }
+  /** Entries with a kernel "start" at once; the others cannot. */
+  async startKernel(notebook: string, kernel: KernelChoice): Promise<StartedKernel> {
+    const entry = this.entries.find((e) => e.info.id === notebook || e.info.path === notebook);
+    if (!entry) throw new BridgeError(404, `No open notebook has the session id ${notebook}`);
+    if (!entry.kernel) throw new BridgeError(409, `Could not start a ${kernel} kernel`);
+    return { session: entry.info, kernel: entry.kernel.kind };
   }
 }

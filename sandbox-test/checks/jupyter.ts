@@ -1,0 +1,553 @@
+/**
+ * The real Jupyter extension (ms-toolsai.jupyter) beside the bridge, with Debian's python3
+ * ipykernel: the same end-to-end checks as on the builtin kernel, over HTTP, MCP and the real
+ * execute-code.sh, plus the person's consent as they meet it in the workbench (Playwright clicks
+ * the buttons of Jupyter's dialog).
+ *
+ * The extension is built by `npm run setup` from the vscode-jupyter checkout or mirror named by
+ * VSCODE_JUPYTER_SOURCE and cached per commit; without it every check here is reported SKIP.
+ *
+ * Two notebooks, because Jupyter remembers an answer: Allow for good (every kernel), Cancel per
+ * kernel. `jupyter-refused.ipynb` meets Cancel first; `jupyter.ipynb` then gets Allow (after a
+ * request abandoned while the dialog was up) and carries the functional checks.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as net from 'node:net';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { eq, includes, type Harness, match, ok, show } from '../harness';
+import type { BridgeClient, SseResult } from '../http';
+import { MARKER_VAR, STACK_ROOT } from '../vscode';
+import { expectWellFramed, readJson, type CheckContext } from './context';
+import { runScript } from './scripts';
+
+export type JupyterExtension = { vsix: string } | { skip: string };
+
+/** The Jupyter .vsix `npm run setup` built for the checkout named by VSCODE_JUPYTER_SOURCE. */
+export function findJupyterExtension(): JupyterExtension {
+  const source = process.env['VSCODE_JUPYTER_SOURCE'];
+  if (!source)
+    return { skip: 'VSCODE_JUPYTER_SOURCE is not set (a vscode-jupyter checkout or mirror to build the extension from)' };
+  const head = spawnSync('git', ['-C', source, 'rev-parse', 'HEAD'], { encoding: 'utf8' });
+  if (head.status !== 0) return { skip: `VSCODE_JUPYTER_SOURCE=${source} is not a git checkout: ${head.stderr.trim()}` };
+  const vsix = path.join(STACK_ROOT, 'jupyter', `ms-toolsai.jupyter-${head.stdout.trim()}.vsix`);
+  if (!fs.existsSync(vsix)) return { skip: `${vsix} is not built: run \`npm run setup\` with VSCODE_JUPYTER_SOURCE set` };
+  return { vsix };
+}
+
+const NAMES = {
+  startRefused:
+    "jupyter: POST /notebooks/kernel/start has the person pick jupyter-refused.ipynb's kernel in Jupyter's list, then starts it",
+  counted: 'jupyter: a started kernel is counted at once in /api/sessions, the discovery file and the status bar',
+  waiting: "jupyter: a request waits for the person's answer, said on its stream and in our notification",
+  cancel: 'jupyter: Cancel in the dialog → the waiting run fails with the refusal',
+  refused:
+    'jupyter: after Cancel → 403 naming "Jupyter: Manage Access To Jupyter Kernels"; the session shows the refusal; the log says why',
+  startMcp: "jupyter: MCP start_kernel starts jupyter.ipynb's kernel",
+  abandoned: 'jupyter: a request abandoned while the dialog is up never runs, even after Allow',
+  allowed: 'jupyter: after Allow (clicked in the workbench) requests run at once',
+  stdout: 'jupyter: execute print(x) streams stdout from the notebook globals (x = 41 from a cell run)',
+  value: 'jupyter: execute trailing expression x + 1 gives output "42"',
+  error: 'jupyter: execute raise → the traceback once on stderr, tag-like text kept, success false',
+  scratchpad: 'jupyter: new bindings are discarded; In, Out, _ and the execution count are untouched',
+  rich: 'jupyter: display(HTML) and a PNG display arrive as their MIME data',
+  cells: 'jupyter: cells list/edit/run-and-wait with HTML and PNG outputs',
+  interrupt:
+    "jupyter: POST /notebooks/interrupt stops a running loop through Jupyter's interrupt (Jupyter cancels the request: no KeyboardInterrupt traceback)",
+  disconnect: 'jupyter: client disconnect interrupts a running loop and frees the kernel',
+  restart:
+    "jupyter: POST /notebooks/restart restarts through Jupyter's command once the person confirms: state lost, session kept",
+  mcp: 'jupyter: MCP execute_code returns stdout, value and errors',
+  script: 'jupyter: execute-code.sh (real script) prints stdout and value, exits 1 on error',
+  server:
+    'jupyter: a kernel on a Jupyter Server (127.0.0.1, token), picked as "Existing Jupyter Server..." in the workbench, runs the scratchpad',
+} as const;
+
+const WAITING = "Waiting for the person's permission in VS Code";
+const MANAGE = 'Jupyter: Manage Access To Jupyter Kernels';
+/** A 1x1 PNG. */
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One MCP tool call over Streamable HTTP; the result (SSE or JSON reply). */
+async function callTool(client: BridgeClient, name: string, args: object, signal: AbortSignal, timeoutMs = 60_000) {
+  const r = await client.post(
+    '/mcp/server',
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+    { headers: { accept: 'application/json, text/event-stream' }, signal, timeoutMs },
+  );
+  eq(r.status, 200, `MCP ${name} status (${show(r.text, 300)})`);
+  const data = r.text.includes('data: ')
+    ? r.text
+        .split('\n')
+        .find((l) => l.startsWith('data: '))!
+        .slice(6)
+    : r.text;
+  const message = JSON.parse(data) as { result?: { isError?: boolean; structuredContent?: Record<string, unknown> } };
+  ok(message.result, `MCP ${name}: no result in ${show(data, 300)}`);
+  return message.result;
+}
+
+export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: JupyterExtension): void {
+  if ('skip' in extension) {
+    for (const name of Object.values(NAMES)) h.skip(name, extension.skip);
+    return;
+  }
+  const { client, sandbox, workspace } = ctx;
+  const page = sandbox.page;
+  const refusedPath = path.join(workspace, 'jupyter-refused.ipynb');
+  const mainPath = path.join(workspace, 'jupyter.ipynb');
+  let refusedSid = '';
+  let sid = '';
+  const run = (code: string, signal: AbortSignal, session = sid, timeoutMs = 20_000): Promise<SseResult> => {
+    ok(session, 'no Jupyter session (the start check failed)');
+    return client.run(session, code, { signal, timeoutMs });
+  };
+  const dialogButton = (text: string) =>
+    page.locator('.monaco-dialog-box .monaco-button').filter({ hasText: new RegExp(`^${text}$`) });
+  const dialogShown = () =>
+    sandbox.waitFor('Jupyter\'s "grant Kernel access" dialog', () => dialogButton('Allow').isVisible(), 20_000);
+  /** Picks the notebook's kernelspec in the list Jupyter shows the person when the bridge starts a kernel. */
+  const pickKernel = async () => {
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3 (ipykernel)' }).first();
+    await row.waitFor({ state: 'visible', timeout: 60_000 });
+    await notification('an agent asks to start a Jupyter kernel');
+    await row.click();
+  };
+  /** Waits for a notification of ours (toasts stack and animate in: poll). */
+  const notification = (text: string) =>
+    sandbox.waitFor(
+      `the notification "${text}"`,
+      async () => (await page.locator('.notifications-toasts').innerText()).includes(text),
+      10_000,
+    );
+  const statusText = () => page.locator('.statusbar-item', { hasText: 'Bridge :' }).first().innerText();
+
+  h.check(
+    NAMES.startRefused,
+    async ({ signal }) => {
+      const started = client.post(
+        '/notebooks/kernel/start',
+        { notebook: refusedPath, kernel: 'jupyter' },
+        { signal, timeoutMs: 110_000 },
+      );
+      await pickKernel();
+      const r = await started;
+      eq(r.status, 200, `status (${show(r.text, 400)})`);
+      const body = r.json<{ session: { id: string; path: string }; kernel: string }>();
+      eq(body.kernel, 'jupyter', 'kernel');
+      eq(body.session.path, refusedPath, 'session path');
+      refusedSid = body.session.id;
+    },
+    { timeoutMs: 120_000 },
+  );
+
+  h.check(NAMES.counted, async ({ signal }) => {
+    ok(refusedSid, 'no session from the start check');
+    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+    eq(sessions[refusedSid]?.path, refusedPath, '/api/sessions entry');
+    const count = Object.keys(sessions).length;
+    await sandbox.waitFor(
+      'the discovery file to list the Jupyter session',
+      () => readJson<{ sessions: { id: string }[] }>(ctx.discoveryFile).sessions.some((s) => s.id === refusedSid),
+      10_000,
+    );
+    await sandbox.waitFor(
+      `the status bar to count ${count} sessions`,
+      async () => (await statusText()).endsWith(`· ${count}`),
+      10_000,
+    );
+  });
+
+  h.check(
+    NAMES.waiting,
+    async ({ note }) => {
+      ok(refusedSid, 'no session from the start check');
+      // Not tied to this check's signal: the Cancel check answers the dialog and reads its end.
+      const stream = client.execute(refusedSid, 'print("ran")', { timeoutMs: 60_000 });
+      pendingRefusal = stream.result;
+      const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
+      ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
+      await dialogShown();
+      await notification('Agent Bridge: an agent is waiting for your permission');
+      note(`stream: ${line.data.data.trim()}`);
+    },
+    { timeoutMs: 40_000 },
+  );
+  let pendingRefusal: Promise<SseResult> | undefined;
+
+  h.check(NAMES.cancel, async () => {
+    ok(pendingRefusal, 'no waiting request from the previous check');
+    await dialogButton('Cancel').click({ timeout: 10_000 });
+    const r = await pendingRefusal;
+    const done = expectWellFramed(r);
+    eq(done.success, false, 'done.success');
+    includes(r.stderr, 'The person refused Agent Bridge access', 'stderr');
+    includes(r.stderr, MANAGE, 'stderr names the command');
+    ok(!r.stdout.includes('ran'), `the code ran: ${show(r.stdout)}`);
+  });
+
+  h.check(NAMES.refused, async ({ signal }) => {
+    const r = await client.execute(refusedSid, 'print("ran")', { signal }).result;
+    eq(r.status, 403, `status (${show(r.raw, 300)})`);
+    includes(JSON.parse(r.raw).detail, MANAGE, 'detail');
+    const notebooks = (await client.get('/notebooks', { signal })).json<{
+      notebooks: { sessionId: string; kernel: string | null; kernelUnavailable?: string }[];
+    }>();
+    const entry = notebooks.notebooks.find((n) => n.sessionId === refusedSid);
+    eq(entry?.kernel, null, 'GET /notebooks kernel');
+    includes(entry?.kernelUnavailable, 'refused', 'GET /notebooks kernelUnavailable');
+    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
+    ok(!(refusedSid in sessions), '/api/sessions still lists the refused session');
+    const mcp = await callTool(client, 'execute_code', { session_id: refusedSid, code: 'print(1)' }, signal);
+    eq(mcp.structuredContent?.['success'], false, 'MCP execute_code success');
+    includes(String(mcp.structuredContent?.['error']), MANAGE, 'MCP execute_code error');
+    const log = bridgeLog(ctx);
+    includes(
+      log,
+      'The person refused Agent Bridge access to the Jupyter kernel',
+      `the bridge's log (${log ? 'found' : 'not found'})`,
+    );
+  });
+
+  h.check(
+    NAMES.startMcp,
+    async ({ signal }) => {
+      const call = callTool(client, 'start_kernel', { notebook: mainPath, kernel: 'jupyter' }, signal, 110_000);
+      await pickKernel();
+      const result = await call;
+      ok(!result.isError, `start_kernel failed: ${show(result.structuredContent, 400)}`);
+      const started = result.structuredContent as { session: { id: string }; kernel: string };
+      eq(started.kernel, 'jupyter', 'kernel');
+      sid = started.session.id;
+    },
+    { timeoutMs: 120_000 },
+  );
+
+  h.check(
+    NAMES.abandoned,
+    async ({ signal }) => {
+      ok(sid, 'no session from start_kernel');
+      const mark = path.join(workspace, 'abandoned-ran.txt');
+      const stream = client.execute(sid, `open(${JSON.stringify(mark)}, "w").write("ran")`, { signal, timeoutMs: 60_000 });
+      ok(await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000), 'no waiting line');
+      await dialogShown();
+      stream.disconnect();
+      await sleep(500);
+      await dialogButton('Allow').click({ timeout: 10_000 });
+      await sleep(3000);
+      ok(!fs.existsSync(mark), 'the abandoned request ran after Allow');
+    },
+    { timeoutMs: 60_000 },
+  );
+
+  h.check(NAMES.allowed, async ({ signal }) => {
+    const t0 = Date.now();
+    const r = await run('print("allowed")', signal);
+    eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
+    eq(r.stdout, 'allowed\n', 'stdout');
+    ok(!r.stderr.includes(WAITING), 'still waiting for permission');
+    eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
+    ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+  });
+
+  h.check(
+    NAMES.stdout,
+    async ({ signal }) => {
+      const cell = await client.post(
+        '/notebooks/cells/0/run',
+        { notebook: sid, wait: true, timeoutMs: 30_000 },
+        { signal, timeoutMs: 40_000 },
+      );
+      eq(cell.status, 200, `cell run (${show(cell.text, 300)})`);
+      const r = await run('print(x)', signal);
+      eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
+      eq(r.stdout, '41\n', 'stdout');
+    },
+    { timeoutMs: 45_000 },
+  );
+
+  h.check(NAMES.value, async ({ signal }) => {
+    const done = expectWellFramed(await run('x + 1', signal));
+    eq(done.success, true, 'success');
+    eq(done.output.mimetype, 'text/plain', 'mimetype');
+    eq(done.output.data, '42', 'data');
+  });
+
+  h.check(NAMES.error, async ({ signal }) => {
+    const r = await run('def f():\n    raise ValueError("<b>bad</b>")\nf()', signal);
+    eq(expectWellFramed(r).success, false, 'success');
+    eq(r.stderr.split('ValueError: <b>bad</b>').length - 1, 1, `the error line appears once in ${show(r.stderr, 600)}`);
+    includes(r.stderr, 'raise ValueError("<b>bad</b>")', 'source line with its tag-like text');
+    ok(!r.stderr.includes('\u001b['), 'colour codes left');
+  });
+
+  h.check(NAMES.scratchpad, async ({ signal }) => {
+    const probe = 'ip = get_ipython()\n(ip.execution_count, len(In), len(Out), repr(_))';
+    const before = expectWellFramed(await run(probe, signal)).output.data;
+    eq(expectWellFramed(await run('y_new = 5\nitems = [1]', signal)).success, true, 'binding run');
+    const seen = await run('"y_new" in globals(), "items" in globals(), "ip" in globals()', signal);
+    eq(expectWellFramed(seen).output.data, '(False, False, False)', 'new names visible afterwards');
+    eq(expectWellFramed(await run(probe, signal)).output.data, before, 'execution count, In, Out, _');
+  });
+
+  h.check(NAMES.rich, async ({ signal }) => {
+    const html = expectWellFramed(await run('from IPython.display import display, HTML\ndisplay(HTML("<b>hi</b>"))', signal));
+    eq(html.output.mimetype, 'text/html', 'HTML display mimetype');
+    eq(html.output.data, '<b>hi</b>', 'HTML display data');
+    const png = expectWellFramed(
+      await run(
+        `import base64\nfrom IPython.display import display, Image\ndisplay(Image(data=base64.b64decode("${PNG_B64}")))`,
+        signal,
+      ),
+    );
+    eq(png.output.mimetype, 'image/png', 'PNG display mimetype');
+    eq(png.output.data.replace(/\s/g, ''), PNG_B64, 'PNG display data (base64)');
+  });
+
+  h.check(
+    NAMES.cells,
+    async ({ signal }) => {
+      const list = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
+        cells: { id: string; code: string; version: number }[];
+      }>();
+      eq(list.cells.length, 2, `cells (${show(list.cells.map((c) => c.code))})`);
+      const target = list.cells[1]!;
+      const code = `import base64\nfrom IPython.display import display, HTML, Image\ndisplay(HTML("<i>rich</i>"))\ndisplay(Image(data=base64.b64decode("${PNG_B64}")))`;
+      const edit = await client.request({
+        method: 'PATCH',
+        path: `/notebooks/cells/${target.id}`,
+        json: { notebook: sid, code },
+        signal,
+      });
+      eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
+      const r = await client.post(
+        `/notebooks/cells/${target.id}/run`,
+        { notebook: sid, wait: true, timeoutMs: 30_000 },
+        { signal, timeoutMs: 40_000 },
+      );
+      eq(r.status, 200, `run (${show(r.text, 300)})`);
+      const text = r.text;
+      includes(text, 'text/html', 'run outputs');
+      includes(text, '<i>rich</i>', 'run outputs');
+      includes(text, 'image/png', 'run outputs');
+    },
+    { timeoutMs: 60_000 },
+  );
+
+  h.check(
+    NAMES.interrupt,
+    async ({ signal }) => {
+      const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+      await sleep(1500);
+      const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
+      eq(r.status, 200, `interrupt (${show(r.text)})`);
+      const end = await stream.result;
+      eq(expectWellFramed(end).success, false, 'interrupted run success');
+      // Jupyter's interrupt cancels the pending request, so the run ends with that message
+      // rather than the KeyboardInterrupt traceback the builtin kernel shows.
+      match(end.stderr, /KeyboardInterrupt|Canceled future for execute_request/, 'interrupted run stderr');
+      ok(!end.stderr.includes('refused'), `a refusal hint on an interrupt: ${show(end.stderr)}`);
+      eq((await run('print("free")', signal)).stdout, 'free\n', 'next run');
+    },
+    { timeoutMs: 45_000 },
+  );
+
+  h.check(
+    NAMES.disconnect,
+    async ({ signal }) => {
+      const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+      await sleep(1000);
+      stream.disconnect();
+      const t0 = Date.now();
+      const r = await run('print("kernel free")', signal);
+      eq(expectWellFramed(r).success, true, `follow-up success (stderr ${show(r.stderr)})`);
+      eq(r.stdout, 'kernel free\n', 'follow-up stdout');
+      ok(Date.now() - t0 < 10_000, `follow-up took ${Date.now() - t0} ms`);
+    },
+    { timeoutMs: 45_000 },
+  );
+
+  h.check(
+    NAMES.restart,
+    async ({ signal }) => {
+      const pending = client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 80_000 });
+      // Jupyter asks the person to confirm (jupyter.askForKernelRestart is on by default).
+      await sandbox.waitFor("Jupyter's restart confirmation", () => dialogButton('Restart').isVisible(), 20_000);
+      await dialogButton('Restart').click();
+      const r = await pending;
+      eq(r.status, 200, `restart (${show(r.text)})`);
+      const after = expectWellFramed(await run('"x" in globals()', signal, sid, 30_000));
+      eq(after.output.data, 'False', 'x after the restart');
+      const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
+      ok(sid in sessions, 'the session is gone after the restart');
+    },
+    { timeoutMs: 120_000 },
+  );
+
+  h.check(NAMES.mcp, async ({ signal }) => {
+    const ok1 = (await callTool(client, 'execute_code', { session_id: sid, code: 'print("hi")\n6 * 7' }, signal))
+      .structuredContent!;
+    eq(ok1['success'], true, `success (${show(ok1, 300)})`);
+    eq((ok1['stdout'] as string[]).join(''), 'hi\n', 'stdout');
+    eq(ok1['output'], '42', 'output');
+    const bad = (await callTool(client, 'execute_code', { session_id: sid, code: '1/0' }, signal)).structuredContent!;
+    eq(bad['success'], false, 'error success');
+    match((bad['stderr'] as string[]).join(''), /ZeroDivisionError/, 'error stderr');
+  });
+
+  h.check(
+    NAMES.server,
+    async ({ signal, note }) => {
+      const server = await startJupyterServer(ctx);
+      try {
+        const serverPath = path.join(workspace, 'jupyter-server.ipynb');
+        const opened = await client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
+        eq(opened.status, 200, `open (${show(opened.text)})`);
+        const serverSid = opened.json<{ session: { id: string } }>().session.id;
+        // As the person: the kernel picker, "Existing Jupyter Server...", its URL, a name, the kernel.
+        // Jupyter pre-fills the URL box from the clipboard, which needs the browser's permission.
+        await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+        await page.keyboard.press('F1');
+        await page.keyboard.type('Notebook: Select Notebook Kernel');
+        await page
+          .locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' })
+          .first()
+          .click();
+        // A notebook with a suggested kernel lists it first, the kernel sources one level down.
+        const existing = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
+        const another = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
+        await existing.or(another).first().waitFor({ timeout: 20_000 });
+        if (await another.isVisible()) await another.click();
+        await existing.click({ timeout: 20_000 });
+        await page
+          .locator('.quick-input-widget', { hasText: 'Enter the URL of the running Jupyter Server' })
+          .waitFor({ timeout: 20_000 });
+        await page.keyboard.type(`${server.url}/?token=${server.token}`);
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
+        await page.getByText('Run All', { exact: true }).filter({ visible: true }).first().click({ timeout: 10_000 });
+        await sandbox.waitFor(
+          'the server kernel in /api/sessions',
+          async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
+          60_000,
+        );
+        // The kernel's connection file is in the server's runtime folder: the server launched it.
+        const code = 'from ipykernel import get_connection_file\nprint(get_connection_file())\n6 * 7';
+        const stream = client.execute(serverSid, code, {
+          signal,
+          timeoutMs: 40_000,
+        });
+        // Run alone (--only), this is the bridge's first request: answer Jupyter's consent dialog.
+        if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
+          await dialogButton('Allow').click({ timeout: 10_000 });
+        const r = await stream.result;
+        const done = expectWellFramed(r);
+        eq(done.success, true, `success (stderr ${show(r.stderr, 600)})`);
+        ok(
+          r.stdout.startsWith(path.join(server.runtime, 'kernel-')),
+          `connection file ${show(r.stdout)}, not in ${server.runtime}`,
+        );
+        eq(done.output.data, '42', 'value');
+        const kernels = (await (await fetch(`${server.url}/api/kernels?token=${server.token}`)).json()) as { id: string }[];
+        eq(kernels.length, 1, 'kernels running on the Jupyter Server');
+        note(`kernel ${kernels[0]!.id} on ${server.url}: ${r.stdout.trim()}`);
+      } finally {
+        server.stop();
+      }
+    },
+    { timeoutMs: 150_000 },
+  );
+
+  const scripts = ctx.scriptsDir;
+  const execute = scripts && path.join(scripts, 'execute-code.sh');
+  if (!execute || !fs.existsSync(execute))
+    h.skip(NAMES.script, scripts ? `no execute-code.sh in ${scripts}` : 'MARIMO_PAIR_SCRIPTS is not set');
+  else
+    h.check(NAMES.script, async ({ signal }) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, MARIMO_TOKEN: ctx.advert.token ?? '' };
+      delete env[MARKER_VAR];
+      const good = await runScript(execute, ['--url', ctx.advert.url, '--file', mainPath, '-c', 'print("via script")\n6 * 7'], {
+        env,
+        signal,
+        timeoutMs: 30_000,
+      });
+      eq(good.code, 0, `exit code (stderr ${show(good.stderr)})`);
+      eq(good.stdout, 'via script\n42\n', 'stdout');
+      const bad = await runScript(execute, ['--url', ctx.advert.url, '--file', mainPath, '-c', '1/0'], {
+        env,
+        signal,
+        timeoutMs: 30_000,
+      });
+      eq(bad.code, 1, 'exit code on error');
+      includes(bad.stderr, 'ZeroDivisionError', 'stderr on error');
+    });
+}
+
+/**
+ * Debian's Jupyter Server on 127.0.0.1 with a token, its HOME and runtime files in the sandbox.
+ * Stopped (its process group) by the returned function.
+ */
+async function startJupyterServer(ctx: CheckContext): Promise<{ url: string; token: string; runtime: string; stop: () => void }> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+  const token = randomBytes(16).toString('hex');
+  const home = path.join(ctx.sandbox.root, 'jupyter-server');
+  const runtime = path.join(home, 'runtime');
+  fs.mkdirSync(home, { recursive: true });
+  const server = spawn(
+    '/usr/bin/python3',
+    [
+      '-m',
+      'jupyter_server',
+      '--no-browser',
+      '--allow-root',
+      '--ip=127.0.0.1',
+      `--port=${port}`,
+      `--ServerApp.token=${token}`,
+      `--ServerApp.root_dir=${ctx.workspace}`,
+    ],
+    {
+      env: { ...process.env, HOME: home, JUPYTER_RUNTIME_DIR: runtime, [MARKER_VAR]: ctx.sandbox.id },
+      detached: true,
+      stdio: 'ignore',
+    },
+  );
+  const stop = () => {
+    try {
+      process.kill(-server.pid!, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+  };
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await ctx.sandbox.waitFor('the Jupyter Server', async () => (await fetch(`${url}/api/status?token=${token}`)).ok, 30_000);
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url, token, runtime, stop };
+}
+
+/** The bridge's output channel as VS Code writes it to the sandbox's logs. */
+function bridgeLog(ctx: CheckContext): string {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (e.name.endsWith('Agent Bridge.log')) found.push(full);
+    }
+  };
+  walk(path.join(ctx.sandbox.dirs.userData, 'logs'));
+  return found.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}

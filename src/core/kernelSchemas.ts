@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/** The kernels the bridge can select and start for a notebook. */
+export const kernelChoice = z.enum(['builtin', 'jupyter'], { error: '"kernel" must be "builtin" or "jupyter"' });
+
+/** `POST /notebooks/kernel/start` and the MCP `start_kernel` tool. */
+export const startKernelBody = z.strictObject({
+  notebook: z
+    .string()
+    .min(1, 'give the session id or the absolute path of the notebook')
+    .describe('Session id or absolute path.'),
+  kernel: kernelChoice.describe('"jupyter": the Jupyter kernel its metadata names (kernelspec); "builtin": Agent Bridge Python.'),
+});
