@@ -53,7 +53,11 @@ describe('execute with a client that stops reading', () => {
     assert.equal(kernel.calls[0]?.aborted, true);
     assert.match(body, /the client read nothing for 0\.15 s while output waited: the run was interrupted/);
     assert.match(body, /output events \(\d+ characters\) dropped here/);
-    assert.ok(body.endsWith('event: done\ndata: {"success":false,"status":"interrupted","output":{"mimetype":"text/plain","data":""}}\n\n'));
+    assert.ok(
+      body.endsWith(
+        'event: done\ndata: {"success":false,"status":"interrupted","output":{"mimetype":"text/plain","data":""}}\n\n',
+      ),
+    );
     // Of 16 MB printed: what the stream held (100 KB) plus what the sockets' buffers took.
     assert.ok(body.length < 8 * 1024 * 1024, `${body.length} characters reached the client`);
   });
