@@ -11,6 +11,9 @@ export interface StreamEvent {
   readonly text: string;
 }
 
+/** How a run ended. */
+export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
+
 /** The body of marimo's `done` event. */
 export interface ExecResult {
   readonly success: boolean;

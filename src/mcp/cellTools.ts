@@ -5,7 +5,19 @@ import type { CellService, CellView } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/outputs';
 import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
-import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../server/cellSchemas';
+import {
+  clearBody,
+  createBody,
+  editBody,
+  editsBody,
+  moveBody,
+  notebookBody,
+  ref,
+  runBody,
+  runManyBody,
+  saveBody,
+  toSelection,
+} from '../server/cellSchemas';
 import { Reply } from '../server/route';
 import type { RouteContext } from '../server/routes';
 
@@ -108,7 +120,7 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
         const waited = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
         const { detail, runs } = unwrap(waited) as {
           detail?: string;
-          runs: { done: boolean; success: boolean | null; cell: CellView }[];
+          runs: { done: boolean; success: boolean | null; status: string; cell: CellView }[];
         };
         const run = runs[0]!;
         return new WithImages(detail ? { detail, ...run } : run, await images(cells, notebook, [run.cell]));
@@ -139,6 +151,51 @@ export function registerCellTools(server: McpServer, ctx: RouteContext): void {
           ),
         );
       }),
+  );
+  server.registerTool(
+    'run_cells',
+    {
+      description:
+        'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
+        '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
+        'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
+        `results in order, with each cell's outputs. ${NOTEBOOK}`,
+      inputSchema: runManyBody,
+    },
+    (body) =>
+      answer(async () => {
+        const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
+        if (body.wait === false) return { queued: series.cellIds };
+        const result = await series.wait({ timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+        const detail = result.done ? {} : { detail: `Still running after ${body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS} ms` };
+        return new WithImages(
+          { ...detail, ...result },
+          await images(
+            cells,
+            body.notebook,
+            result.runs.map((r) => r.cell),
+          ),
+        );
+      }),
+  );
+  server.registerTool(
+    'clear_outputs',
+    {
+      description: `Clear the outputs (and last run) of "cells", a "range" or "all": true. ${NOTEBOOK}`,
+      inputSchema: clearBody,
+      annotations: { destructiveHint: true },
+    },
+    (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
+  );
+  server.registerTool(
+    'save_notebook',
+    {
+      description:
+        'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
+        `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
+      inputSchema: saveBody,
+    },
+    (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
   );
   server.registerTool(
     'interrupt',

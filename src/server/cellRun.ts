@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RunHandle, RunResult } from '../core/cells';
+import type { CellRunResult, CellView, RunHandle, SeriesHandle } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
 import { Reply } from './route';
@@ -39,7 +39,7 @@ export async function respondRun(
         signal: gone.signal,
         onEvent: (e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
       });
-      if (result.done) stream.end('done', { success: result.success, cell: result.cell });
+      if (result.done) stream.end('done', { success: result.success, status: result.status, cell: result.cell });
       else stream.end('timeout', { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
     } catch (error) {
       stream.end('error', { detail: error instanceof Error ? error.message : String(error) });
@@ -49,11 +49,46 @@ export async function respondRun(
   if (!options.wait) return new Reply(202, { queued: [handle.cellId] });
   const result = await handle.wait({ timeoutMs: options.timeoutMs });
   if (!result.done) return new Reply(504, { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
-  return { success: result.success, cell: result.cell };
+  return { success: result.success, status: result.status, cell: result.cell };
+}
+
+/**
+ * Answers a run of many cells like respondRun: 202 `{queued}`, or with wait `{done, status,
+ * runs, skipped}` in notebook order (504 with the same body when the wait times out). The
+ * event stream reports per cell: `stdout`/`stderr` {cell, data}, `output` {cell, item}, `cell`
+ * {cell id's result} as each ends, then `done` or `timeout` with the whole result.
+ */
+export async function respondSeries(
+  series: SeriesHandle,
+  options: RunOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<unknown> {
+  if (wantsEventStream(req)) {
+    const stream = openEventStream(res);
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    const result = await series.wait({
+      timeoutMs: options.timeoutMs,
+      signal: gone.signal,
+      onEvent: (e) => {
+        if ('result' in e) stream.send('cell', { ...e.result });
+        else if (e.event.kind === 'output') stream.send('output', { cell: e.cellId, item: e.event.item });
+        else stream.send(e.event.kind, { cell: e.cellId, data: e.event.text });
+      },
+    });
+    if (result.done) stream.end('done', result);
+    else stream.end('timeout', { detail: timeoutDetail(options.timeoutMs, result.pending), ...result });
+    return undefined;
+  }
+  if (!options.wait) return new Reply(202, { queued: series.cellIds });
+  const result = await series.wait({ timeoutMs: options.timeoutMs });
+  if (!result.done) return new Reply(504, { detail: timeoutDetail(options.timeoutMs, result.pending), ...result });
+  return result;
 }
 
 /** Waits for a batch's runs under one deadline; 504 (edits applied) when any is still running. */
-export async function waitRuns<T extends object>(
+export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   applied: T,
   handles: readonly RunHandle[],
   options: RunOptions,
@@ -61,9 +96,16 @@ export async function waitRuns<T extends object>(
   if (!handles.length) return applied;
   if (!options.wait) return { ...applied, queued: handles.map((h) => h.cellId) };
   const deadline = Date.now() + options.timeoutMs;
-  const runs: RunResult[] = [];
+  const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
-  const body = { ...applied, runs: runs.map((r) => ({ done: r.done, success: r.success, cell: r.cell })) };
+  // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
+  const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
+  const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
+  const body = {
+    ...applied,
+    ...(cells ? { cells } : {}),
+    runs: runs.map((r) => ({ done: r.done, success: r.success, status: r.status, cell: r.cell })),
+  };
   const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
   if (pending.length)
     return new Reply(504, { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body });

@@ -3,8 +3,9 @@ import type { CellService } from '../core/cells';
 import type { KeyedQueue } from '../core/keyedQueue';
 import type { NotebookHost } from '../core/sessions';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
-import { DEFAULT_RUN_TIMEOUT_MS, outputIndex, rawContentType, respondRun, waitRuns } from './cellRun';
+import { DEFAULT_RUN_TIMEOUT_MS, outputIndex, rawContentType, respondRun, respondSeries, waitRuns } from './cellRun';
 import {
+  clearBody,
   createBody,
   deleteQuery,
   editBody,
@@ -13,7 +14,10 @@ import {
   notebookBody,
   notebookQuery,
   runBody,
+  runManyBody,
   runQuery,
+  saveBody,
+  toSelection,
 } from './cellSchemas';
 import { executeScratchpad } from './execute';
 import { Reply, route, type Route } from './route';
@@ -104,6 +108,30 @@ export const routes: readonly Route<RouteContext>[] = [
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
       return waitRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
     },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/run',
+    body: runManyBody,
+    handle: async ({ body, req, res }, ctx) =>
+      respondSeries(
+        await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS },
+        req,
+        res,
+      ),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/clear-outputs',
+    body: clearBody,
+    handle: ({ body }, ctx) => ctx.cells.clearOutputs(body.notebook, toSelection(body)),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/save',
+    body: saveBody,
+    handle: ({ body }, ctx) => ctx.cells.save(body.all ? 'all' : body.notebook),
   }),
   route({
     method: 'post',
