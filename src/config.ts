@@ -8,6 +8,8 @@ export interface BridgeConfig {
   pythonPath: string;
   outputTextLimit: number;
   codeModeInCells: boolean;
+  /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
+  openFolders: string[];
 }
 
 let cached: BridgeConfig | undefined;
@@ -23,6 +25,7 @@ export function readConfig(): BridgeConfig {
       pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
       outputTextLimit: c.get<number>('outputTextLimit', 20_000),
       codeModeInCells: c.get<boolean>('codeMode.inCells', false),
+      openFolders: c.get<string[]>('openFolders', []),
     };
   }
   return cached;

@@ -31,7 +31,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       calls: (notebook): CallHandler => codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       codeModeInCells: () => readConfig().codeModeInCells,
     });
-    const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
+    const sessions = new Sessions(
+      [builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))],
+      builtin,
+      () => readConfig().openFolders,
+    );
     const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);

@@ -15,6 +15,7 @@ import { BridgeError } from '../core/errors';
 import type { Log } from '../core/log';
 import type { BuiltinKernels } from '../kernels/builtin/controller';
 import { CellIds } from './cellIds';
+import { FileStamps } from './fileStamps';
 import type { Sessions } from './sessions';
 
 const CHANGED_MEANWHILE =
@@ -28,6 +29,7 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids = new CellIds();
+  private readonly stamps = new FileStamps();
 
   constructor(
     private readonly sessions: Sessions,
@@ -176,6 +178,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
     if (!notebook.isDirty) return;
+    if (await this.stamps.changedOnDisk(notebook))
+      throw new BridgeError(
+        409,
+        `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
+      );
     let saved: boolean;
     try {
       saved = await notebook.save();
@@ -240,6 +247,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   dispose(): void {
     this.ids.dispose();
+    this.stamps.dispose();
   }
 }
 

@@ -29,9 +29,18 @@ export function checkRequest(req: IncomingMessage, path: string, options: Securi
   }
   const token = options.token();
   if (token !== null && !PUBLIC_PATHS.has(path) && !bearerMatches(req.headers.authorization, token)) {
-    throw new BridgeError(401, 'Authorization header required');
+    // marimo's text when nothing was sent (its clients print it); a wrong one says where the
+    // current token is, since it changes with every window (re)load.
+    if (req.headers.authorization === undefined) throw new BridgeError(401, 'Authorization header required');
+    throw new BridgeError(401, WRONG_TOKEN);
   }
 }
+
+const WRONG_TOKEN =
+  'Wrong token: the Authorization header does not carry the current token (it changes when the VS Code window ' +
+  'reloads). Get it from MARIMO_TOKEN in a new VS Code terminal, the "Agent Bridge: Copy Connection Info" ' +
+  'command, or the bridge discovery file (<VS Code global storage>/agent-bridge.agent-bridge/bridges/, key "token"); ' +
+  'send it as "Authorization: Bearer <token>".';
 
 function isLoopbackOrigin(origin: string): boolean {
   try {

@@ -19,7 +19,18 @@
  * console output into the calling run, and answers once they have all ended.
  */
 import { z } from 'zod';
-import type { BatchOp, CellKind, CellRef, CellService, CellView, OpenNotebooks, RunEvent, RunHandle } from '../../core/cells';
+import type {
+  BatchOp,
+  CellKind,
+  CellRef,
+  CellRunResult,
+  CellService,
+  CellStatus,
+  OpenNotebooks,
+  RunEvent,
+  RunHandle,
+} from '../../core/cells';
+import { OpError } from '../../core/batch';
 import { BridgeError } from '../../core/errors';
 import { notebookLabel, parseCellRef, resolveCellIndex, resolveNotebook } from '../../core/refs';
 import type { CallContext, CallHandler } from './kernelProcess';
@@ -327,6 +338,7 @@ interface RunReport {
   id: string;
   done: boolean;
   success: boolean | null;
+  status?: CellStatus;
   error?: { name: string; message: string };
   detail?: string;
 }
@@ -346,11 +358,8 @@ async function flush(
       result = await deps.cells.batch(notebook, plan.batch, []);
     } catch (error) {
       // The planner names ops by their place in the batch; name the block call instead.
-      if (error instanceof BridgeError) {
-        const m = /^ops\.(\d+): /.exec(error.detail);
-        const origin = m ? plan.origins[Number(m[1])] : undefined;
-        if (m && origin) throw new BridgeError(error.status, `${origin}: ${error.detail.slice(m[0].length)}`, error.extra);
-      }
+      const origin = error instanceof OpError ? plan.origins[error.op] : undefined;
+      if (error instanceof OpError && origin) throw new BridgeError(error.status, `${origin}: ${error.reason}`, error.extra);
       throw error;
     }
   }
@@ -408,18 +417,19 @@ async function runAll(
       continue;
     }
     const wait = await run.handle.wait({ timeoutMs: RUN_WAIT_MS, onEvent, signal: ctx.signal });
-    reports.push(report(run.id, wait.done, wait.success, wait.cell));
+    reports.push(report(run.id, wait));
   }
   if (ctx.signal.aborted) await deps.cells.interrupt(notebook).catch(() => undefined);
   return reports;
 }
 
-function report(id: string, done: boolean, success: boolean | null, cell: CellView): RunReport {
+function report(id: string, { done, success, status, cell }: CellRunResult): RunReport {
   const error = cell.outputs.flatMap((o) => o.items).find((i) => i.type === 'error');
   return {
     id,
     done,
     success,
+    status,
     ...(error ? { error: { name: error.name ?? 'Error', message: error.message ?? '' } } : {}),
     ...(done ? {} : { detail: 'the run was not awaited to its end (interrupted)' }),
   };
