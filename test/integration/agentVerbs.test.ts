@@ -190,21 +190,4 @@ describe('agent verbs in VS Code', function () {
     assert.ok(!res.text.includes('private text'), res.text);
     fs.rmSync(outside, { recursive: true, force: true });
   });
-
-  it('measures run-and-wait of a trivial cell (figures in the log, not asserted)', async () => {
-    const { session } = await bridge.openNotebook(['1']);
-    const [cell] = await cellsOf(session);
-    const times: number[] = [];
-    for (let i = 0; i < 30; i++) {
-      const t0 = performance.now();
-      const res = await call('POST', `/notebooks/cells/${cell.id}/run`, { notebook: session, wait: true });
-      times.push(performance.now() - t0);
-      assert.equal(res.json().status, 'succeeded');
-      await sleep(5);
-    }
-    times.sort((a, b) => a - b);
-    console.log(
-      `run-and-wait of a trivial cell: p50 ${times[15]!.toFixed(1)} ms, min ${times[0]!.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms`,
-    );
-  });
 });

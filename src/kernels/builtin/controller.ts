@@ -162,8 +162,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
-    // Output calls are chained so that items reach the editor in the order the kernel sent them.
-    let edits: Thenable<void> = Promise.resolve();
+    // Output calls go out at once, in the order the kernel sent them: VS Code queues a run's
+    // output edits and sends them before its end, so waiting for the editor to acknowledge each
+    // (a round trip through the workbench, most of a trivial cell's run-and-wait) buys nothing.
+    const emit = (edit: () => Thenable<void>) =>
+      edit().then(undefined, (error: unknown) => this.options.log.debug(`cell output not shown: ${String(error)}`));
     let started = false;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
@@ -171,10 +174,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       started = true;
       execution.start(Date.now());
       execution.executionOrder = ++kernel.executionOrder;
-      edits = execution.clearOutput();
+      emit(() => execution.clearOutput());
     };
     let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
-    const emit = (edit: () => Thenable<void>) => (edits = edits.then(edit));
     const onOutput = (o: KernelOutput) => {
       start();
       if (o.kind === 'stream') {
@@ -205,7 +207,6 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       const value = result.value;
       emit(() => execution.appendOutput(bundleToOutput(value)));
     }
-    await edits;
     execution.end(result.cancelled ? undefined : result.success, Date.now());
   }
 
