@@ -11,7 +11,7 @@
 import { KeyedQueue } from '../../src/core/keyedQueue';
 import type { Log } from '../../src/core/log';
 import { NotebookCells } from '../../src/core/notebookCells';
-import { STDOUT_MIME } from '../../src/core/outputs';
+import { STDOUT_MIME } from '../../src/core/cellOutputs';
 import type { NotebookHost } from '../../src/core/sessions';
 import { BridgeError } from '../../src/core/errors';
 import { KernelProcess } from '../../src/kernels/builtin/kernelProcess';

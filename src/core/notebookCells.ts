@@ -23,7 +23,7 @@ import type {
 } from './cells';
 import { BridgeError } from './errors';
 import { KeyedQueue } from './keyedQueue';
-import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './outputs';
+import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { ReadTracker } from './versions';

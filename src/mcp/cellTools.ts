@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CellService, CellView } from '../core/cells';
 import { BridgeError } from '../core/errors';
-import { isTextMime } from '../core/outputs';
+import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../server/cellRun';
 import {
   clearBody,

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CellRunResult, CellView, RunHandle, SeriesHandle } from '../core/cells';
 import { BridgeError } from '../core/errors';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';
 import { openEventStream } from './sse';
 

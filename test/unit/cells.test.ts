@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { ERROR_MIME } from '../../src/core/outputs';
+import { ERROR_MIME } from '../../src/core/cellOutputs';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';

@@ -12,7 +12,7 @@ import type {
   RawOutput,
 } from '../../../src/core/cells';
 import { BridgeError } from '../../../src/core/errors';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/outputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
 
 /** A scripted step of a fake cell run. */
 export type FakeCellStep =
