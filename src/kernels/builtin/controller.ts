@@ -165,8 +165,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     // Output calls go out at once, in the order the kernel sent them: VS Code queues a run's
     // output edits and sends them before its end, so waiting for the editor to acknowledge each
     // (a round trip through the workbench, most of a trivial cell's run-and-wait) buys nothing.
+    // One exception: items appended to a stream output sent in the same batch as the output
+    // itself reach the extension host twice (VS Code 1.139), so they wait for the output.
     const emit = (edit: () => Thenable<void>) =>
       edit().then(undefined, (error: unknown) => this.options.log.debug(`cell output not shown: ${String(error)}`));
+    let appends: Thenable<unknown> = Promise.resolve();
     let started = false;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
@@ -176,19 +179,19 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       execution.executionOrder = ++kernel.executionOrder;
       emit(() => execution.clearOutput());
     };
-    let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
+    let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
     const onOutput = (o: KernelOutput) => {
       start();
       if (o.kind === 'stream') {
         const item =
           o.name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(o.text) : vscode.NotebookCellOutputItem.stderr(o.text);
         if (stream && stream.name === o.name) {
-          const output = stream.output;
-          emit(() => execution.appendOutputItems(item, output));
+          const { output, shown } = stream;
+          const appended = shown.then(() => emit(() => execution.appendOutputItems(item, output)));
+          appends = Promise.all([appends, appended]);
         } else {
           const output = new vscode.NotebookCellOutput([item]);
-          stream = { name: o.name, output };
-          emit(() => execution.appendOutput(output));
+          stream = { name: o.name, output, shown: emit(() => execution.appendOutput(output)) };
         }
         return;
       }
@@ -207,6 +210,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       const value = result.value;
       emit(() => execution.appendOutput(bundleToOutput(value)));
     }
+    await appends;
     execution.end(result.cancelled ? undefined : result.success, Date.now());
   }
 
