@@ -1,8 +1,8 @@
 import type { CellRunResult, CellStatus, OnError, RunHandle, SeriesEvent, SeriesHandle, SeriesResult } from './cells';
 import { BridgeError } from './errors';
 
-/** Longest wait setTimeout allows: a series follows each run to its end. */
-const FOREVER_MS = 2_147_483_647;
+/** Longest wait setTimeout allows: for waits that end with the run (or their caller's abort). */
+export const FOREVER_MS = 2_147_483_647;
 
 /**
  * Several cell runs, followed in notebook order whoever waits. With onError "continue" every

@@ -17,7 +17,7 @@ import {
   runManyBody,
   saveBody,
   toSelection,
-} from '../server/cellSchemas';
+} from '../core/cellSchemas';
 import { Reply } from '../server/route';
 import type { RouteContext } from '../server/routes';
 

@@ -18,7 +18,7 @@ import {
   runQuery,
   saveBody,
   toSelection,
-} from './cellSchemas';
+} from '../core/cellSchemas';
 import { executeScratchpad } from './execute';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './router';

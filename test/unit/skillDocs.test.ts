@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { registerCellTools } from '../../src/mcp/cellTools';
 import { registerCodeTools } from '../../src/mcp/tools';
-import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/server/cellSchemas';
+import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
 const SKILL = path.join(__dirname, '..', '..', 'skills', 'agent-bridge');

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 
-/** Request schemas of the cell routes: strict, so a misspelt key is a 400, not a silent no-op. */
+/**
+ * Request schemas of the cell routes, shared by every transport (HTTP bodies, MCP tool inputs,
+ * code mode): strict, so a misspelt key is a 400, not a silent no-op.
+ */
 
 const notebook = z.string().min(1, 'name a notebook by session id, path or uri').optional();
 /** A cell: its id, or its index (negative counts from the end). Shared with the MCP tools. */
 export const ref = z
   .union([z.string().min(1), z.number().int()], { error: 'a cell id or index' })
   .describe('A cell id, or an index (negative counts from the end).');
-const kind = z.enum(['code', 'markup']);
+export const kind = z.enum(['code', 'markup']);
 const language = z.string().min(1);
 const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
 /** nbformat's cell metadata (for .ipynb): replaces the whole of it. */
