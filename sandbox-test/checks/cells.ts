@@ -4,12 +4,14 @@
  * read-before-write check makes a real human edit: it clicks into the cell's editor in the
  * workbench through the launcher's Chromium page and types on the keyboard.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
 import type { HttpResult, RequestOptions } from '../http';
+import { REPO_ROOT } from '../stack';
 import { readJson, type CheckContext } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -325,6 +327,25 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     const onDisk = (readJson(nb.path).cells as { id: string; metadata: { tags?: string[] } }[]).find((c) => c.id === cell.id);
     ok(onDisk, `cell ${cell.id} is not in the saved file`);
     deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
+  });
+
+  h.check('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async ({ signal }) => {
+    const cell = await create('', signal);
+    const skill = fs.readFileSync(path.join(REPO_ROOT, 'skills', 'agent-bridge', 'SKILL.md'), 'utf8');
+    const blocks = [...skill.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('curl '));
+    ok(blocks.length >= 2, `only ${blocks.length} curl examples found in SKILL.md`);
+    for (const block of blocks) {
+      const script = block.replaceAll('s_ab12cd', sid).replaceAll('c0a1', cell.id);
+      const run = spawnSync('bash', ['-c', `set -e\n${script}`], {
+        env: { ...process.env, AGENT_BRIDGE_URL: ctx.advert.url, MARIMO_TOKEN: ctx.advert.token ?? '' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      eq(run.status, 0, `exit status of\n${script}\n(stderr ${show(run.stderr, 300)})`);
+      ok(run.stdout.trim().startsWith('{'), `no JSON from\n${script}\n: ${show(run.stdout, 300)}`);
+      ok(!run.stdout.includes('"detail"'), `an error from\n${script}\n: ${show(run.stdout, 400)}`);
+    }
+    eq((await getCell(cell.id, signal)).code, 'x = 2', 'the PATCH example wrote the cell');
   });
 
   h.check('cells: /notebooks/open outside the workspace → 403, the same whether the file exists or not', async ({ signal }) => {

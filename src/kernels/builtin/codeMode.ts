@@ -13,10 +13,10 @@
  *   cells.flush  {ops, run, force}        → {ok, created: {key: id}, ops: [{id}], runs: [...]}
  *
  * `cells.flush` takes the block's operations as the agent queued them: refs are ids, indices
- * (the notebook before the block) or the provisional keys `create` ops carry. It replays them
- * on the notebook's layout (core/blockPlan.ts) and turns the outcome into one batch the planner accepts (refs to
- * existing cells only), applies it, then runs the queued cells in order, streaming their
- * console output into the calling run, and answers once they have all ended.
+ * (the notebook before the block) or the provisional keys `create` ops carry. core/blockPlan.ts
+ * replays them on the notebook's layout and turns the outcome into one batch the planner
+ * accepts (refs to existing cells only); this applies it, then runs the queued cells in order,
+ * streaming their console output into the calling run, and answers once they have all ended.
  */
 import { z } from 'zod';
 import type { CellRunResult, CellService, CellStatus, OpenNotebooks, RunEvent, RunHandle } from '../../core/cells';
