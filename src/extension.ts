@@ -38,7 +38,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       },
       codeModeInCells: () => settings.current.codeModeInCells,
     });
-    const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
+    const sessions = new Sessions(
+      [builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))],
+      builtin,
+      () => settings.current.openFolders,
+    );
     const advertDir = join(context.globalStorageUri.fsPath, 'bridges');
     const ownFiles = [join(advertDir, marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];

@@ -4,7 +4,7 @@
  * kernel sees one extra abort signal; nothing is done per output chunk but a bounded append.
  */
 import type { Activity } from './access';
-import type { BatchOp, CellRef, CellService, RunEvent, RunHandle } from './cells';
+import type { BatchOp, CellRef, CellRunResult, CellService, RunEvent, RunHandle } from './cells';
 import type { ExecResult, Kernel, RunOutcome, StreamEvent } from './kernel';
 import type { NotebookHost } from './sessions';
 
@@ -91,18 +91,21 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
   if (maxRunMs <= 0) return cells;
   const cap = (notebook: string | undefined, handle: RunHandle): RunHandle => {
     let forward: ((event: RunEvent) => void) | undefined;
-    const whole = handle.wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) }).then(async (result) => {
-      if (result.done) return result;
-      const detail = `The cell run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
-      activity?.settle('timed_out', detail);
-      forward?.({ kind: 'stderr', text: `${detail}\n` });
-      await cells.interrupt(notebook).catch(() => undefined);
-      for (const end = Date.now() + SETTLE_MS; Date.now() < end; await sleep(SETTLE_POLL_MS)) {
-        const cell = await cells.get(notebook, handle.cellId);
-        if (cell.execution?.status === 'idle') return { done: true, success: false, cell };
-      }
-      return { ...result, cell: await cells.get(notebook, handle.cellId) };
-    });
+    const whole = handle
+      .wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) })
+      .then(async (result): Promise<CellRunResult> => {
+        if (result.done) return result;
+        const detail = `The cell run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+        activity?.settle('timed_out', detail);
+        forward?.({ kind: 'stderr', text: `${detail}\n` });
+        await cells.interrupt(notebook).catch(() => undefined);
+        for (const end = Date.now() + SETTLE_MS; Date.now() < end; await sleep(SETTLE_POLL_MS)) {
+          const cell = await cells.get(notebook, handle.cellId);
+          const status = cell.execution?.status;
+          if (status !== 'queued' && status !== 'running') return { done: true, success: false, status: 'timed_out', cell };
+        }
+        return { ...result, cell: await cells.get(notebook, handle.cellId) };
+      });
     return {
       cellId: handle.cellId,
       wait: async ({ timeoutMs, onEvent, signal }) => {
@@ -113,7 +116,9 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
           signal?.addEventListener('abort', () => resolve(null), { once: true });
         });
         const result = await Promise.race([whole, stopped]).finally(() => clearTimeout(timer));
-        return result ?? { done: false, success: null, cell: await cells.get(notebook, handle.cellId) };
+        if (result) return result;
+        const cell = await cells.get(notebook, handle.cellId);
+        return { done: false, success: null, status: cell.execution?.status ?? 'running', cell };
       },
     };
   };

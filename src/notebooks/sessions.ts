@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { isAbsolute } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
@@ -26,6 +27,8 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   constructor(
     private readonly providers: readonly KernelProvider[],
     private readonly builtin: BuiltinKernels,
+    /** Folders besides the workspace folders where `open` may open notebooks (a setting). */
+    private readonly openFolders: () => readonly string[] = () => [],
   ) {
     for (const notebook of vscode.workspace.notebookDocuments) this.track(notebook);
     this.disposables.push(
@@ -63,12 +66,38 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     return this.opening.run('open', () => this.openNow(path, options));
   }
 
+  /**
+   * Only inside the workspace folders and the configured ones (symlinks resolved). Outside, the
+   * answer is the same whether the path exists or not.
+   */
+  private async checkOpenable(path: string): Promise<void> {
+    const real = async (p: string) => realpath(p).catch(() => resolve(p));
+    const folders = [
+      ...(vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+      ...this.openFolders().filter((f) => isAbsolute(f)),
+    ];
+    const target = await real(path);
+    const roots = await Promise.all(folders.map(real));
+    if (roots.some((root) => isInside(target, root))) return;
+    throw new BridgeError(
+      403,
+      `Opening ${path} is not allowed: agents may open notebooks inside the workspace folders` +
+        (folders.length ? ` (${folders.join(', ')})` : ' (none is open)') +
+        ' and the folders of the setting agentBridge.openFolders. Ask the person to open it, or to add its folder to that setting.',
+    );
+  }
+
   private async openNow(path: string, options: { kernel?: 'builtin' | undefined }): Promise<SessionInfo> {
+    await this.checkOpenable(path);
     let notebook: vscode.NotebookDocument;
     try {
       notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(path));
-    } catch (error) {
-      throw new BridgeError(404, `Cannot open notebook ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    } catch {
+      // VS Code's reason can quote the file (a JSON parse error): it is not passed on.
+      throw new BridgeError(
+        404,
+        `Cannot open ${path} as a notebook: no such file, or not a notebook VS Code can read (.ipynb, or a type an installed extension serves)`,
+      );
     }
     const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
     if (options.kernel === 'builtin') {
@@ -129,4 +158,10 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** `target` is `root` or below it. */
+function isInside(target: string, root: string): boolean {
+  const rel = relative(root, target);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
