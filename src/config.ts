@@ -8,6 +8,8 @@ export interface BridgeConfig {
   pythonPath: string;
   outputTextLimit: number;
   codeModeInCells: boolean;
+  /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
+  openFolders: string[];
 }
 
 /** The settings a running server was built with: a change to any of them restarts it. The only such list. */
@@ -22,6 +24,7 @@ function readConfig(): BridgeConfig {
     pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
     outputTextLimit: c.get<number>('outputTextLimit', 20_000),
     codeModeInCells: c.get<boolean>('codeMode.inCells', false),
+    openFolders: c.get<string[]>('openFolders', []),
   };
 }
 

@@ -41,7 +41,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     const jupyter = new JupyterKernels(log);
     const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
-    const sessions = new Sessions(kernels);
+    const sessions = new Sessions(kernels, () => settings.current.openFolders);
     const advertDir = join(context.globalStorageUri.fsPath, 'bridges');
     const ownFiles = [join(advertDir, marimoRegistryFileName('127.0.0.1', process.pid))];
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];

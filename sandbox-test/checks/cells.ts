@@ -4,10 +4,15 @@
  * read-before-write check makes a real human edit: it clicks into the cell's editor in the
  * workbench through the launcher's Chromium page and types on the keyboard.
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
 import type { HttpResult, RequestOptions } from '../http';
-import type { CheckContext } from './context';
+import { REPO_ROOT } from '../stack';
+import { readJson, type CheckContext } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -19,6 +24,8 @@ interface Cell {
   language: string;
   code: string;
   version: number;
+  tags: string[];
+  metadata: Record<string, unknown>;
   execution: { order: number | null; success: boolean | null; durationMs: number | null; status: string } | null;
   outputs: { items: OutputItem[] }[];
 }
@@ -111,7 +118,7 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     eq(notebook.cellCount, cells.length, 'notebook.cellCount vs cells');
     cells.forEach((c, i) => {
       eq(c.index, i, `cells[${i}].index`);
-      match(c.id, /^c[0-9a-z]{5}$/, `cells[${i}].id`);
+      match(c.id, /^[a-zA-Z0-9_-]{1,64}$/, `cells[${i}].id (an nbformat cell id)`);
       ok(Number.isInteger(c.version) && c.version >= 0, `cells[${i}].version is ${show(c.version)}`);
       ok(c.kind === 'code' || c.kind === 'markup', `cells[${i}].kind is ${show(c.kind)}`);
       if (c.kind === 'code')
@@ -119,6 +126,12 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
       else eq(c.execution, null, `cells[${i}].execution of a markup cell`);
     });
     eq(new Set(cells.map((c) => c.id)).size, cells.length, 'distinct ids');
+    // The fixture's own nbformat ids (analysis.ipynb is nbformat 4.5).
+    const fileIds = (readJson(nb.path).cells as { id: string }[]).map((c) => c.id);
+    ok(
+      fileIds.every((id) => cells.some((c) => c.id === id)),
+      `the file's cell ids ${show(fileIds)} are not the bridge's ${show(cells.map((c) => c.id))}`,
+    );
     const x = cells.find((c) => c.code === 'x = 41');
     ok(x, `fixture cell "x = 41" not listed: ${show(cells.map((c) => c.code))}`);
     deepEq([x.kind, x.language], ['code', 'python'], 'kind and language of "x = 41"');
@@ -176,15 +189,14 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     deepEq([got.code, got.version, got.index], [code, patched.version, cell.index], 'GET after PATCH (code, version, index)');
   });
 
-  h.check('cells: PATCH without "code" → 400 naming it, and the cell is unchanged', async ({ signal }) => {
+  h.check('cells: PATCH without "code" never wipes: 400 when it changes nothing, else the code stays', async ({ signal }) => {
     const cell = await create(`keep_me_${tag} = 1`, signal);
-    for (const body of [{ notebook: sid }, { notebook: sid, language: 'python' }]) {
-      const r = await call('PATCH', `/notebooks/cells/${cell.id}`, body, { signal });
-      const err = expectError(r, 400, `PATCH ${show(body)}`);
-      includes(err.detail, 'code', 'detail');
-    }
+    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid }, { signal });
+    includes(expectError(r, 400, 'PATCH {}').detail, '"code"', 'detail');
+    const tagged = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, tags: ['slow'] }, { signal });
+    eq(tagged.status, 200, `PATCH tags (body ${show(tagged.text, 300)})`);
     const got = await getCell(cell.id, signal);
-    deepEq([got.code, got.version], [cell.code, cell.version], 'cell after the refused PATCHes');
+    deepEq([got.code, got.version, got.tags], [cell.code, cell.version, ['slow']], 'cell after the PATCHes');
   });
 
   h.check('cells: DELETE removes the cell; the others keep ids and indices shift', async ({ signal }) => {
@@ -244,7 +256,7 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
       [['stdout', `run 42 ${tag}\n`]],
       'output items',
     );
-    eq(body.cell.execution?.status, 'idle', 'execution.status');
+    eq(body.cell.execution?.status, 'succeeded', 'execution.status');
     eq(body.cell.execution?.success, true, 'execution.success');
     ok(typeof body.cell.execution?.order === 'number', `execution.order ${show(body.cell.execution?.order)}`);
     deepEq((await getCell(cell.id, signal)).outputs, body.cell.outputs, 'outputs on a later GET');
@@ -264,6 +276,94 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     includes(error.message, `missing_${tag}`, 'error.message');
     includes(error.traceback, 'KeyError', 'error.traceback');
     eq(body.cell.execution?.success, false, 'execution.success');
+    eq(body.cell.execution?.status, 'failed', 'execution.status');
+  });
+
+  // ------------------------------------------------------------- run many, clear, tags, save
+
+  h.check('cells: POST /notebooks/run runs a list in order, stops at the first failure, and clears', async ({ signal }) => {
+    const a = await create(`ra_${tag} = 1`, signal);
+    const b = await create(`raise ValueError("rb_${tag}")`, signal);
+    const c = await create(`print("rc_${tag}")`, signal);
+    const stop = await client.post(
+      '/notebooks/run',
+      { notebook: sid, cells: [c.id, a.id, b.id], wait: true, timeoutMs: 15_000 },
+      { signal, timeoutMs: 20_000 },
+    );
+    eq(stop.status, 200, `run status (body ${show(stop.text, 300)})`);
+    const body = stop.json<{ status: string; runs: { status: string; cell: Cell }[]; skipped: string[] }>();
+    deepEq(
+      body.runs.map((r) => [r.cell.id, r.status]),
+      [
+        [a.id, 'succeeded'],
+        [b.id, 'failed'],
+      ],
+      'runs, in notebook order',
+    );
+    deepEq([body.status, body.skipped], ['failed', [c.id]], 'status and skipped');
+    const go = await client.post(
+      '/notebooks/run',
+      { notebook: sid, cells: [a.id, b.id, c.id], onError: 'continue', wait: true, timeoutMs: 15_000 },
+      { signal, timeoutMs: 20_000 },
+    );
+    deepEq(
+      go.json<{ runs: { status: string }[] }>().runs.map((r) => r.status),
+      ['succeeded', 'failed', 'succeeded'],
+      'onError continue',
+    );
+    const cleared = await client.post('/notebooks/clear-outputs', { notebook: sid, cells: [b.id, c.id] }, { signal });
+    deepEq(cleared.json(), { cleared: [b.id, c.id] }, 'clear-outputs answer');
+    for (const id of [b.id, c.id]) {
+      const got = await getCell(id, signal);
+      deepEq([got.outputs, got.execution?.status], [[], 'idle'], `cell ${id} after clearing`);
+    }
+  });
+
+  h.check('cells: tags and a new cell reach the file with POST /notebooks/save', async ({ signal }) => {
+    const cell = await create(`saved_${tag} = 1`, signal, { tags: ['parameters'] });
+    const r = await client.post('/notebooks/save', { notebook: sid }, { signal });
+    eq(r.status, 200, `save status (body ${show(r.text, 300)})`);
+    deepEq(r.json(), { saved: [{ sessionId: sid, path: nb.path, saved: true }] }, 'save answer');
+    const onDisk = (readJson(nb.path).cells as { id: string; metadata: { tags?: string[] } }[]).find((c) => c.id === cell.id);
+    ok(onDisk, `cell ${cell.id} is not in the saved file`);
+    deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
+  });
+
+  h.check('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async ({ signal }) => {
+    const cell = await create('', signal);
+    const skill = fs.readFileSync(path.join(REPO_ROOT, 'skills', 'agent-bridge', 'SKILL.md'), 'utf8');
+    const blocks = [...skill.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('curl '));
+    ok(blocks.length >= 2, `only ${blocks.length} curl examples found in SKILL.md`);
+    for (const block of blocks) {
+      const script = block.replaceAll('s_ab12cd', sid).replaceAll('c0a1', cell.id);
+      const run = spawnSync('bash', ['-c', `set -e\n${script}`], {
+        env: { ...process.env, AGENT_BRIDGE_URL: ctx.advert.url, MARIMO_TOKEN: ctx.advert.token ?? '' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      eq(run.status, 0, `exit status of\n${script}\n(stderr ${show(run.stderr, 300)})`);
+      ok(run.stdout.trim().startsWith('{'), `no JSON from\n${script}\n: ${show(run.stdout, 300)}`);
+      ok(!run.stdout.includes('"detail"'), `an error from\n${script}\n: ${show(run.stdout, 400)}`);
+    }
+    eq((await getCell(cell.id, signal)).code, 'x = 2', 'the PATCH example wrote the cell');
+  });
+
+  h.check('cells: /notebooks/open outside the workspace → 403, the same whether the file exists or not', async ({ signal }) => {
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'bridge-outside-'));
+    try {
+      const real = path.join(outside, 'x.ipynb');
+      fs.writeFileSync(real, `private ${tag}`);
+      const answers: [number, string][] = [];
+      for (const file of [real, path.join(outside, 'missing.ipynb')]) {
+        const r = await client.post('/notebooks/open', { path: file }, { signal });
+        const err = expectError(r, 403, `open ${file}`);
+        ok(!r.text.includes(`private ${tag}`), 'the file content is not echoed');
+        answers.push([r.status, String(err.detail).replace(file, '<path>')]);
+      }
+      deepEq(answers[0], answers[1], 'existing and missing files get the same answer');
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   h.check('cells: run with Accept: text/event-stream streams stdout as printed, then done', async ({ signal }) => {

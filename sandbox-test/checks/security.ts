@@ -28,7 +28,7 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
 
   h.check('security: wrong token → 401', async ({ signal }) => {
     const wrong = token ? token.replace(/.$/, (c) => (c === '0' ? '1' : '0')) : 'wrong';
-    expectError(await client.get('/api/sessions', { token: wrong, signal }), 401);
+    expectError(await client.get('/api/sessions', { token: wrong, signal }), 401, /^Wrong token: .*Copy Connection Info/);
     expectError(
       await client.get('/api/sessions', {
         token: null,

@@ -4,8 +4,19 @@
  * kernel sees one extra abort signal; nothing is done per output chunk but a bounded append.
  */
 import type { Activity } from './access';
-import type { BatchOp, CellRef, CellService, RunEvent, RunHandle } from './cells';
+import type {
+  BatchOp,
+  CellRef,
+  CellRunResult,
+  CellService,
+  OnError,
+  RunEvent,
+  RunHandle,
+  RunSelection,
+  SeriesHandle,
+} from './cells';
 import type { ExecResult, Kernel, RunOutcome, StreamEvent } from './kernel';
+import { FOREVER_MS } from './series';
 import type { NotebookHost } from './sessions';
 
 type Outcome = ExecResult & { readonly status?: RunOutcome };
@@ -83,8 +94,8 @@ const SETTLE_POLL_MS = 100;
 const SETTLE_MS = 10_000;
 
 /**
- * The cell service as an agent's action sees it: every run it starts (alone or after a batch) is
- * capped by the person's limit. Past it the notebook's kernel is interrupted, and the run ends
+ * The cell service as an agent's action sees it: every run it starts (alone, after a batch, or a
+ * run of many) is capped by the person's limit. Past it the notebook's kernel is interrupted, and the run ends
  * failed, its action timed out. A handle's own `wait` is taken by the cap, so the waits the
  * transports ask for are served from it.
  */
@@ -92,18 +103,21 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
   if (maxRunMs <= 0) return cells;
   const cap = (notebook: string | undefined, handle: RunHandle): RunHandle => {
     let forward: ((event: RunEvent) => void) | undefined;
-    const whole = handle.wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) }).then(async (result) => {
-      if (result.done) return result;
-      const detail = `The cell run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
-      activity?.settle('timed_out', detail);
-      forward?.({ kind: 'stderr', text: `${detail}\n` });
-      await cells.interrupt(notebook).catch(() => undefined);
-      for (const end = Date.now() + SETTLE_MS; Date.now() < end; await sleep(SETTLE_POLL_MS)) {
-        const cell = await cells.get(notebook, handle.cellId);
-        if (cell.execution?.status === 'idle') return { done: true, success: false, cell };
-      }
-      return { ...result, cell: await cells.get(notebook, handle.cellId) };
-    });
+    const whole = handle
+      .wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) })
+      .then(async (result): Promise<CellRunResult> => {
+        if (result.done) return result;
+        const detail = `The cell run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+        activity?.settle('timed_out', detail);
+        forward?.({ kind: 'stderr', text: `${detail}\n` });
+        await cells.interrupt(notebook).catch(() => undefined);
+        for (const end = Date.now() + SETTLE_MS; Date.now() < end; await sleep(SETTLE_POLL_MS)) {
+          const cell = await cells.get(notebook, handle.cellId);
+          const status = cell.execution?.status;
+          if (status !== 'queued' && status !== 'running') return { done: true, success: false, status: 'timed_out', cell };
+        }
+        return { ...result, cell: await cells.get(notebook, handle.cellId) };
+      });
     return {
       cellId: handle.cellId,
       wait: async ({ timeoutMs, onEvent, signal }) => {
@@ -114,12 +128,37 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
           signal?.addEventListener('abort', () => resolve(null), { once: true });
         });
         const result = await Promise.race([whole, stopped]).finally(() => clearTimeout(timer));
-        return result ?? { done: false, success: null, cell: await cells.get(notebook, handle.cellId) };
+        if (result) return result;
+        const cell = await cells.get(notebook, handle.cellId);
+        return { done: false, success: null, status: cell.execution?.status ?? 'running', cell };
+      },
+    };
+  };
+  // A run of many is capped as a whole: past the limit the kernel is interrupted, which ends the
+  // running cell (and the series, or with onError "continue" the cells queued after it).
+  const capSeries = (notebook: string | undefined, series: SeriesHandle): SeriesHandle => {
+    const detail = `The cells run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+    let capped = false;
+    const timer = setTimeout(() => {
+      capped = true;
+      activity?.settle('timed_out', detail);
+      void cells.interrupt(notebook).catch(() => undefined);
+    }, maxRunMs);
+    void series.wait({ timeoutMs: FOREVER_MS }).finally(() => clearTimeout(timer));
+    return {
+      cellIds: series.cellIds,
+      wait: async (options) => {
+        const result = await series.wait(options);
+        return capped && result.status === 'interrupted' ? { ...result, status: 'timed_out', detail } : result;
       },
     };
   };
   return new Proxy(cells, {
     get(target, key) {
+      if (key === 'runMany') {
+        return async (notebook: string | undefined, selection: RunSelection, onError: OnError) =>
+          capSeries(notebook, await target.runMany(notebook, selection, onError));
+      }
       if (key === 'run')
         return async (notebook: string | undefined, ref: CellRef) => cap(notebook, await target.run(notebook, ref));
       if (key === 'batch') {

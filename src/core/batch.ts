@@ -1,4 +1,4 @@
-import type { BatchOp, CellKind, CellRef, NewCell, NotebookChange, WriteGuard } from './cells';
+import type { BatchOp, CellKind, CellMetadata, CellRef, MetadataChange, NewCell, NotebookChange, WriteGuard } from './cells';
 import { BridgeError } from './errors';
 import { resolveCellIndex } from './refs';
 
@@ -9,6 +9,25 @@ export interface CellState {
   readonly language: string;
   readonly code: string;
   readonly version: number;
+  readonly metadata: CellMetadata;
+}
+
+/**
+ * A refusal of one op of a batch: `op` is its position in the batch, `reason` the sentence
+ * without the op's name, so a caller that names ops its own way (code mode) relabels it
+ * without reading the message.
+ */
+export class OpError extends BridgeError {
+  constructor(
+    status: number,
+    readonly op: number,
+    readonly reason: string,
+    where: string,
+    extra: Record<string, unknown> = {},
+  ) {
+    super(status, `${where}${reason}`, extra);
+    this.name = 'OpError';
+  }
 }
 
 export interface PlanOptions {
@@ -17,8 +36,8 @@ export interface PlanOptions {
   /** Language of new code cells. */
   defaultLanguage: string;
   newId: () => string;
-  /** Throws (409) when writing this cell would clobber unread changes. */
-  checkWrite: (cell: CellState, index: number, guard: WriteGuard, where: string) => void;
+  /** Why writing this cell would clobber unread changes (409), with the body's extra fields; else undefined. */
+  checkWrite: (cell: CellState, index: number, guard: WriteGuard) => { why: string; extra: Record<string, unknown> } | undefined;
   /** How op `i` is named in messages (default `ops.<i>: `). */
   where?: (i: number) => string;
 }
@@ -48,10 +67,9 @@ interface Entry {
   kind: CellKind;
   language: string;
   code: string;
+  metadata: CellMetadata;
   touched: boolean;
 }
-
-const bad = (where: string, detail: string) => new BridgeError(400, `${where}${detail}`);
 
 /**
  * Plans a batch against the cells as they are: every ref must resolve (404), no op may use a
@@ -63,13 +81,14 @@ const bad = (where: string, detail: string) => new BridgeError(400, `${where}${d
  */
 export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], options: PlanOptions): Plan {
   const where = options.where ?? ((i: number) => `ops.${i}: `);
+  const bad = (i: number, reason: string) => new OpError(400, i, reason, where(i));
   const ids = cells.map((c) => c.id);
   const resolve = (ref: CellRef, i: number, field: string): string => {
     try {
       return ids[resolveCellIndex(ids, ref, options.notebook)]!;
     } catch (error) {
       if (error instanceof BridgeError)
-        throw new BridgeError(error.status, `${where(i)}${field ? `${field}: ` : ''}${error.detail}`, error.extra);
+        throw new OpError(error.status, i, `${field ? `${field}: ` : ''}${error.detail}`, where(i), error.extra);
       throw error;
     }
   };
@@ -90,17 +109,21 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
       'after' in op ? op.after : undefined,
     ];
     if (positions.filter((p) => p !== undefined).length > 1) {
-      throw bad(where(i), `give at most one of ${op.op === 'move' ? '"to"' : '"index"'}, "before" and "after"`);
+      throw bad(i, `give at most one of ${op.op === 'move' ? '"to"' : '"index"'}, "before" and "after"`);
     }
-    if (op.op === 'move' && positions.every((p) => p === undefined)) throw bad(where(i), 'give "to", "before" or "after"');
-    if (op.op === 'move' && refs.length === 2 && refs[0] === refs[1]) throw bad(where(i), 'a cell cannot move next to itself');
+    if (op.op === 'move' && positions.every((p) => p === undefined)) throw bad(i, 'give "to", "before" or "after"');
+    if (op.op === 'move' && refs.length === 2 && refs[0] === refs[1]) throw bad(i, 'a cell cannot move next to itself');
+    if (op.op === 'edit' && [op.code, op.kind, op.language, op.metadata, op.tags].every((v) => v === undefined))
+      throw bad(i, 'give what to change: "code", "kind", "language", "metadata" or "tags"');
+    if (op.op !== 'delete' && op.op !== 'move' && op.metadata !== undefined && op.tags !== undefined)
+      throw bad(i, 'give "metadata" (the whole of it, tags included) or "tags", not both');
     const first = op.op === 'delete' ? deletedBy : op.op === 'edit' ? editedBy : undefined;
     if (first && op.op !== 'create') {
       const id = refs[0]!;
       const earlier = first.get(id);
       if (earlier !== undefined)
         throw bad(
-          where(i),
+          i,
           `cell ${id} is already ${op.op === 'delete' ? 'deleted' : 'edited'} by ops.${earlier}; one ${op.op} per cell`,
         );
       first.set(id, i);
@@ -110,8 +133,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   for (const { i, ids: refs } of used) {
     for (const id of refs) {
       const j = deletedBy.get(id);
-      if (j !== undefined && j !== i)
-        throw bad(where(i), `cell ${id} is deleted by ops.${j}; no op may use a cell another op deletes`);
+      if (j !== undefined && j !== i) throw bad(i, `cell ${id} is deleted by ops.${j}; no op may use a cell another op deletes`);
     }
   }
 
@@ -122,11 +144,12 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     kind: c.kind,
     language: c.language,
     code: c.code,
+    metadata: c.metadata,
     touched: false,
   }));
   const find = (id: string) => list.findIndex((e) => e.id === id);
   const created: string[] = [];
-  const writes: { index: number; guard: WriteGuard; where: string }[] = [];
+  const writes: { index: number; guard: WriteGuard; op: number }[] = [];
   const position = (
     i: number,
     p: { index?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined },
@@ -137,7 +160,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     if (p.after !== undefined) return find(resolve(p.after, i, 'after')) + 1;
     if (p.index === undefined) return max;
     if (!Number.isInteger(p.index) || p.index < 0 || p.index > max) {
-      throw bad(where(i), `${field} ${p.index} is out of range: it must be between 0 and ${max} at this point of the batch`);
+      throw bad(i, `${field} ${p.index} is out of range: it must be between 0 and ${max} at this point of the batch`);
     }
     return p.index;
   };
@@ -154,23 +177,25 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
           kind,
           language: op.language ?? defaultLanguage(kind, options),
           code: op.code ?? '',
+          metadata: withMetadata({}, op),
           touched: true,
         });
         return;
       }
       case 'edit': {
         const entry = list[find(resolve(op.ref, i, ''))]!;
-        writes.push({ index: entry.source!, guard: op, where: where(i) });
+        writes.push({ index: entry.source!, guard: op, op: i });
         const kind = op.kind ?? entry.kind;
         entry.language = op.language ?? (kind === entry.kind ? entry.language : defaultLanguage(kind, options));
         entry.kind = kind;
-        entry.code = op.code;
+        entry.code = op.code ?? entry.code;
+        entry.metadata = withMetadata(entry.metadata, op);
         entry.touched = true;
         return;
       }
       case 'delete': {
         const at = find(resolve(op.ref, i, ''));
-        writes.push({ index: list[at]!.source!, guard: op, where: where(i) });
+        writes.push({ index: list[at]!.source!, guard: op, op: i });
         list.splice(at, 1);
         return;
       }
@@ -183,7 +208,10 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
       }
     }
   });
-  for (const w of writes) options.checkWrite(cells[w.index]!, w.index, w.guard, w.where);
+  for (const w of writes) {
+    const conflict = options.checkWrite(cells[w.index]!, w.index, w.guard);
+    if (conflict) throw new OpError(409, w.op, conflict.why, where(w.op), conflict.extra);
+  }
 
   const change = toChange(cells, list);
   const kept = new Set(list.map((e) => e.id));
@@ -192,8 +220,16 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     layout: list.map((e) => ({ id: e.id, kind: e.kind, code: e.code, touched: e.touched })),
     deleted: ids.filter((id) => !kept.has(id)),
     created,
-    empty: change.texts.length === 0 && change.splices.length === 0,
+    empty: change.texts.length === 0 && change.metadata.length === 0 && change.splices.length === 0,
   };
+}
+
+/** Metadata after an op: replaced whole, or only its tags (no tags: the key goes). */
+function withMetadata(current: CellMetadata, change: MetadataChange): CellMetadata {
+  if (change.metadata !== undefined) return change.metadata;
+  if (change.tags === undefined) return current;
+  const { tags: _old, ...rest } = current;
+  return change.tags.length ? { ...rest, tags: [...new Set(change.tags)] } : rest;
 }
 
 function defaultLanguage(kind: CellKind, options: PlanOptions): string {
@@ -213,6 +249,7 @@ function toChange(before: readonly CellState[], after: readonly Entry[]): Notebo
   const anchored = new Set(longestIncreasing(candidates.map(({ e }) => e.source!)).map((k) => candidates[k]!.i));
 
   const texts: { index: number; code: string }[] = [];
+  const metadata: { index: number; metadata: CellMetadata }[] = [];
   const splices: { start: number; end: number; cells: NewCell[] }[] = [];
   let pending: NewCell[] = [];
   let last = -1;
@@ -225,6 +262,7 @@ function toChange(before: readonly CellState[], after: readonly Entry[]): Notebo
       close(e.source!);
       last = e.source!;
       if (before[last]!.code !== e.code) texts.push({ index: last, code: e.code });
+      if (before[last]!.metadata !== e.metadata) metadata.push({ index: last, metadata: e.metadata });
       return;
     }
     const old = e.source === null ? undefined : before[e.source]!;
@@ -233,12 +271,13 @@ function toChange(before: readonly CellState[], after: readonly Entry[]): Notebo
       kind: e.kind,
       language: e.language,
       code: e.code,
+      metadata: e.metadata,
       version: old ? old.version + (old.code === e.code ? 0 : 1) : 1,
       copyOf: e.source ?? undefined,
     });
   });
   close(before.length);
-  return { expectIds: before.map((c) => c.id), texts, splices, resultIds: after.map((e) => e.id) };
+  return { expectIds: before.map((c) => c.id), texts, metadata, splices, resultIds: after.map((e) => e.id) };
 }
 
 /** Positions (into `values`) of one longest strictly increasing subsequence. */

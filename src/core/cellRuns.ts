@@ -1,4 +1,4 @@
-import type { CellView, RunHandle, RunResult } from './cells';
+import type { CellRunResult, CellStatus, CellView, RunHandle } from './cells';
 
 /** How long a cell run is waited for when the request names no timeout. */
 export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
@@ -12,6 +12,7 @@ export interface RunOptions {
 export interface RunSummary {
   done: boolean;
   success: boolean | null;
+  status: CellStatus;
   cell: CellView;
 }
 
@@ -28,7 +29,7 @@ export interface Waited<T> {
  * Waits for a batch's runs under one deadline. Not waiting, the body names the queued cells; a
  * wait that runs out leaves the runs going and says which (`timedOut`, with a `detail`).
  */
-export async function waitRuns<T extends object>(
+export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   applied: T,
   handles: readonly RunHandle[],
   options: RunOptions,
@@ -36,9 +37,16 @@ export async function waitRuns<T extends object>(
   if (!handles.length) return { body: applied, timedOut: false };
   if (!options.wait) return { body: { ...applied, queued: handles.map((h) => h.cellId) }, timedOut: false };
   const deadline = Date.now() + options.timeoutMs;
-  const runs: RunResult[] = [];
+  const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
-  const body = { ...applied, runs: runs.map((r) => ({ done: r.done, success: r.success, cell: r.cell })) };
+  // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
+  const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
+  const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
+  const body = {
+    ...applied,
+    ...(cells ? { cells } : {}),
+    runs: runs.map((r) => ({ done: r.done, success: r.success, status: r.status, cell: r.cell })),
+  };
   const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
   if (!pending.length) return { body, timedOut: false };
   return { body: { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body }, timedOut: true };

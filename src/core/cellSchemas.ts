@@ -1,15 +1,22 @@
 import { z } from 'zod';
 
-/** Request schemas of the cell routes: strict, so a misspelt key is a 400, not a silent no-op. */
+/**
+ * Request schemas of the cell routes, shared by every transport (HTTP bodies, MCP tool inputs,
+ * code mode): strict, so a misspelt key is a 400, not a silent no-op.
+ */
 
 const notebook = z.string().min(1, 'name a notebook by session id, path or uri').optional();
 /** A cell: its id, or its index (negative counts from the end). Shared with the MCP tools. */
 export const ref = z
   .union([z.string().min(1), z.number().int()], { error: 'a cell id or index' })
   .describe('A cell id, or an index (negative counts from the end).');
-const kind = z.enum(['code', 'markup']);
+export const kind = z.enum(['code', 'markup']);
 const language = z.string().min(1);
-const code = z.string({ error: '"code" is required: the whole new text of the cell ("" empties it)' });
+const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
+/** nbformat's cell metadata (for .ipynb): replaces the whole of it. */
+const metadata = z.record(z.string(), z.unknown()).describe('The whole cell metadata (nbformat `metadata`), tags included.');
+const tags = z.array(z.string().min(1)).describe('The cell tags (metadata.tags) to set; [] removes them.');
+const metadataChange = { metadata: metadata.optional(), tags: tags.optional() };
 const guard = {
   version: z.number().int().min(0).optional(),
   force: z.boolean().optional(),
@@ -43,8 +50,16 @@ export const createBody = z.strictObject({
   kind: kind.optional(),
   language: language.optional(),
   ...position,
+  ...metadataChange,
 });
-export const editBody = z.strictObject({ notebook, code, kind: kind.optional(), language: language.optional(), ...guard });
+export const editBody = z.strictObject({
+  notebook,
+  code: code.optional(),
+  kind: kind.optional(),
+  language: language.optional(),
+  ...metadataChange,
+  ...guard,
+});
 export const moveBody = z.strictObject({ notebook, ...moveTarget });
 export const runBody = z.strictObject({ notebook, ...wait });
 
@@ -55,8 +70,17 @@ const op = z.discriminatedUnion('op', [
     kind: kind.optional(),
     language: language.optional(),
     ...position,
+    ...metadataChange,
   }),
-  z.strictObject({ op: z.literal('edit'), ref, code, kind: kind.optional(), language: language.optional(), ...guard }),
+  z.strictObject({
+    op: z.literal('edit'),
+    ref,
+    code: code.optional(),
+    kind: kind.optional(),
+    language: language.optional(),
+    ...metadataChange,
+    ...guard,
+  }),
   z.strictObject({ op: z.literal('delete'), ref, ...guard }),
   z.strictObject({ op: z.literal('move'), ref, ...moveTarget }),
 ]);
@@ -68,3 +92,47 @@ export const editsBody = z.strictObject({
   run: z.array(ref).optional(),
   ...wait,
 });
+
+/** Which cells: a list of refs, a half-open index range, or all; exactly one of them. */
+const selection = {
+  cells: z.array(ref).min(1, 'give at least one cell').optional(),
+  range: z
+    .strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) })
+    .describe('Cell indices start (included) to end (excluded).')
+    .optional(),
+  all: z.literal(true).optional(),
+};
+const oneSelection = (s: { cells?: unknown; range?: unknown; all?: unknown }) =>
+  [s.cells, s.range, s.all].filter((v) => v !== undefined).length === 1;
+const SELECTION = { error: 'give exactly one of "cells" (ids or indices), "range" ({start, end}) or "all": true' };
+
+/** A selection as the cell service takes it (the schema made sure exactly one is given). */
+export function toSelection(s: {
+  cells?: (string | number)[] | undefined;
+  range?: { start: number; end: number } | undefined;
+}): { cells: (string | number)[] } | { range: { start: number; end: number } } | { all: true } {
+  if (s.cells) return { cells: s.cells };
+  if (s.range) return { range: s.range };
+  return { all: true };
+}
+
+export const runManyBody = z
+  .strictObject({
+    notebook,
+    ...selection,
+    onError: z
+      .enum(['stop', 'continue'])
+      .optional()
+      .describe('"stop" (default): a cell that fails ends the series; "continue": every cell runs.'),
+    ...wait,
+  })
+  .refine(oneSelection, SELECTION);
+
+export const clearBody = z.strictObject({ notebook, ...selection }).refine(oneSelection, SELECTION);
+
+export const saveBody = z
+  .strictObject({
+    notebook,
+    all: z.literal(true).optional().describe('Save every open notebook the agents changed or ran.'),
+  })
+  .refine((b) => !(b.all && b.notebook), { error: 'give "notebook" or "all": true, not both' });

@@ -4,7 +4,7 @@
  * implementation is src/notebooks/cells.ts, unit tests use an in-memory fake).
  */
 
-import type { InterruptHow } from './kernel';
+import type { InterruptHow, RunOutcome } from './kernel';
 
 export type CellKind = 'code' | 'markup';
 
@@ -35,13 +35,18 @@ export interface NotebookInfo {
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
 export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable'>;
 
+/** Where a run is, as the editor reports it. */
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
+
+/** A cell's run state: never run (idle), queued, running, then how its last run ended. */
+export type CellStatus = ExecutionStatus | RunOutcome;
 
 export interface ExecutionView {
   readonly order: number | null;
+  /** null only while the cell has no ended run (never run, queued, running). */
   readonly success: boolean | null;
   readonly durationMs: number | null;
-  readonly status: ExecutionStatus;
+  readonly status: CellStatus;
 }
 
 /** One item of an output, typed: stdout/stderr/error, else its mime type. */
@@ -57,6 +62,8 @@ export interface OutputItemView {
   /** Size of the raw item in bytes. */
   readonly bytes: number;
   readonly truncated?: true;
+  /** Characters cut from the middle of a truncated item (head and tail are kept). */
+  readonly omitted?: number;
   /** Where the raw bytes are served (binary and truncated items). */
   readonly url?: string;
 }
@@ -72,10 +79,16 @@ export interface CellView {
   readonly language: string;
   readonly code: string;
   readonly version: number;
+  /** The cell's own metadata (nbformat's cell `metadata` for .ipynb), without the editor's keys. */
+  readonly metadata: CellMetadata;
+  /** `metadata.tags`: what papermill, nbconvert and Quarto read. */
+  readonly tags: readonly string[];
   /** null for markup cells. */
   readonly execution: ExecutionView | null;
   readonly outputs: readonly OutputView[];
 }
+
+export type CellMetadata = Readonly<Record<string, unknown>>;
 
 export interface ActiveNotebook {
   readonly notebook: NotebookInfo | null;
@@ -97,9 +110,23 @@ export interface Position {
   readonly after?: CellRef | undefined;
 }
 
+/** What an edit may set besides the text: the whole metadata, or only its tags. */
+export interface MetadataChange {
+  readonly metadata?: CellMetadata | undefined;
+  readonly tags?: readonly string[] | undefined;
+}
+
 export type BatchOp =
-  | ({ op: 'create'; code?: string | undefined; kind?: CellKind | undefined; language?: string | undefined } & Position)
-  | ({ op: 'edit'; ref: CellRef; code: string; kind?: CellKind | undefined; language?: string | undefined } & WriteGuard)
+  | ({ op: 'create'; code?: string | undefined; kind?: CellKind | undefined; language?: string | undefined } & Position &
+      MetadataChange)
+  | ({
+      op: 'edit';
+      ref: CellRef;
+      code?: string | undefined;
+      kind?: CellKind | undefined;
+      language?: string | undefined;
+    } & WriteGuard &
+      MetadataChange)
   | ({ op: 'delete'; ref: CellRef } & WriteGuard)
   | { op: 'move'; ref: CellRef; to?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined };
 
@@ -110,11 +137,53 @@ export interface BatchResult {
   readonly cellCount: number;
 }
 
-export interface RunResult {
+export interface CellRunResult {
   /** False when the wait ended by timeout (the run goes on). */
   readonly done: boolean;
+  /** A boolean once the run ended (false when it failed or was interrupted); null while it runs. */
   readonly success: boolean | null;
+  /** How the run ended, or where it is when the wait stopped first. */
+  readonly status: CellStatus;
   readonly cell: CellView;
+}
+
+/** Which cells a run of many runs: a list of refs, a half-open index range, or all code cells. */
+export type RunSelection = { readonly cells: readonly CellRef[] } | { readonly range: IndexRange } | { readonly all: true };
+
+/** `stop`: a cell that does not succeed ends the series (later cells are not run); `continue`: all run. */
+export type OnError = 'stop' | 'continue';
+
+/** Incremental output of one cell of a series, or its end. */
+export type SeriesEvent =
+  { readonly cellId: string; readonly event: RunEvent } | { readonly cellId: string; readonly result: CellRunResult };
+
+export interface SeriesResult {
+  /** False when the wait ended by timeout (the series goes on). */
+  readonly done: boolean;
+  /** `succeeded` when every cell did; else the outcome of the first that did not, or `running`. */
+  readonly status: CellStatus;
+  /** One per cell whose run ended, in order. */
+  readonly runs: readonly CellRunResult[];
+  /** Cells queued or running when the wait stopped (the series goes on). */
+  readonly pending: readonly string[];
+  /** Cells not run because an earlier one did not succeed (onError "stop"). */
+  readonly skipped: readonly string[];
+  /** Why the series ended early when no cell failed (e.g. a cell was deleted). */
+  readonly detail?: string;
+}
+
+/** A queued series of cell runs; `wait` may be called once. */
+export interface SeriesHandle {
+  readonly cellIds: readonly string[];
+  wait(options: { timeoutMs: number; onEvent?: (event: SeriesEvent) => void; signal?: AbortSignal }): Promise<SeriesResult>;
+}
+
+export interface SavedNotebook {
+  readonly sessionId: string;
+  readonly path: string | null;
+  readonly saved: boolean;
+  /** Why it was not saved. */
+  readonly detail?: string;
 }
 
 /** Incremental output of a run, for event streams. */
@@ -124,7 +193,7 @@ export type RunEvent =
 /** A queued cell run; `wait` may be called once. */
 export interface RunHandle {
   readonly cellId: string;
-  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<RunResult>;
+  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult>;
 }
 
 /** The cell routes' view of the notebooks. Errors are BridgeErrors. `notebook` names a notebook by
@@ -149,6 +218,12 @@ export interface CellService {
     run: readonly CellRef[],
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  /** Runs several cells in notebook order (one at a time with onError "stop"). */
+  runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
+  /** Clears the outputs (and last run) of the selected cells; markup cells have none. */
+  clearOutputs(notebook: string | undefined, selection: RunSelection): Promise<{ cleared: string[] }>;
+  /** Saves one notebook, or (notebook "all") every open notebook the agents changed or ran. */
+  save(notebook: string | undefined | 'all'): Promise<{ saved: SavedNotebook[] }>;
   /** What stopping the running cell took: SIGINT, or (builtin kernel, SIGINT ignored for 2 s) a restart. */
   interrupt(notebook: string | undefined): Promise<InterruptHow>;
   restart(notebook: string | undefined): Promise<void>;
@@ -178,6 +253,8 @@ export interface ExecutionState {
   readonly success: boolean | null;
   readonly durationMs: number | null;
   readonly status: ExecutionStatus;
+  /** The last execution has an end time (with success undefined: it was cancelled). */
+  readonly ended: boolean;
   /** Executions seen to end since the notebook was opened: a run is over when this grows. */
   readonly completedRuns: number;
 }
@@ -188,6 +265,7 @@ export interface CellSnapshot {
   readonly language: string;
   readonly code: string;
   readonly version: number;
+  readonly metadata: CellMetadata;
   readonly execution: ExecutionState;
   readonly outputs: readonly RawOutput[];
 }
@@ -201,6 +279,8 @@ export interface NewCell {
   readonly code: string;
   /** The version the cell starts at (its own history continues when it is a copy). */
   readonly version: number;
+  /** The cell's metadata (for a copy: replaces the original's). */
+  readonly metadata?: CellMetadata | undefined;
   readonly copyOf?: number | undefined;
 }
 
@@ -211,6 +291,8 @@ export interface NewCell {
 export interface NotebookChange {
   readonly expectIds: readonly string[];
   readonly texts: readonly { readonly index: number; readonly code: string }[];
+  /** New metadata of cells that stay in place. */
+  readonly metadata: readonly { readonly index: number; readonly metadata: CellMetadata }[];
   readonly splices: readonly { readonly start: number; readonly end: number; readonly cells: readonly NewCell[] }[];
   /** Ids of the cells after the change, in order (to check and to place the new cells). */
   readonly resultIds: readonly string[];
@@ -238,6 +320,10 @@ export interface OpenNotebooks {
   apply(uri: string, change: NotebookChange): Promise<void>;
   /** Queues the cells for execution by the notebook's kernel; does not wait for them. */
   execute(uri: string, ids: readonly string[]): Promise<void>;
+  /** Removes the outputs and the last run's summary of these cells (one edit). */
+  clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
+  /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */
+  save(uri: string): Promise<void>;
   /** Fires after any change of the notebook's cells (text, outputs, execution state). */
   onDidChange(uri: string, listener: () => void): Disposable;
   interrupt(uri: string): Promise<InterruptHow>;

@@ -1,5 +1,5 @@
 import type { MimeBundle, StreamEvent } from './kernel';
-import { isTextMime, stripAnsi } from './outputs';
+import { isTextMime, stripAnsi } from './cellOutputs';
 
 /** One output as the marimo and Jupyter extensions' `executeCode` yield it. */
 export interface ApiOutput {

@@ -5,22 +5,28 @@ import type {
   CellRef,
   CellService,
   CellSnapshot,
+  CellStatus,
   CellView,
   ExecutionState,
   NotebookEntry,
   NotebookInfo,
+  OnError,
   OpenNotebooks,
   RawOutput,
   RunEvent,
   RunHandle,
-  RunResult,
+  RunSelection,
+  CellRunResult,
+  SavedNotebook,
+  SeriesHandle,
   WriteGuard,
 } from './cells';
 import { BridgeError } from './errors';
 import type { InterruptHow } from './kernel';
 import { KeyedQueue } from './keyedQueue';
-import { logicalItems, OutputFollower, shapeOutputs } from './outputs';
+import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
+import { CellSeries } from './series';
 import { ReadTracker } from './versions';
 
 export interface NotebookCellsOptions {
@@ -38,6 +44,8 @@ const single = () => '';
 export class NotebookCells implements CellService {
   private readonly tracker = new ReadTracker();
   private readonly writes = new KeyedQueue();
+  /** Notebooks the agents changed or ran since they were opened (what "save all" saves). */
+  private readonly touched = new Set<string>();
 
   constructor(
     private readonly docs: OpenNotebooks,
@@ -46,7 +54,9 @@ export class NotebookCells implements CellService {
 
   async notebooks(): Promise<NotebookInfo[]> {
     const list = this.docs.list();
-    this.tracker.retainNotebooks(new Set(list.map((n) => n.uri)));
+    const open = new Set(list.map((n) => n.uri));
+    this.tracker.retainNotebooks(open);
+    for (const uri of this.touched) if (!open.has(uri)) this.touched.delete(uri);
     return Promise.all(list.map((n) => this.withKernel(n)));
   }
 
@@ -120,6 +130,47 @@ export class NotebookCells implements CellService {
     return (await this.start(notebook, [cells[index]!.id]))[0]!;
   }
 
+  async runMany(ref: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle> {
+    const notebook = this.notebook(ref);
+    const ids = this.select(notebook, selection);
+    await this.checkKernel(notebook);
+    const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
+    return new CellSeries(ids, first, onError, async (id) => (await this.start(notebook, [id]))[0]!);
+  }
+
+  async clearOutputs(ref: string | undefined, selection: RunSelection): Promise<{ cleared: string[] }> {
+    const notebook = this.notebook(ref);
+    return this.writes.run(notebook.uri, async () => {
+      const ids = this.select(notebook, selection);
+      this.touched.add(notebook.uri);
+      await this.docs.clearOutputs(notebook.uri, ids);
+      return { cleared: ids };
+    });
+  }
+
+  async save(ref: string | undefined | 'all'): Promise<{ saved: SavedNotebook[] }> {
+    if (ref !== 'all') {
+      const notebook = this.notebook(ref);
+      await this.writes.run(notebook.uri, () => this.docs.save(notebook.uri));
+      this.touched.delete(notebook.uri);
+      return { saved: [{ sessionId: notebook.sessionId, path: notebook.path, saved: true }] };
+    }
+    const touched = this.docs.list().filter((n) => this.touched.has(n.uri));
+    const saved = await Promise.all(
+      touched.map(async (n): Promise<SavedNotebook> => {
+        try {
+          await this.writes.run(n.uri, () => this.docs.save(n.uri));
+          this.touched.delete(n.uri);
+          return { sessionId: n.sessionId, path: n.path, saved: true };
+        } catch (error) {
+          if (!(error instanceof BridgeError)) throw error;
+          return { sessionId: n.sessionId, path: n.path, saved: false, detail: error.detail };
+        }
+      }),
+    );
+    return { saved };
+  }
+
   interrupt(ref: string | undefined): Promise<InterruptHow> {
     return this.docs.interrupt(this.notebook(ref).uri);
   }
@@ -170,9 +221,9 @@ export class NotebookCells implements CellService {
         defaultLanguage: this.mainLanguage(notebook.uri, cells),
         newId: () => this.docs.newId(notebook.uri),
         where,
-        checkWrite: (cell: CellState, index: number, guard: WriteGuard, at: string) => {
+        checkWrite: (cell: CellState, index: number, guard: WriteGuard) => {
           const why = this.tracker.conflict(notebook.uri, { ...cell, index }, guard);
-          if (why) throw new BridgeError(409, `${at}${why}`, { cell: this.view(notebook, cells[index]!, index) });
+          return why === undefined ? undefined : { why, extra: { cell: this.view(notebook, cells[index]!, index) } };
         },
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
@@ -185,7 +236,10 @@ export class NotebookCells implements CellService {
       });
       if (runIds.length) await this.checkKernel(notebook);
 
-      if (!plan.empty) await this.docs.apply(notebook.uri, plan.change);
+      if (!plan.empty) {
+        await this.docs.apply(notebook.uri, plan.change);
+        this.touched.add(notebook.uri);
+      }
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
@@ -209,7 +263,35 @@ export class NotebookCells implements CellService {
       throw new BridgeError(409, `Cannot run cells of ${notebookLabel(notebook)}: ${kernel.unavailable}`);
   }
 
+  /** Ids of the code cells a selection names, in notebook order; markup named explicitly is a 400. */
+  private select(notebook: NotebookEntry, selection: RunSelection): string[] {
+    const cells = this.docs.cells(notebook.uri);
+    const label = notebookLabel(notebook);
+    let chosen: number[];
+    if ('all' in selection) chosen = cells.map((_, i) => i);
+    else if ('range' in selection) {
+      const { start, end } = selection.range;
+      if (start < 0 || end > cells.length || start >= end)
+        throw new BridgeError(
+          400,
+          `range ${start}..${end} is not a range of ${label}: it has ${cells.length} cells; give 0 <= start < end <= ${cells.length} (end excluded)`,
+        );
+      chosen = cells.slice(start, end).map((_, k) => start + k);
+    } else {
+      const indices = selection.cells.map((r, i) => {
+        const index = resolveCellIndex(ids(cells), r, label);
+        checkCode(cells[index]!, `cells.${i}: `);
+        return index;
+      });
+      chosen = [...new Set(indices)].sort((a, b) => a - b);
+    }
+    const code = chosen.filter((i) => cells[i]!.kind === 'code').map((i) => cells[i]!.id);
+    if (!code.length) throw new BridgeError(400, `No code cell in the selection: ${label} has ${cells.length} cells`);
+    return code;
+  }
+
   private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+    this.touched.add(notebook.uri);
     const cells = this.docs.cells(notebook.uri);
     const handles = cellIds.map((id) => {
       const cell = cells.find((c) => c.id === id)!;
@@ -260,7 +342,9 @@ function outputUrl(notebook: NotebookEntry, id: string, output: number, item: nu
 }
 
 export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: number, limit: number): CellView {
-  const { order, success, durationMs, status } = cell.execution;
+  const { order, durationMs } = cell.execution;
+  const status = cellStatus(cell);
+  const tags = cell.metadata['tags'];
   return {
     id: cell.id,
     index,
@@ -268,9 +352,29 @@ export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: num
     language: cell.language,
     code: cell.code,
     version: cell.version,
-    execution: cell.kind === 'code' ? { order, success, durationMs, status } : null,
+    metadata: cell.metadata,
+    tags: Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [],
+    execution: cell.kind === 'code' ? { order, success: successOf(status), durationMs, status } : null,
     outputs: shapeOutputs(cell.outputs, { limit, url: (o, i) => outputUrl(notebook, cell.id, o, i) }),
   };
+}
+
+const OUTCOMES: ReadonlySet<CellStatus> = new Set(['succeeded', 'failed', 'interrupted', 'timed_out']);
+
+/** A boolean once a run ended (false unless it succeeded), null before. */
+const successOf = (status: CellStatus) => (OUTCOMES.has(status) ? status === 'succeeded' : null);
+
+/**
+ * One lifecycle for every cell: idle (no run ended yet), queued, running, then how the last
+ * run ended. Editors report a cancelled run as an end without success; a kernel that raises
+ * KeyboardInterrupt reports a failure, which is an interrupt all the same.
+ */
+export function cellStatus(cell: Pick<CellSnapshot, 'execution' | 'outputs'>): CellStatus {
+  const ex = cell.execution;
+  if (ex.status !== 'idle') return ex.status;
+  if (ex.success === true) return 'succeeded';
+  if (ex.success === false) return errorNames(cell.outputs).includes('KeyboardInterrupt') ? 'interrupted' : 'failed';
+  return ex.ended ? 'interrupted' : 'idle';
 }
 
 interface RunDeps {
@@ -294,12 +398,12 @@ class CellRun implements RunHandle {
     private readonly deps: RunDeps,
   ) {}
 
-  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<RunResult> {
+  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
     const follower = new OutputFollower(this.baseline);
     let started = false;
     let settled = false;
-    return new Promise<RunResult>((resolve, reject) => {
-      const finish = (result: RunResult | Error) => {
+    return new Promise<CellRunResult>((resolve, reject) => {
+      const finish = (result: CellRunResult | Error) => {
         if (settled) return;
         settled = true;
         subscription.dispose();
@@ -321,13 +425,17 @@ class CellRun implements RunHandle {
         if (started && options.onEvent)
           for (const e of follower.next(outputs, this.deps.limit(), this.deps.url)) options.onEvent(e);
         if (execution.completedRuns > this.before.completedRuns && execution.status === 'idle') {
-          finish({ done: true, success: execution.success, cell: this.deps.show(now.cell, now.index) });
+          const status = cellStatus(now.cell);
+          finish({ done: true, success: status === 'succeeded', status, cell: this.deps.show(now.cell, now.index) });
         }
       };
       // Timeout, or the client went away: stop waiting; the run goes on.
       const stop = () => {
         const now = current();
-        if (now) finish({ done: false, success: null, cell: this.deps.show(now.cell, now.index) });
+        if (now) {
+          const status = now.cell.execution.status === 'idle' ? 'queued' : now.cell.execution.status;
+          finish({ done: false, success: null, status, cell: this.deps.show(now.cell, now.index) });
+        }
       };
       const timer = setTimeout(stop, options.timeoutMs);
       const subscription = this.deps.subscribe(check);

@@ -9,6 +9,7 @@ import { BridgeError } from '../core/errors';
 const RUNS: Readonly<Record<string, AccessKind>> = {
   execute_code: 'execute',
   run_cell: 'run',
+  run_cells: 'run',
   interrupt: 'run',
   restart_kernel: 'run',
   start_kernel: 'run',

@@ -3,9 +3,21 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CellService, CellView } from '../core/cells';
 import { BridgeError } from '../core/errors';
-import { isTextMime } from '../core/outputs';
-import { DEFAULT_RUN_TIMEOUT_MS, waitRuns } from '../core/cellRuns';
-import { createBody, editBody, editsBody, moveBody, notebookBody, ref, runBody } from '../core/cellSchemas';
+import { isTextMime } from '../core/cellOutputs';
+import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
+import {
+  clearBody,
+  createBody,
+  editBody,
+  editsBody,
+  moveBody,
+  notebookBody,
+  ref,
+  runBody,
+  runManyBody,
+  saveBody,
+  toSelection,
+} from '../core/cellSchemas';
 import type { BridgeServices } from '../core/services';
 import { startKernelBody } from '../core/kernelSchemas';
 
@@ -133,6 +145,53 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
           ),
         );
       }),
+  );
+  server.registerTool(
+    'run_cells',
+    {
+      description:
+        'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
+        '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
+        'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
+        `results in order, with each cell's outputs. ${NOTEBOOK}`,
+      inputSchema: runManyBody,
+    },
+    (body) =>
+      answer(async () => {
+        const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
+        if (body.wait === false) return { queued: series.cellIds };
+        const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+        const result = await series.wait({ timeoutMs });
+        // A wait that runs out is a result to read (the series goes on), not a failure.
+        const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
+        return new WithImages(
+          { ...detail, ...result },
+          await images(
+            cells,
+            body.notebook,
+            result.runs.map((r) => r.cell),
+          ),
+        );
+      }),
+  );
+  server.registerTool(
+    'clear_outputs',
+    {
+      description: `Clear the outputs (and last run) of "cells", a "range" or "all": true. ${NOTEBOOK}`,
+      inputSchema: clearBody,
+      annotations: { destructiveHint: true },
+    },
+    (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
+  );
+  server.registerTool(
+    'save_notebook',
+    {
+      description:
+        'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
+        `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
+      inputSchema: saveBody,
+    },
+    (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
   );
   server.registerTool(
     'interrupt',

@@ -17,6 +17,8 @@ interface Executions {
 
 interface CellRecord {
   id: string;
+  /** The id is the notebook file's own (nbformat's cell `id`), not one minted for this window. */
+  fromFile: boolean;
   /** version = base + (document.version - docBase): the text's own counter, continued across
    * the copies our moves and re-kinds make of a cell. */
   document: vscode.TextDocument;
@@ -25,15 +27,29 @@ interface CellRecord {
   executions: Executions;
 }
 
+/** What a notebook remembers of an id, so a cell VS Code re-creates (a reload after an edit on
+ * disk) continues its version count: same text, same version. */
+interface IdHistory {
+  /** The cell that holds the id now. */
+  cell: vscode.NotebookCell;
+  version: number;
+  code: string;
+}
+
 /**
- * Stable ids, text versions and execution history of the cells of open notebooks. Keyed by
- * the NotebookCell object, which VS Code keeps for as long as the cell exists (edits, outputs,
- * and moves made in the editor keep it). Cells the bridge itself re-creates (a move, a change
- * of kind or language) are given their old record with `adopt`.
+ * Stable ids, text versions and execution history of the cells of open notebooks. A cell's id
+ * is the nbformat cell `id` its notebook file carries (VS Code's .ipynb support keeps it in the
+ * cell metadata, and gives new cells one in nbformat 4.5+), so it survives saves, reloads,
+ * window restarts and edits of the file on disk; cells without one get an id for this window.
+ * Records are keyed by the NotebookCell object, which VS Code keeps for as long as the cell
+ * exists (edits, outputs, and moves made in the editor keep it). Cells the bridge itself
+ * re-creates (a move, a change of kind or language, cleared outputs) are given their old record
+ * with `adopt`.
  */
 export class CellIds implements vscode.Disposable {
   private readonly records = new WeakMap<vscode.NotebookCell, CellRecord>();
   private readonly taken = new WeakMap<vscode.NotebookDocument, Set<string>>();
+  private readonly history = new WeakMap<vscode.NotebookDocument, Map<string, IdHistory>>();
   private readonly changed = new vscode.EventEmitter<vscode.NotebookDocument>();
   /** Fires after a notebook's cells changed, once execution states are up to date. */
   readonly onDidChange = this.changed.event;
@@ -52,7 +68,17 @@ export class CellIds implements vscode.Disposable {
   }
 
   id(cell: vscode.NotebookCell): string {
-    return this.record(cell).id;
+    const r = this.record(cell);
+    if (!r.fromFile) {
+      // VS Code's .ipynb support writes an id into a new cell's metadata just after it appears.
+      const fileId = this.claimable(cell);
+      if (fileId) {
+        this.histories(cell.notebook).delete(r.id);
+        r.id = fileId;
+        r.fromFile = true;
+      }
+    }
+    return r.id;
   }
 
   version(cell: vscode.NotebookCell): number {
@@ -63,7 +89,9 @@ export class CellIds implements vscode.Disposable {
       r.document = cell.document;
       r.docBase = cell.document.version;
     }
-    return r.base + (cell.document.version - r.docBase);
+    const version = r.base + (cell.document.version - r.docBase);
+    this.histories(cell.notebook).set(r.id, { cell, version, code: cell.document.getText() });
+    return version;
   }
 
   execution(cell: vscode.NotebookCell): ExecutionState {
@@ -72,6 +100,7 @@ export class CellIds implements vscode.Disposable {
     return {
       order: summary?.executionOrder ?? null,
       success: summary?.success ?? null,
+      ended: timing !== undefined,
       durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
       status: this.record(cell).executions.status,
       completedRuns: this.record(cell).executions.completedRuns,
@@ -93,8 +122,10 @@ export class CellIds implements vscode.Disposable {
     this.takenIds(cell.notebook).add(id);
     const previous = from && this.records.get(from)?.executions;
     const lastEnd = cell.executionSummary?.timing?.endTime;
+    this.histories(cell.notebook).set(id, { cell, version, code: cell.document.getText() });
     this.records.set(cell, {
       id,
+      fromFile: fileIdOf(cell) === id,
       document: cell.document,
       base: version,
       docBase: cell.document.version,
@@ -105,10 +136,15 @@ export class CellIds implements vscode.Disposable {
   private record(cell: vscode.NotebookCell): CellRecord {
     let r = this.records.get(cell);
     if (!r) {
+      const fileId = this.claimable(cell);
+      const known = fileId === undefined ? undefined : this.histories(cell.notebook).get(fileId);
+      if (fileId) this.takenIds(cell.notebook).add(fileId);
       r = {
-        id: this.newId(cell.notebook),
+        id: fileId ?? this.newId(cell.notebook),
+        fromFile: fileId !== undefined,
         document: cell.document,
-        base: 1,
+        // A cell re-created under a known id keeps its count, +1 when its text changed.
+        base: known ? known.version + (known.code === cell.document.getText() ? 0 : 1) : 1,
         docBase: cell.document.version,
         executions: { status: 'idle', completedRuns: 0, lastEnd: cell.executionSummary?.timing?.endTime },
       };
@@ -137,6 +173,21 @@ export class CellIds implements vscode.Disposable {
     ex.lastEnd = end;
   }
 
+  /** The cell's file id, unless another cell of the notebook holds it (a pasted copy). */
+  private claimable(cell: vscode.NotebookCell): string | undefined {
+    const id = fileIdOf(cell);
+    if (id === undefined) return undefined;
+    const holder = this.histories(cell.notebook).get(id)?.cell;
+    const held = holder !== undefined && holder !== cell && holder.index >= 0 && this.records.get(holder)?.id === id;
+    return held ? undefined : id;
+  }
+
+  private histories(notebook: vscode.NotebookDocument): Map<string, IdHistory> {
+    let map = this.history.get(notebook);
+    if (!map) this.history.set(notebook, (map = new Map()));
+    return map;
+  }
+
   private takenIds(notebook: vscode.NotebookDocument): Set<string> {
     let taken = this.taken.get(notebook);
     if (!taken) this.taken.set(notebook, (taken = new Set()));
@@ -147,4 +198,13 @@ export class CellIds implements vscode.Disposable {
     this.subscription.dispose();
     this.changed.dispose();
   }
+}
+
+/** nbformat's cell id rule: 1-64 letters, digits, "-" and "_". */
+const NBFORMAT_ID = /^[a-zA-Z0-9-_]{1,64}$/;
+
+/** The nbformat cell `id` VS Code's .ipynb support keeps in the cell metadata, if valid. */
+export function fileIdOf(cell: vscode.NotebookCell): string | undefined {
+  const id = (cell.metadata as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' && NBFORMAT_ID.test(id) ? id : undefined;
 }

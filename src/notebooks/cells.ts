@@ -1,10 +1,21 @@
+import { access, constants } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
-import type { CellSnapshot, Disposable, IndexRange, NewCell, NotebookChange, NotebookEntry, OpenNotebooks } from '../core/cells';
+import type {
+  CellMetadata,
+  CellSnapshot,
+  Disposable,
+  IndexRange,
+  NewCell,
+  NotebookChange,
+  NotebookEntry,
+  OpenNotebooks,
+} from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
 import { CellIds } from './cellIds';
+import { FileStamps } from './fileStamps';
 import type { Sessions } from './sessions';
 
 const CHANGED_MEANWHILE =
@@ -18,6 +29,7 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids = new CellIds();
+  private readonly stamps = new FileStamps();
 
   constructor(
     private readonly sessions: Sessions,
@@ -64,6 +76,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         language: cell.document.languageId,
         code: cell.document.getText(),
         version: this.ids.version(cell),
+        metadata: agentMetadata(cell),
         execution: this.ids.execution(cell),
         outputs: cell.outputs.map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
@@ -89,17 +102,16 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     // Structure first: text edits bump the notebook's version, which VS Code checks before
     // applying cell edits (it checks each cell text's own version before its text edit).
     const edit = new vscode.WorkspaceEdit();
-    if (change.splices.length) {
-      edit.set(
-        notebook.uri,
-        change.splices.map((s) =>
-          vscode.NotebookEdit.replaceCells(
-            new vscode.NotebookRange(s.start, s.end),
-            s.cells.map((c) => cellData(c, cells)),
-          ),
+    const structure = [
+      ...change.splices.map((s) =>
+        vscode.NotebookEdit.replaceCells(
+          new vscode.NotebookRange(s.start, s.end),
+          s.cells.map((c) => cellData(c, cells, notebook)),
         ),
-      );
-    }
+      ),
+      ...change.metadata.map((m) => vscode.NotebookEdit.updateCellMetadata(m.index, editorMetadata(cells[m.index]!, m.metadata))),
+    ];
+    if (structure.length) edit.set(notebook.uri, structure);
     for (const t of change.texts) {
       const document = cells[t.index]!.document;
       edit.replace(document.uri, fullRange(document), t.code);
@@ -129,6 +141,65 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       .then(undefined, (error: unknown) => {
         this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
       });
+  }
+
+  async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
+    const notebook = this.notebook(uri);
+    const cells = notebook.getCells();
+    const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
+    const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
+    if (busy.length)
+      throw new BridgeError(
+        409,
+        `Cannot clear the outputs of cell(s) ${busy.map((i) => this.ids.id(cells[i]!)).join(', ')}: they are queued or running. Wait for them, or POST /notebooks/interrupt first; nothing was cleared.`,
+      );
+    // The API has no edit of outputs: each cell is replaced by a copy without outputs or last
+    // run (as "Clear Outputs" leaves it), which keeps its id, metadata and text history.
+    const edit = new vscode.WorkspaceEdit();
+    const copies = indices.map((i) => {
+      const cell = cells[i]!;
+      const data = new vscode.NotebookCellData(cell.kind, cell.document.getText(), cell.document.languageId);
+      const { execution_count: _count, ...metadata } = cell.metadata as { execution_count?: unknown };
+      data.metadata = notebook.notebookType === 'jupyter-notebook' ? { ...metadata, execution_count: null } : cell.metadata;
+      return vscode.NotebookEdit.replaceCells(new vscode.NotebookRange(i, i + 1), [data]);
+    });
+    edit.set(notebook.uri, copies);
+    const versions = indices.map((i) => this.ids.version(cells[i]!));
+    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
+    indices.forEach((i, k) => this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!, cells[i]));
+  }
+
+  async save(uri: string): Promise<void> {
+    const notebook = this.notebook(uri);
+    const label = labelOf(notebook);
+    if (notebook.isUntitled)
+      throw new BridgeError(
+        409,
+        `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
+      );
+    if (!notebook.isDirty) return;
+    if (await this.stamps.changedOnDisk(notebook))
+      throw new BridgeError(
+        409,
+        `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
+      );
+    let saved: boolean;
+    try {
+      saved = await notebook.save();
+    } catch (error) {
+      throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (saved) return;
+    const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
+      () => true,
+      () => false,
+    );
+    throw new BridgeError(
+      409,
+      writable
+        ? `${label} was not saved: the file changed on disk since the editor loaded it (VS Code asks the person to compare or overwrite), or the save was cancelled. Tell the person; the changes are still in the editor.`
+        : `${label} was not saved: the file is read-only. Tell the person (they can make it writable, or save it elsewhere); the changes are still in the editor.`,
+    );
   }
 
   onDidChange(uri: string, listener: () => void): Disposable {
@@ -176,6 +247,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   dispose(): void {
     this.ids.dispose();
+    this.stamps.dispose();
   }
 }
 
@@ -192,20 +264,56 @@ function fullRange(document: vscode.TextDocument): vscode.Range {
   return new vscode.Range(new vscode.Position(0, 0), document.lineAt(Math.max(0, document.lineCount - 1)).range.end);
 }
 
-/** A new cell, or a copy of an existing one that keeps its outputs, metadata and last run. */
-function cellData(c: NewCell, cells: readonly vscode.NotebookCell[]): vscode.NotebookCellData {
+/**
+ * A new cell, or a copy of an existing one that keeps its outputs, metadata and last run. In
+ * notebooks whose format has cell ids (nbformat 4.5+), a new cell's id goes into the file.
+ */
+function cellData(c: NewCell, cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): vscode.NotebookCellData {
   const data = new vscode.NotebookCellData(
     c.kind === 'code' ? vscode.NotebookCellKind.Code : vscode.NotebookCellKind.Markup,
     c.code,
     c.language,
   );
   const source = c.copyOf === undefined ? undefined : cells[c.copyOf];
-  if (source) {
-    data.metadata = { ...source.metadata };
+  if (!source) {
+    const own = c.metadata ?? {};
+    if (notebook.notebookType !== 'jupyter-notebook') data.metadata = { ...own };
+    else data.metadata = { ...(keepsFileIds(notebook) ? { id: c.id } : {}), metadata: { ...own } };
+  } else {
+    data.metadata = c.metadata ? editorMetadata(source, c.metadata) : { ...source.metadata };
     if (c.kind === 'code' && source.kind === vscode.NotebookCellKind.Code) {
       data.outputs = [...source.outputs];
       if (source.executionSummary) data.executionSummary = source.executionSummary;
     }
   }
   return data;
+}
+
+/** Keys VS Code's .ipynb support keeps in nbformat's cell metadata for itself. */
+const EDITOR_KEYS = ['vscode'];
+
+/**
+ * The metadata agents read and write: for .ipynb, nbformat's cell `metadata` (tags, papermill
+ * parameters, ...) without the editor's own keys; for other notebook types, the cell's metadata.
+ */
+function agentMetadata(cell: vscode.NotebookCell): CellMetadata {
+  if (cell.notebook.notebookType !== 'jupyter-notebook') return cell.metadata;
+  const inner = (cell.metadata as { metadata?: Record<string, unknown> }).metadata ?? {};
+  return Object.fromEntries(Object.entries(inner).filter(([k]) => !EDITOR_KEYS.includes(k)));
+}
+
+/** The cell's editor metadata with the agent's part replaced (the editor's keys kept). */
+function editorMetadata(cell: vscode.NotebookCell, metadata: CellMetadata): Record<string, unknown> {
+  if (cell.notebook.notebookType !== 'jupyter-notebook') return { ...metadata };
+  const current = cell.metadata as { metadata?: Record<string, unknown> };
+  const kept = Object.fromEntries(Object.entries(current.metadata ?? {}).filter(([k]) => EDITOR_KEYS.includes(k)));
+  return { ...current, metadata: { ...metadata, ...kept } };
+}
+
+/** nbformat 4.5 gave cells an `id`; VS Code writes a cell's metadata `id` into the file. */
+function keepsFileIds(notebook: vscode.NotebookDocument): boolean {
+  if (notebook.notebookType !== 'jupyter-notebook') return false;
+  const meta = notebook.metadata as { nbformat?: number; nbformat_minor?: number };
+  const major = meta.nbformat ?? 0;
+  return major > 4 || (major === 4 && (meta.nbformat_minor ?? 0) >= 5);
 }

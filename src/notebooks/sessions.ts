@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { isAbsolute } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
@@ -22,7 +23,11 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.changed];
   private readonly opening = new KeyedQueue();
 
-  constructor(private readonly providers: readonly KernelProvider[]) {
+  constructor(
+    private readonly providers: readonly KernelProvider[],
+    /** Folders besides the workspace folders where `open` may open notebooks (a setting). */
+    private readonly openFolders: () => readonly string[] = () => [],
+  ) {
     for (const notebook of vscode.workspace.notebookDocuments) this.track(notebook);
     this.disposables.push(
       vscode.workspace.onDidOpenNotebookDocument((notebook) => {
@@ -56,7 +61,10 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   /** One open at a time: VS Code fails to create two notebook editors at once. */
   open(path: string, options: { kernel?: KernelChoice | undefined }): Promise<SessionInfo> {
     if (!isAbsolute(path)) return Promise.reject(new BridgeError(400, `"path" must be absolute (got ${path})`));
-    return this.opening.run('open', async () => (await this.openNow(vscode.Uri.file(path), options.kernel)).session);
+    return this.opening.run('open', async () => {
+      await this.checkOpenable(path);
+      return (await this.openNow(vscode.Uri.file(path), options.kernel)).session;
+    });
   }
 
   /** Selects and starts a kernel for a notebook named by session id or absolute path (opening it if needed). */
@@ -67,6 +75,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
         new BridgeError(404, `No open notebook has the session id ${notebook}; give a session id or an absolute path`),
       );
     return this.opening.run('open', async () => {
+      if (!open) await this.checkOpenable(notebook);
       const { session, document } = await this.openNow(open?.uri ?? vscode.Uri.file(notebook), kernel);
       const running = await this.resolveKernel(document);
       if (running instanceof KernelUnavailable)
@@ -75,12 +84,37 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     });
   }
 
+  /**
+   * Only inside the workspace folders and the configured ones (symlinks resolved). Outside, the
+   * answer is the same whether the path exists or not.
+   */
+  private async checkOpenable(path: string): Promise<void> {
+    const real = async (p: string) => realpath(p).catch(() => resolve(p));
+    const folders = [
+      ...(vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+      ...this.openFolders().filter((f) => isAbsolute(f)),
+    ];
+    const target = await real(path);
+    const roots = await Promise.all(folders.map(real));
+    if (roots.some((root) => isInside(target, root))) return;
+    throw new BridgeError(
+      403,
+      `Opening ${path} is not allowed: agents may open notebooks inside the workspace folders` +
+        (folders.length ? ` (${folders.join(', ')})` : ' (none is open)') +
+        ' and the folders of the setting agentBridge.openFolders. Ask the person to open it, or to add its folder to that setting.',
+    );
+  }
+
   private async openNow(uri: vscode.Uri, kernel: KernelChoice | undefined) {
     let notebook: vscode.NotebookDocument;
     try {
       notebook = await vscode.workspace.openNotebookDocument(uri);
-    } catch (error) {
-      throw new BridgeError(404, `Cannot open notebook ${uri.fsPath}: ${error instanceof Error ? error.message : String(error)}`);
+    } catch {
+      // VS Code's reason can quote the file (a JSON parse error): it is not passed on.
+      throw new BridgeError(
+        404,
+        `Cannot open ${uri.fsPath} as a notebook: no such file, or not a notebook VS Code can read (.ipynb, or a type an installed extension serves)`,
+      );
     }
     const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
     if (kernel) {
@@ -137,4 +171,10 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** `target` is `root` or below it. */
+function isInside(target: string, root: string): boolean {
+  const rel = relative(root, target);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RunHandle } from '../core/cells';
+import type { CellView, RunHandle, SeriesHandle } from '../core/cells';
 import { timeoutDetail, waitRuns, type RunOptions } from '../core/cellRuns';
 import { BridgeError } from '../core/errors';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';
-import { DEFAULT_LIMITS, openEventStream } from './sse';
+import { DEFAULT_LIMITS, openEventStream, type EventStream } from './sse';
 
 export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
 
@@ -12,40 +12,90 @@ export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ??
  * Answers a cell run: 202 when not waiting, the result when it ends, 504 with the cell's state
  * when the wait times out (the run goes on). With `Accept: text/event-stream` the outputs are
  * streamed as they arrive (`stdout`/`stderr` {data}, `output` {item}) and the stream ends with
- * `done` {success, cell} or `timeout` {detail, cell}. A client that goes away stops the wait only.
+ * `done` {success, status, cell} or `timeout` {detail, cell}.
  */
-export async function respondRun(
-  handle: RunHandle,
+export const respondRun = (handle: RunHandle, options: RunOptions, req: IncomingMessage, res: ServerResponse) =>
+  respondWait(
+    handle,
+    {
+      queued: [handle.cellId],
+      send: (stream, e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
+      ended: (r) => ({ success: r.success, status: r.status, cell: r.cell }),
+      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: r.cell }),
+    },
+    options,
+    req,
+    res,
+  );
+
+/**
+ * Answers a run of many cells like respondRun: 202 `{queued}`, or with wait `{done, status,
+ * runs, pending, skipped}` in notebook order (504 with the same body when the wait times out).
+ * The event stream reports per cell: `stdout`/`stderr` {cell, data}, `output` {cell, item},
+ * `cell` {cell id's result} as each ends, then `done` or `timeout` with the whole result.
+ */
+export const respondSeries = (series: SeriesHandle, options: RunOptions, req: IncomingMessage, res: ServerResponse) =>
+  respondWait(
+    series,
+    {
+      queued: series.cellIds,
+      send: (stream, e) => {
+        if ('result' in e) stream.send('cell', { ...e.result });
+        else if (e.event.kind === 'output') stream.send('output', { cell: e.cellId, item: e.event.item });
+        else stream.send(e.event.kind, { cell: e.cellId, data: e.event.text });
+      },
+      ended: (r) => r,
+      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, r.pending), ...r }),
+    },
+    options,
+    req,
+    res,
+  );
+
+/** How one kind of wait is answered: what was queued, its stream events, and its two ends. */
+interface WaitReplies<E, R> {
+  queued: readonly string[];
+  send(stream: EventStream, event: E): void;
+  ended(result: R): object;
+  timedOut(result: R): object;
+}
+
+/**
+ * Serves a wait: 202 `{queued}` when not waiting, else its end (504 when the wait ran out), or
+ * with `Accept: text/event-stream` its events as they come. A client that goes away or stalls
+ * stops the wait only (the cells' runs go on in the notebook); a failure ends the stream with `error`.
+ */
+async function respondWait<E, R extends { done: boolean }>(
+  waitable: { wait(options: { timeoutMs: number; onEvent?: (event: E) => void; signal?: AbortSignal }): Promise<R> },
+  replies: WaitReplies<E, R>,
   options: RunOptions,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<unknown> {
   if (wantsEventStream(req)) {
     const gone = new AbortController();
-    // A stalled reader stops its wait, as a gone one does; the cell's run goes on in the notebook.
     const stream = openEventStream(res, { ...DEFAULT_LIMITS, onStall: () => gone.abort() });
     res.on('close', () => gone.abort());
     try {
-      const result = await handle.wait({
+      const result = await waitable.wait({
         timeoutMs: options.timeoutMs,
         signal: gone.signal,
-        onEvent: (e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
+        onEvent: (e) => replies.send(stream, e),
       });
-      if (result.done) stream.end('done', { success: result.success, cell: result.cell });
-      else stream.end('timeout', { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
+      if (result.done) stream.end('done', replies.ended(result));
+      else stream.end('timeout', replies.timedOut(result));
     } catch (error) {
       stream.end('error', { detail: error instanceof Error ? error.message : String(error) });
     }
     return undefined;
   }
-  if (!options.wait) return new Reply(202, { queued: [handle.cellId] });
-  const result = await handle.wait({ timeoutMs: options.timeoutMs });
-  if (!result.done) return new Reply(504, { detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: result.cell });
-  return { success: result.success, cell: result.cell };
+  if (!options.wait) return new Reply(202, { queued: replies.queued });
+  const result = await waitable.wait({ timeoutMs: options.timeoutMs });
+  return result.done ? replies.ended(result) : new Reply(504, replies.timedOut(result));
 }
 
 /** A batch's runs waited for: 504 (the edits applied, the runs going on) when the wait ran out. */
-export async function respondRuns<T extends object>(
+export async function respondRuns<T extends { cells?: readonly CellView[] }>(
   applied: T,
   handles: readonly RunHandle[],
   options: RunOptions,

@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
 import type { BridgeServices } from '../core/services';
-import { outputIndex, rawContentType, respondRun, respondRuns } from './cellRun';
+import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
+  clearBody,
   createBody,
   deleteQuery,
   editBody,
@@ -13,7 +14,10 @@ import {
   notebookBody,
   notebookQuery,
   runBody,
+  runManyBody,
   runQuery,
+  saveBody,
+  toSelection,
 } from '../core/cellSchemas';
 import { serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
@@ -115,6 +119,34 @@ export const routes: readonly Route<RouteContext>[] = [
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
       return respondRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
     },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/run',
+    access: 'run',
+    activity: 'cells run',
+    body: runManyBody,
+    handle: async ({ body, req, res }, ctx) =>
+      respondSeries(
+        await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS },
+        req,
+        res,
+      ),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/clear-outputs',
+    activity: 'clear outputs',
+    body: clearBody,
+    handle: ({ body }, ctx) => ctx.cells.clearOutputs(body.notebook, toSelection(body)),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/save',
+    activity: 'notebook save',
+    body: saveBody,
+    handle: ({ body }, ctx) => ctx.cells.save(body.all ? 'all' : body.notebook),
   }),
   route({
     method: 'post',

@@ -50,7 +50,10 @@ export function securityChecks(options: SecurityOptions): RequestHandler {
     }
     const token = options.token();
     if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearerMatches(req.headers.authorization, token)) {
-      throw new BridgeError(401, 'Authorization header required');
+      // marimo's text when nothing was sent (its clients print it); a wrong one says where the
+      // current token is, since it changes with every window (re)load.
+      if (req.headers.authorization === undefined) throw new BridgeError(401, 'Authorization header required');
+      throw new BridgeError(401, WRONG_TOKEN);
     }
     next();
   };
@@ -75,6 +78,12 @@ export function requireJsonBody(limit: number): RequestHandler {
 
 export const bodyTooLarge = (limit: number) =>
   new BridgeError(413, `Request body is larger than ${limit} bytes (setting agentBridge.maxBodyBytes)`);
+
+const WRONG_TOKEN =
+  'Wrong token: the Authorization header does not carry the current token (it changes when the VS Code window ' +
+  'reloads). Get it from MARIMO_TOKEN in a new VS Code terminal, the "Agent Bridge: Copy Connection Info" ' +
+  'command, or the bridge discovery file (<VS Code global storage>/agent-bridge.agent-bridge/bridges/, key "token"); ' +
+  'send it as "Authorization: Bearer <token>".';
 
 function isLoopbackOrigin(origin: string): boolean {
   try {

@@ -92,6 +92,7 @@ describe('access modes, activity record and audit log in VS Code', function () {
     );
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().success, false);
+    assert.equal(res.json().status, 'timed_out');
     assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
     const file = (await vscode.commands.executeCommand<string>('agentBridge.showAuditLog'))!;
     const runs = fs
@@ -104,6 +105,23 @@ describe('access modes, activity record and audit log in VS Code', function () {
       runs.map((r) => r.outcome),
       ['timed_out'],
     );
+  });
+
+  it('a run of many past the limit is interrupted as a whole: timed out, the rest skipped', async () => {
+    const { session } = await bridge.openNotebook(['import time\ntime.sleep(60)', 'after = 1']);
+    await setAccess('maxRunSeconds', 1);
+    const started = Date.now();
+    const res = await bridge.client.post(
+      '/notebooks/run',
+      { notebook: session, all: true, wait: true, timeoutMs: 30_000 },
+      { headers: CLIENT, timeoutMs: 40_000 },
+    );
+    assert.equal(res.status, 200, res.text);
+    const body = res.json();
+    assert.equal(body.status, 'timed_out', res.text);
+    assert.match(body.detail, /limit the person set/);
+    assert.equal(body.skipped.length, 1);
+    assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
   });
 
   it('Stop Agents interrupts a run under way and turns access off', async () => {

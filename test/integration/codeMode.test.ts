@@ -91,7 +91,10 @@ describe('code mode (agent_bridge) in VS Code', function () {
       '    ctx.create_cell("z = 3")',
     );
     assert.equal(done(r).success, false);
-    assert.match(r.stderr, /agent_bridge\.StaleCellError: ctx\.edit_cell\(0\): Cell c\w+ \(index 0\) changed since you read it/);
+    assert.match(
+      r.stderr,
+      /agent_bridge\.StaleCellError: ctx\.edit_cell\(0\): Cell [\w-]+ \(index 0\) changed since you read it/,
+    );
     assert.deepEqual(texts(doc), ['x = 100', 'y = 2'], 'nothing changed');
 
     const retry = await execute(
@@ -124,7 +127,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.deepEqual(texts(doc), ['import math', '# Notes', 'c = 3', 'a = 10']);
     assert.match(
       r.stdout,
-      /^edited cell 'c\w+'\ndeleted cell 'c\w+'\nmoved cell 'c\w+'\ncreated cell 'c\w+'\ncreated cell 'c\w+'\n$/,
+      /^edited cell '[\w-]+'\ndeleted cell '[\w-]+'\nmoved cell '[\w-]+'\ncreated cell '[\w-]+'\ncreated cell '[\w-]+'\n$/,
     );
 
     assert.equal(vscode.window.activeNotebookEditor, editor, 'the notebook editor is not active');
@@ -145,7 +148,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     );
     assert.equal(done(r).success, false);
     assert.match(r.stderr, /ValueError: nope/);
-    assert.match(r.stdout, /^start\ncreated cell 'c\w+' and ran: failed with ValueError: nope\n$/);
+    assert.match(r.stdout, /^start\ncreated cell '[\w-]+' and ran: failed with ValueError: nope\n$/);
     assert.equal(doc.cellAt(1).executionSummary?.success, false);
     assert.equal(done(await execute(session, '6 * 7')).output.data, '42', 'the kernel goes on');
   });
@@ -175,7 +178,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.match(r.stderr, /KeyboardInterrupt/);
     assert.match(
       r.stdout,
-      /^sleeping\ncreated cell 'c\w+' and ran: failed with KeyboardInterrupt\b.*\ncreated cell 'c\w+' and ran: cancelled\nran cell 'c\w+'\n$/,
+      /^sleeping\ncreated cell '[\w-]+' and ran: failed with KeyboardInterrupt\b.*\ncreated cell '[\w-]+' and ran: cancelled\nran cell '[\w-]+'\n$/,
     );
     assert.equal(doc.cellAt(2).executionSummary?.success ?? null, null, 'the cell queued after it did not run');
     assert.equal(done(await execute(session, '"alive"')).output.data, "'alive'");
@@ -206,7 +209,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
       assert.equal(res.json().success, true, res.text);
       assert.deepEqual(texts(doc).slice(1), ['made_by_cell = 7']);
       assert.equal(doc.cellAt(1).executionSummary?.success, true, 'the new cell ran (nested in the first)');
-      assert.match(stdoutOf(doc.cellAt(0)), /created cell 'c\w+' and ran\nsees 7\n$/);
+      assert.match(stdoutOf(doc.cellAt(0)), /created cell '[\w-]+' and ran\nsees 7\n$/);
     } finally {
       await config().update('codeMode.inCells', undefined, vscode.ConfigurationTarget.Global);
     }

@@ -208,6 +208,28 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.equal(person.asked[0]!.code, 'print(1)');
   });
 
+  it('ask: run many is asked about as a run, save and clear outputs as edits', async () => {
+    person.current = 'ask';
+    person.answers = ['deny', 'deny', 'deny'];
+    for (const path of ['/notebooks/run', '/notebooks/save', '/notebooks/clear-outputs']) {
+      const res = await request(port, {
+        method: 'POST',
+        path,
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ all: true }),
+      });
+      assert.equal(res.status, 403, path);
+    }
+    assert.deepEqual(
+      person.asked.map((a) => [a.kind, a.label]),
+      [
+        ['run', 'cells run'],
+        ['edit', 'notebook save'],
+        ['edit', 'clear outputs'],
+      ],
+    );
+  });
+
   it('a run that reaches the limit is interrupted and reported as timed out', async () => {
     person.limitMs = 200;
     const res = await execute('forever');
@@ -246,6 +268,21 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       const refused = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
       assert.equal(refused.isError, true);
       assert.match(JSON.stringify(refused.content), /person chose read-only/);
+    });
+
+    it('ask: run_cells is asked about as a run, save_notebook as an edit; list_cells is not asked about', async () => {
+      person.current = 'ask';
+      person.answers = ['deny', 'deny'];
+      assert.equal((await call('run_cells', { all: true })).isError, true);
+      assert.equal((await call('save_notebook', { all: true })).isError, true);
+      await call('list_cells');
+      assert.deepEqual(
+        person.asked.map((a) => [a.kind, a.label]),
+        [
+          ['run', 'mcp run_cells'],
+          ['edit', 'mcp save_notebook'],
+        ],
+      );
     });
 
     it('records tool calls under the client that initialized, with their outcome', async () => {

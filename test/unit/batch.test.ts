@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { longestIncreasing, planBatch, type CellState, type PlanOptions } from '../../src/core/batch';
+import { longestIncreasing, OpError, planBatch, type CellState, type PlanOptions } from '../../src/core/batch';
 import type { BatchOp, NotebookChange } from '../../src/core/cells';
 import { BridgeError } from '../../src/core/errors';
 
@@ -9,6 +9,7 @@ const cell = (id: string, code = id, kind: 'code' | 'markup' = 'code'): CellStat
   language: kind === 'code' ? 'python' : 'markdown',
   code,
   version: 1,
+  metadata: {},
 });
 const five = () => ['a', 'b', 'c', 'd', 'e'].map((id) => cell(id));
 
@@ -228,9 +229,7 @@ describe('batch planning', () => {
       fails([{ op: 'move', ref: 'a', before: 'a' }], 400, /next to itself/);
     });
     it('a write the read-before-write check refuses, after all structural checks', () => {
-      const checkWrite = (c: CellState) => {
-        if (c.id === 'c') throw new BridgeError(409, `stale ${c.id}`);
-      };
+      const checkWrite = (c: CellState) => (c.id === 'c' ? { why: `stale ${c.id}`, extra: {} } : undefined);
       fails([{ op: 'edit', ref: 'c', code: 'x' }], 409, /stale c/, five(), { checkWrite });
       // A structural error later in the batch wins over a stale cell earlier in it.
       fails(
@@ -253,12 +252,83 @@ describe('batch planning', () => {
           { op: 'delete', ref: 'b', force: true },
           { op: 'move', ref: 'c', to: 0 },
         ],
-        options({ checkWrite: (c, i, g, where) => seen.push(`${where}${c.id}@${i} ${JSON.stringify(g)}`) }),
+        options({
+          checkWrite: (c, i, g) => {
+            seen.push(`${c.id}@${i} ${JSON.stringify(g)}`);
+            return undefined;
+          },
+        }),
       );
       assert.deepEqual(seen, [
-        'ops.0: a@0 {"op":"edit","ref":"a","code":"x","version":3}',
-        'ops.1: b@1 {"op":"delete","ref":"b","force":true}',
+        'a@0 {"op":"edit","ref":"a","code":"x","version":3}',
+        'b@1 {"op":"delete","ref":"b","force":true}',
       ]);
+    });
+    it('refusals are typed: which op, and the reason without its name', () => {
+      try {
+        planBatch(
+          five(),
+          [
+            { op: 'edit', ref: 'a', code: 'x' },
+            { op: 'delete', ref: 'zz' },
+          ],
+          options(),
+        );
+        assert.fail('planned');
+      } catch (error) {
+        assert.ok(error instanceof OpError);
+        assert.equal(error.op, 1);
+        assert.equal(error.status, 404);
+        assert.match(error.reason, /^No cell with id 'zz'/);
+        assert.equal(error.detail, `ops.1: ${error.reason}`);
+      }
+    });
+  });
+
+  describe('metadata and tags', () => {
+    const tagged = () => [
+      { ...cell('a'), metadata: { tags: ['x'], papermill: { p: 1 } } },
+      { ...cell('b'), metadata: {} },
+    ];
+    it('tags replace only the tags, in place (no re-creation), and leave the version alone', () => {
+      const plan = planBatch(tagged(), [{ op: 'edit', ref: 'a', tags: ['parameters', 'parameters'] }], options());
+      assert.deepEqual(plan.change.texts, []);
+      assert.deepEqual(plan.change.splices, []);
+      assert.deepEqual(plan.change.metadata, [{ index: 0, metadata: { papermill: { p: 1 }, tags: ['parameters'] } }]);
+    });
+    it('empty tags remove the key; metadata replaces the whole', () => {
+      const plan = planBatch(
+        tagged(),
+        [
+          { op: 'edit', ref: 'a', tags: [] },
+          { op: 'edit', ref: 'b', metadata: { k: 2 } },
+        ],
+        options(),
+      );
+      assert.deepEqual(plan.change.metadata, [
+        { index: 0, metadata: { papermill: { p: 1 } } },
+        { index: 1, metadata: { k: 2 } },
+      ]);
+    });
+    it('a created cell carries its tags; a moved one keeps its metadata', () => {
+      const plan = planBatch(
+        tagged(),
+        [
+          { op: 'create', code: 'n', tags: ['t'] },
+          { op: 'move', ref: 'a', to: 2 },
+        ],
+        options(),
+      );
+      const created = plan.change.splices.flatMap((s) => s.cells);
+      const byId = new Map(tagged().map((c) => [c.id, c.metadata]));
+      assert.deepEqual(created.find((c) => c.id === 'n0')?.metadata, { tags: ['t'] });
+      const copies = created.filter((c) => c.id !== 'n0');
+      assert.ok(copies.length > 0);
+      for (const c of copies) assert.deepEqual(c.metadata, byId.get(c.id));
+    });
+    it('an edit must change something; metadata and tags together are ambiguous', () => {
+      fails([{ op: 'edit', ref: 'a' }], 400, /give what to change/, tagged());
+      fails([{ op: 'edit', ref: 'a', tags: ['x'], metadata: {} }], 400, /not both/, tagged());
     });
   });
 });

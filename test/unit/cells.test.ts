@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { ERROR_MIME } from '../../src/core/outputs';
+import { ERROR_MIME } from '../../src/core/cellOutputs';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
@@ -125,6 +125,8 @@ describe('cell routes (fake notebooks)', () => {
         language: 'python',
         code: 'x = 1',
         version: 1,
+        metadata: {},
+        tags: [],
         execution: { order: null, success: null, durationMs: null, status: 'idle' },
         outputs: [],
       });
@@ -246,12 +248,43 @@ describe('cell routes (fake notebooks)', () => {
   describe('editing (read-before-write)', () => {
     const patch = (ref: string, body: object) => api('PATCH', `/notebooks/cells/${ref}`, { notebook: 's_aaaaaa', ...body });
 
-    it('400 naming "code" when it is missing: never a wipe', async () => {
+    it('400 when a patch changes nothing; without "code" the text stays: never a wipe', async () => {
       await list();
-      const res = await patch(ids[0]!, { language: 'python' });
+      const res = await patch(ids[0]!, {});
       assert.equal(res.status, 400);
-      assert.match(res.body.detail, /^Invalid request body: code: "code" is required/);
+      assert.match(res.body.detail, /give what to change: "code", "kind", "language", "metadata" or "tags"/);
+      assert.equal((await patch(ids[0]!, { tags: ['parameters'] })).status, 200);
       assert.equal(docs.codes(A.uri)[0], 'x = 1');
+    });
+
+    it('tags and metadata: shown in the cell view, written in place, version unchanged', async () => {
+      await list();
+      const tagged = await patch(ids[0]!, { tags: ['parameters', 'slow'] });
+      assert.deepEqual(
+        [tagged.body.cell.tags, tagged.body.cell.metadata, tagged.body.cell.version],
+        [['parameters', 'slow'], { tags: ['parameters', 'slow'] }, 1],
+      );
+      const replaced = await patch(ids[0]!, { metadata: { papermill: { x: 1 } } });
+      assert.deepEqual([replaced.body.cell.tags, replaced.body.cell.metadata], [[], { papermill: { x: 1 } }]);
+      // Read-before-write holds for metadata too: a cell changed since it was read is refused.
+      docs.type(A.uri, 0, 'x = 3');
+      const stale = await patch(ids[0]!, { tags: ['t'] });
+      assert.equal(stale.status, 409);
+      assert.deepEqual(stale.body.cell.metadata, { papermill: { x: 1 } });
+      // In a batch, with a created cell carrying its own tags.
+      await list();
+      const batch = await api('POST', '/notebooks/edits', {
+        notebook: 's_aaaaaa',
+        ops: [
+          { op: 'edit', ref: ids[0], tags: ['a'] },
+          { op: 'create', code: 'z = 1', tags: ['new'], after: ids[0] },
+        ],
+      });
+      assert.equal(batch.status, 200, batch.raw);
+      assert.deepEqual(
+        batch.body.cells.map((c: Json) => c.tags),
+        [['a'], ['new']],
+      );
     });
 
     it('400 for unknown body keys and wrong types', async () => {
@@ -413,7 +446,7 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(res.status, 400);
       assert.match(res.body.detail, /deleted by ops\.1/);
       assert.match((await edits({ ops: [{ op: 'rename', ref: 0 }] })).body.detail, /^Invalid request body: ops\.0\.op: /);
-      assert.match((await edits({ ops: [{ op: 'edit', ref: 0 }] })).body.detail, /ops\.0\.code: "code" is required/);
+      assert.match((await edits({ ops: [{ op: 'edit', ref: 0 }] })).body.detail, /ops\.0: give what to change/);
       assert.match((await edits({ ops: [] })).body.detail, /ops: give at least one operation/);
     });
 
@@ -431,6 +464,9 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(res.body.runs.length, 1);
       assert.equal(res.body.runs[0].success, true);
       assert.equal(res.body.runs[0].cell.outputs[0].items[0].text, 'hi\n');
+      // The batch's own cells show the state after the run, not the edit's.
+      assert.equal(res.body.cells[0].outputs[0].items[0].text, 'hi\n');
+      assert.equal(res.body.cells[0].execution.status, 'succeeded');
     });
 
     it('checks the cells to run before applying anything', async () => {
@@ -463,7 +499,8 @@ describe('cell routes (fake notebooks)', () => {
         assert.deepEqual(res.body.cell.outputs, [
           { items: [{ type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'hi\n', bytes: 3 }] },
         ]);
-        assert.equal(res.body.cell.execution.status, 'idle');
+        assert.equal(res.body.status, 'succeeded');
+        assert.equal(res.body.cell.execution.status, 'succeeded');
       }
     });
 
@@ -525,7 +562,9 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(raw.headers['content-type'], 'image/png');
       assert.equal(raw.headers['x-content-type-options'], 'nosniff');
       assert.equal(Buffer.from(raw.body, 'latin1').length > 0, true);
-      assert.deepEqual([text.truncated, text.text.length], [true, 100]);
+      assert.equal(text.truncated, true);
+      assert.equal(text.omitted, 200);
+      assert.ok(text.text.includes(`200 characters cut here; the whole item: GET ${text.url}`));
       const full = await api('GET', text.url);
       assert.deepEqual([full.status, full.raw.length, full.type], [200, 300, 'text/plain; charset=utf-8']);
       assert.equal((await api('GET', q(`/notebooks/cells/${ids[0]}/outputs/5/0`))).status, 404);
@@ -550,6 +589,113 @@ describe('cell routes (fake notebooks)', () => {
         docs.calls.filter((c) => c.method !== 'apply').map((c) => c.method),
         ['interrupt', 'restart'],
       );
+    });
+  });
+
+  describe('run many, clear, save', () => {
+    const sse = (raw: string) =>
+      raw
+        .trim()
+        .split('\n\n')
+        .map((block) => {
+          const [event, data] = block.split('\n');
+          return { event: event!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) as Json };
+        });
+    const runMany = (body: object, headers: Record<string, string> = {}) =>
+      api('POST', '/notebooks/run', { notebook: 's_aaaaaa', ...body }, headers);
+
+    it('runs all code cells in order; "stop" leaves the cells after a failure unrun', async () => {
+      docs.type(A.uri, 0, 'print("hi")');
+      docs.type(A.uri, 2, 'boom()');
+      const res = await runMany({ all: true, wait: true });
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(
+        res.body.runs.map((r: Json) => [r.cell.id, r.status, r.success]),
+        [
+          [ids[0], 'succeeded', true],
+          [ids[2], 'failed', false],
+        ],
+      );
+      assert.deepEqual([res.body.done, res.body.status, res.body.skipped, res.body.pending], [true, 'failed', [ids[3]], []]);
+      // One execute per cell: the next is queued only once the one before succeeded.
+      assert.equal(docs.calls.filter((c) => c.method === 'execute').length, 2);
+    });
+
+    it('"continue" queues every cell at once and runs them all; a range and a list work too', async () => {
+      docs.type(A.uri, 2, 'boom()');
+      const res = await runMany({ range: { start: 0, end: 4 }, onError: 'continue', wait: true });
+      assert.deepEqual(
+        res.body.runs.map((r: Json) => r.status),
+        ['succeeded', 'failed', 'succeeded'],
+      );
+      assert.deepEqual(docs.calls.filter((c) => c.method === 'execute')[0]!.args, [ids[0], ids[2], ids[3]]);
+      const listed = await runMany({ cells: [ids[3], 0], wait: true });
+      assert.deepEqual(
+        listed.body.runs.map((r: Json) => r.cell.id),
+        [ids[0], ids[3]],
+      );
+    });
+
+    it('202 without wait; 400 for no or several selections, markup named, an empty range', async () => {
+      const res = await runMany({ cells: [0] });
+      assert.deepEqual([res.status, res.body], [202, { queued: [ids[0]] }]);
+      assert.match((await runMany({})).body.detail, /exactly one of "cells"/);
+      assert.match((await runMany({ all: true, cells: [0] })).body.detail, /exactly one of "cells"/);
+      assert.match((await runMany({ cells: [1] })).body.detail, /cells\.0: cell .* is a markup cell/);
+      assert.match((await runMany({ range: { start: 1, end: 2 } })).body.detail, /No code cell in the selection/);
+      assert.match((await runMany({ range: { start: 3, end: 9 } })).body.detail, /has 4 cells; give 0 <= start < end <= 4/);
+    });
+
+    it('streams per cell: output events name their cell, a "cell" event as each ends, then done', async () => {
+      docs.type(A.uri, 0, 'print("hi")');
+      const res = await runMany({ cells: [0, 3] }, { accept: 'text/event-stream' });
+      const events = sse(res.raw);
+      assert.deepEqual(
+        events.map((e) => [e.event, e.data.cell?.id ?? e.data.cell]),
+        [
+          ['stdout', ids[0]],
+          ['stdout', ids[0]],
+          ['cell', ids[0]],
+          ['cell', ids[3]],
+          ['done', undefined],
+        ],
+      );
+      assert.equal(events.at(-1)!.data.status, 'succeeded');
+    });
+
+    it('504 with the finished runs and the pending cells when the wait times out', async () => {
+      docs.type(A.uri, 2, 'sleep()');
+      const res = await runMany({ all: true, wait: true, timeoutMs: 100 });
+      assert.equal(res.status, 504);
+      assert.deepEqual([res.body.done, res.body.status, res.body.pending], [false, 'running', [ids[2], ids[3]]]);
+      assert.deepEqual(
+        res.body.runs.map((r: Json) => r.cell.id),
+        [ids[0]],
+      );
+    });
+
+    it('clears the outputs of a list, a range or all cells', async () => {
+      const res = await api('POST', '/notebooks/clear-outputs', { notebook: 's_aaaaaa', cells: [3] });
+      assert.deepEqual([res.status, res.body], [200, { cleared: [ids[3]] }]);
+      assert.deepEqual((await list())[3].outputs, []);
+      assert.deepEqual((await api('POST', '/notebooks/clear-outputs', { notebook: 's_aaaaaa', all: true })).body, {
+        cleared: [ids[0], ids[2], ids[3]],
+      });
+    });
+
+    it('saves one notebook, or all the agents changed; a failing save says why', async () => {
+      const one = await api('POST', '/notebooks/save', { notebook: 's_aaaaaa' });
+      assert.deepEqual(one.body, { saved: [{ sessionId: 's_aaaaaa', path: '/work/a.ipynb', saved: true }] });
+      assert.deepEqual((await api('POST', '/notebooks/save', { all: true })).body, { saved: [] });
+      await api('PATCH', `/notebooks/cells/${ids[2]}`, { notebook: 's_aaaaaa', code: 'w = 0' });
+      docs.failSave.set(A.uri, 'the file is read-only');
+      const all = await api('POST', '/notebooks/save', { all: true });
+      assert.deepEqual(all.body, {
+        saved: [{ sessionId: 's_aaaaaa', path: '/work/a.ipynb', saved: false, detail: 'the file is read-only' }],
+      });
+      const failed = await api('POST', '/notebooks/save', { notebook: 's_aaaaaa' });
+      assert.deepEqual([failed.status, failed.body.detail], [409, 'the file is read-only']);
+      assert.match((await api('POST', '/notebooks/save', { all: true, notebook: 'x' })).body.detail, /not both/);
     });
   });
 });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import type { BatchOp } from '../../src/core/cells';
 import { NotebookCells } from '../../src/core/notebookCells';
-import { codeModeHandler, planBlock, type LayoutCell } from '../../src/kernels/builtin/codeMode';
+import { planBlock, type LayoutCell } from '../../src/core/blockPlan';
+import { codeModeHandler } from '../../src/kernels/builtin/codeMode';
 import {
   KernelProcess,
   type CallContext,

@@ -89,6 +89,9 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         'edit_cells',
         'interrupt',
         'restart_kernel',
+        'run_cells',
+        'clear_outputs',
+        'save_notebook',
       ]) {
         assert.ok(names.includes(name), `missing ${name} in ${names.join(', ')}`);
       }
@@ -96,7 +99,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual(execute.inputSchema.required, ['session_id', 'code']);
       assert.ok(execute.outputSchema, 'execute_code declares its result shape');
       const edit = tools.find((t) => t.name === 'edit_cell')!;
-      assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['code', 'ref']);
+      assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['ref']);
     });
 
     it('list_sessions names each notebook by file name, path and session id', async () => {

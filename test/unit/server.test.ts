@@ -82,6 +82,16 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal(res.status, 401);
       assert.deepEqual(JSON.parse(res.body), { detail: 'Authorization header required' });
     });
+    it('a wrong token is told apart from none, and told where the current one is', async () => {
+      for (const authorization of ['Bearer not-the-token', 'Basic eDp5']) {
+        const res = await request(port, { path: '/api/sessions', headers: { authorization } });
+        assert.equal(res.status, 401);
+        const detail = JSON.parse(res.body).detail as string;
+        assert.match(detail, /^Wrong token: /);
+        for (const where of ['MARIMO_TOKEN', 'Copy Connection Info', 'discovery file']) assert.ok(detail.includes(where), where);
+        assert.ok(!detail.includes('not-the-token'), 'the presented token is not echoed');
+      }
+    });
   });
 
   describe('execute framing', () => {

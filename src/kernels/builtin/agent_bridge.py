@@ -81,7 +81,8 @@ class Cell(object):
     """A read-only snapshot of one cell, as the editor had it when it was read.
 
     id, index, kind ("code" | "markup"), language, code, version, status ("idle" | "queued" |
-    "running"; None for markup), success (of the last run, or None), execution_count, and
+    "running" | "succeeded" | "failed" | "interrupted"; None for markup), success (of the last
+    run: True/False, or None before one ended), execution_count, and
     outputs: a list of dicts, one per output item: {"type": "stdout" | "stderr" | "error" | <mime
     type>, "mime", "text"?, "name"?, "message"?, "traceback"?, "url"?, "truncated"?}.
     """
@@ -414,7 +415,7 @@ def _ran(result, prefix=" and ran"):
         return "%s: failed with %s: %s" % (prefix, error.get("name"), error.get("message"))
     if result.get("done") is False:
         return "%s: %s" % (prefix, result.get("detail") or "its end was not awaited")
-    if result.get("success") is None:
+    if result.get("success") is None or result.get("status") == "interrupted":
         return "%s: cancelled" % prefix  # interrupted before its turn
     return "%s: failed" % prefix
 

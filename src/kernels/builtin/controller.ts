@@ -3,7 +3,7 @@ import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { KernelProvider } from '../kernel';
-import { bundleToOutputs, errorOutput } from './cellOutputs';
+import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
 import { BuiltinScratchpad } from './scratchpad';
@@ -180,8 +180,16 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
-    // Output calls are chained so that items reach the editor in the order the kernel sent them.
-    let edits: Thenable<void> = Promise.resolve();
+    // Output calls go out at once, in the order the kernel sent them: VS Code queues a run's
+    // output edits and sends them before its end, so waiting for the editor to acknowledge each
+    // (a round trip through the workbench, most of a trivial cell's run-and-wait) buys nothing.
+    // One exception: items appended to a stream output sent in the same batch as the output
+    // itself reach the extension host twice (VS Code 1.139), so they wait for the output.
+    const emit = (edit: () => Thenable<void>) =>
+      edit().then(undefined, (err: unknown) =>
+        this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    let appends: Thenable<unknown> = Promise.resolve();
     let started = false;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
@@ -189,20 +197,18 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       started = true;
       execution.start(Date.now());
       execution.executionOrder = ++kernel.executionOrder;
-      edits = execution.clearOutput();
+      emit(() => execution.clearOutput());
     };
-    let stream: { name: string; output: vscode.NotebookCellOutput } | undefined;
-    const emit = (edit: () => Thenable<void>) => (edits = edits.then(edit));
+    let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
     const budget = new OutputBudget();
     const appendStream = (name: StreamName, text: string) => {
       const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
       if (stream && stream.name === name) {
-        const output = stream.output;
-        emit(() => execution.appendOutputItems(item, output));
+        const { output, shown } = stream;
+        appends = Promise.all([appends, shown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
       } else {
         const output = new vscode.NotebookCellOutput([item]);
-        stream = { name, output };
-        emit(() => execution.appendOutput(output));
+        stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
       }
     };
     const append = (outputs: vscode.NotebookCellOutput[]) => {
@@ -231,11 +237,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     } catch (err) {
       this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
-      try {
-        await edits;
-      } catch (err) {
-        this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`);
-      }
+      await appends;
       if (!started) execution.start(Date.now());
       execution.end(success, Date.now());
     }

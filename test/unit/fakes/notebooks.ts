@@ -1,6 +1,7 @@
 import type { InterruptHow } from '../../../src/core/kernel';
 import type {
   CellKind,
+  CellMetadata,
   CellSnapshot,
   Disposable,
   ExecutionState,
@@ -12,7 +13,7 @@ import type {
   RawOutput,
 } from '../../../src/core/cells';
 import { BridgeError } from '../../../src/core/errors';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/outputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
 
 /** A scripted step of a fake cell run. */
 export type FakeCellStep =
@@ -28,6 +29,7 @@ interface FakeCell {
   language: string;
   code: string;
   version: number;
+  metadata: CellMetadata;
   outputs: RawOutput[];
   execution: ExecutionState;
 }
@@ -40,7 +42,7 @@ interface FakeNotebook {
 }
 
 const enc = (s: string) => new TextEncoder().encode(s);
-const idle: ExecutionState = { order: null, success: null, durationMs: null, status: 'idle', completedRuns: 0 };
+const idle: ExecutionState = { order: null, success: null, ended: false, durationMs: null, status: 'idle', completedRuns: 0 };
 
 /**
  * In-memory notebooks for the cell routes' contract tests (no VS Code): applies changes with
@@ -56,12 +58,14 @@ export class FakeNotebooks implements OpenNotebooks {
   readonly calls: { method: string; uri: string; args?: unknown }[] = [];
   /** Makes the next apply fail the way VS Code's applyEdit does when the notebook moved on. */
   failNextApply = false;
+  /** Makes saves of this uri fail with this detail (a read-only file, say). */
+  readonly failSave = new Map<string, string>();
 
   constructor(private readonly scripts: Record<string, { steps: FakeCellStep[]; success?: boolean }> = {}) {}
 
   add(
     info: Omit<NotebookInfo, 'cellCount' | 'dirty'>,
-    cells: { kind?: CellKind; language?: string; code: string; outputs?: RawOutput[] }[],
+    cells: { kind?: CellKind; language?: string; code: string; outputs?: RawOutput[]; metadata?: CellMetadata }[],
     language = 'python',
   ): string[] {
     const book: FakeNotebook = {
@@ -74,6 +78,7 @@ export class FakeNotebooks implements OpenNotebooks {
         language: c.language ?? (c.kind === 'markup' ? 'markdown' : language),
         code: c.code,
         version: 1,
+        metadata: c.metadata ?? {},
         outputs: c.outputs ?? [],
         execution: idle,
       })),
@@ -142,6 +147,7 @@ export class FakeNotebooks implements OpenNotebooks {
       cell.code = t.code;
       cell.version++;
     }
+    for (const m of change.metadata) before[m.index]!.metadata = m.metadata;
     // As VS Code does: the replacement with the highest end first, so indices stay valid.
     for (const s of [...change.splices].sort((a, b) => b.end - a.end)) {
       cells.splice(
@@ -156,6 +162,7 @@ export class FakeNotebooks implements OpenNotebooks {
             language: n.language,
             code: n.code,
             version: n.version,
+            metadata: n.metadata ?? source?.metadata ?? {},
             outputs: keep ? source.outputs : [],
             execution: keep ? source.execution : idle,
           };
@@ -179,6 +186,24 @@ export class FakeNotebooks implements OpenNotebooks {
     void (async () => {
       for (const cell of queued) await this.play(uri, cell);
     })();
+  }
+
+  async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
+    this.calls.push({ method: 'clearOutputs', uri, args: ids });
+    for (const cell of this.book(uri).cells)
+      if (ids.includes(cell.id)) {
+        cell.outputs = [];
+        cell.execution = { ...idle, completedRuns: cell.execution.completedRuns };
+      }
+    this.changed(uri);
+  }
+
+  async save(uri: string): Promise<void> {
+    const book = this.book(uri);
+    const failure = this.failSave.get(uri);
+    if (failure) throw new BridgeError(409, failure);
+    this.calls.push({ method: 'save', uri });
+    book.dirty = false;
   }
 
   onDidChange(uri: string, listener: () => void): Disposable {
@@ -236,6 +261,7 @@ export class FakeNotebooks implements OpenNotebooks {
       ...cell.execution,
       status: 'idle',
       success,
+      ended: true,
       durationMs: Date.now() - started,
       completedRuns: cell.execution.completedRuns + 1,
     };

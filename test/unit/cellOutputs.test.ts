@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { RawOutput } from '../../src/core/cells';
-import { ERROR_MIME, logicalItems, OutputFollower, shapeOutputs, STDERR_MIME, STDOUT_MIME } from '../../src/core/outputs';
+import { ERROR_MIME, logicalItems, OutputFollower, shapeOutputs, STDERR_MIME, STDOUT_MIME } from '../../src/core/cellOutputs';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const item = (mime: string, text: string) => ({ mime, data: enc(text) });
@@ -48,12 +48,14 @@ describe('output shaping', () => {
     assert.deepEqual(view!.items[0], { type: 'image/png', mime: 'image/png', bytes: 6, url: '/raw/0/0' });
   });
 
-  it('cuts long text at the limit, flags it and points at the whole', () => {
-    const [view] = shapeOutputs([{ items: [item('text/plain', 'x'.repeat(50))] }], { limit: 10, url });
+  it('cuts long text to its head and tail, says how much was cut and points at the whole', () => {
+    const text = 'H'.repeat(20) + 'm'.repeat(10) + 'T'.repeat(20);
+    const [view] = shapeOutputs([{ items: [item('text/plain', text)] }], { limit: 10, url });
     assert.deepEqual(view!.items[0], {
       type: 'text/plain',
       mime: 'text/plain',
-      text: 'x'.repeat(10),
+      text: 'HHHHH\n[... 40 characters cut here; the whole item: GET /raw/0/0 ...]\nTTTTT',
+      omitted: 40,
       bytes: 50,
       truncated: true,
       url: '/raw/0/0',
@@ -68,8 +70,11 @@ describe('output shaping', () => {
     });
     const e = view!.items[0]!;
     assert.equal(e.truncated, true);
+    assert.ok(e.traceback!.startsWith('frame 0'));
     assert.ok(e.traceback!.endsWith('KeyError: k'));
-    assert.ok(e.traceback!.length + e.message!.length <= 30);
+    assert.equal(e.message, 'k');
+    assert.equal(e.omitted, stack.length - 29);
+    assert.match(e.traceback!, /characters cut here; the whole item: GET \/raw\/0\/0/);
   });
 
   it('joins consecutive chunks of one stream, not of different streams', () => {

@@ -44,6 +44,22 @@ export function logicalItems(output: RawOutput): RawOutputItem[] {
   return items;
 }
 
+/** The `name` of every error item of these outputs (e.g. "KeyboardInterrupt"). */
+export function errorNames(outputs: readonly RawOutput[]): string[] {
+  const names: string[] = [];
+  for (const output of outputs)
+    for (const item of output.items) {
+      if (item.mime !== ERROR_MIME) continue;
+      try {
+        const parsed = JSON.parse(decoder.decode(item.data)) as { name?: unknown };
+        if (typeof parsed.name === 'string') names.push(parsed.name);
+      } catch {
+        // Not JSON: an error item without a name.
+      }
+    }
+  return names;
+}
+
 export interface ShapeOptions {
   /** Characters of text kept per item. */
   limit: number;
@@ -66,7 +82,22 @@ export function shapeItem(item: RawOutputItem, limit: number, url: () => string)
   const type = STREAM_TYPES[item.mime] ?? item.mime;
   const clean = type === item.mime ? text : stripAnsi(text);
   if (clean.length <= limit) return { type, mime: item.mime, text: clean, bytes };
-  return { type, mime: item.mime, text: clean.slice(0, limit), bytes, truncated: true, url: url() };
+  const where = url();
+  return { type, mime: item.mime, ...headAndTail(clean, limit, where), bytes, truncated: true, url: where };
+}
+
+/**
+ * `text` cut to `limit` characters, keeping its head and its tail (where errors and final
+ * results are), with a line in the middle that says how much was cut and where the whole is.
+ */
+export function headAndTail(text: string, limit: number, url: string): { text: string; omitted: number } {
+  const head = Math.floor(limit / 2);
+  const tail = limit - head;
+  const omitted = text.length - limit;
+  return {
+    text: `${text.slice(0, head)}\n[... ${omitted} characters cut here; the whole item: GET ${url} ...]\n${text.slice(text.length - tail)}`,
+    omitted,
+  };
 }
 
 function shapeError(json: string, bytes: number, limit: number, url: () => string): OutputItemView {
@@ -82,13 +113,17 @@ function shapeError(json: string, bytes: number, limit: number, url: () => strin
   const traceback = str(error.stack);
   const base = { type: 'error', mime: ERROR_MIME, name, bytes };
   if (message.length + traceback.length <= limit) return { ...base, message, traceback };
+  const where = url();
+  const shortMessage = message.length > limit / 2 ? headAndTail(message, Math.floor(limit / 2), where) : undefined;
+  const rest = limit - (shortMessage ? Math.floor(limit / 2) : message.length);
+  const shortTrace = traceback.length > rest ? headAndTail(traceback, rest, where) : undefined;
   return {
     ...base,
-    message: message.slice(0, limit),
-    // Keep the end of a long traceback: the frame that raised is last.
-    traceback: traceback.slice(Math.max(0, traceback.length - Math.max(0, limit - message.length))),
+    message: shortMessage?.text ?? message,
+    traceback: shortTrace?.text ?? traceback,
     truncated: true,
-    url: url(),
+    omitted: (shortMessage?.omitted ?? 0) + (shortTrace?.omitted ?? 0),
+    url: where,
   };
 }
 

@@ -1,0 +1,72 @@
+/**
+ * The agent skill cannot drift from the code: every route of the table and every MCP tool is
+ * named in skills/agent-bridge/, and every JSON request example there is a valid body of a route.
+ */
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { registerCellTools } from '../../src/mcp/cellTools';
+import { registerCodeTools } from '../../src/mcp/tools';
+import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
+import { routes, type RouteContext } from '../../src/server/routes';
+
+const SKILL = path.join(__dirname, '..', '..', 'skills', 'agent-bridge');
+
+function skillText(): string {
+  const files = ['SKILL.md', ...fs.readdirSync(path.join(SKILL, 'reference')).map((f) => path.join('reference', f))];
+  return files.map((f) => fs.readFileSync(path.join(SKILL, f), 'utf8')).join('\n');
+}
+
+/** `:ref` in the table, `<ref>` in the docs: both become `<>`. */
+const normalize = (p: string) => p.replace(/:[A-Za-z]+|<[^>]+>/g, '<>');
+
+/** Rows that only answer 405 (MCP is POST-only) or alias another row. */
+const UNDOCUMENTED = new Set(['GET /mcp/server', 'DELETE /mcp/server', 'GET /healthz']);
+
+/** Records tool names: a fake McpServer with only registerTool. */
+function toolNames(): string[] {
+  const names: string[] = [];
+  const fake = { registerTool: (name: string) => names.push(name) } as unknown as McpServer;
+  const ctx = {} as RouteContext;
+  registerCodeTools(fake, ctx);
+  registerCellTools(fake, ctx);
+  return names;
+}
+
+describe('the agent skill documents the code', () => {
+  const text = skillText();
+  const documented = new Set(
+    [...text.matchAll(/\b(GET|POST|PATCH|DELETE|PUT) (\/[^\s`|?)]*)/g)].map((m) => `${m[1]} ${normalize(m[2]!)}`),
+  );
+
+  it('names every route of the table as "METHOD /path"', () => {
+    const missing = routes
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`)
+      .filter((row) => !UNDOCUMENTED.has(row))
+      .filter((row) => !documented.has(normalize(row)));
+    assert.deepEqual(missing, [], `routes missing from ${SKILL}`);
+  });
+
+  it('names every MCP tool', () => {
+    const names = toolNames();
+    assert.ok(names.length >= 15, names.join());
+    assert.deepEqual(
+      names.filter((n) => !text.includes(`\`${n}\``)),
+      [],
+    );
+  });
+
+  it('every JSON request example is a valid body of a route', () => {
+    const examples = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    assert.ok(examples.length >= 2);
+    const schemas = [editsBody, runManyBody, clearBody, saveBody, createBody, editBody];
+    for (const example of examples) {
+      const body: unknown = JSON.parse(example);
+      assert.ok(
+        schemas.some((s) => s.safeParse(body).success),
+        `no route accepts this example:\n${example}`,
+      );
+    }
+  });
+});
