@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { ACCESS_MODES, type AccessMode } from './core/access';
 
 /** The `agentBridge.*` settings. */
 export interface BridgeConfig {
@@ -10,6 +11,12 @@ export interface BridgeConfig {
   codeModeInCells: boolean;
   /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
   openFolders: string[];
+  /** What agents may do (`agentBridge.access.mode`). */
+  accessMode: AccessMode;
+  /** How long an `ask` prompt waits for the person before refusing. */
+  askTimeoutMs: number;
+  /** Longest agent run before it is interrupted; 0: no limit. */
+  maxRunMs: number;
 }
 
 /** The settings a running server was built with: a change to any of them restarts it. The only such list. */
@@ -25,7 +32,15 @@ function readConfig(): BridgeConfig {
     outputTextLimit: c.get<number>('outputTextLimit', 20_000),
     codeModeInCells: c.get<boolean>('codeMode.inCells', false),
     openFolders: c.get<string[]>('openFolders', []),
+    accessMode: oneOf(ACCESS_MODES, c.get<string>('access.mode', 'full'), 'full'),
+    askTimeoutMs: Math.max(5, c.get<number>('access.askTimeoutSeconds', 60)) * 1000,
+    maxRunMs: Math.max(0, c.get<number>('access.maxRunSeconds', 0)) * 1000,
   };
+}
+
+/** A setting hand-edited to a value it does not take reads as its default. */
+function oneOf<T extends string>(values: readonly T[], value: string, fallback: T): T {
+  return (values as readonly string[]).includes(value) ? (value as T) : fallback;
 }
 
 /**

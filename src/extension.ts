@@ -55,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       session: (nb) => sessions.info(nb),
       connection: () => bridge.connection,
       log,
+      settings,
     });
     push(...access.disposables);
     const bridge = new Bridge({

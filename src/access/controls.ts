@@ -6,7 +6,8 @@ import type { CellService } from '../core/cells';
 import type { Log } from '../core/log';
 import { readAudit, type AuditLog } from './auditLog';
 import { renderSession, sessionSteps, type ExportFormat } from './export';
-import { accessMode, MODE_HELP, setAccessMode } from './settings';
+import type { Settings } from '../config';
+import { MODE_HELP, setAccessMode } from './modes';
 
 const MODE_ICONS: Record<AccessMode, string> = { full: 'unlock', ask: 'question', 'read-only': 'eye', off: 'circle-slash' };
 
@@ -15,16 +16,16 @@ export class ModeStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('agentBridge.access', vscode.StatusBarAlignment.Right, 99);
   private readonly watch: vscode.Disposable;
 
-  constructor() {
+  constructor(private readonly settings: Settings) {
     this.item.name = 'Agent Bridge Access';
     this.item.command = 'agentBridge.setAccessMode';
     this.update();
     this.item.show();
-    this.watch = vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentBridge.access') && this.update());
+    this.watch = settings.onDidChange(() => this.update());
   }
 
   private update(): void {
-    const mode = accessMode();
+    const mode = this.settings.current.accessMode;
     this.item.text = `$(${MODE_ICONS[mode]}) Agents: ${mode}`;
     this.item.tooltip = `Agent access: ${mode} (${MODE_HELP[mode]}). Click to change.`;
   }
@@ -41,6 +42,8 @@ export interface ControlDeps {
   audit: AuditLog;
   auditDir: string;
   log: Log;
+  /** The access mode in force. */
+  mode: () => AccessMode;
 }
 
 /** The person's commands over agents, in one table (ids match package.json). */
@@ -51,8 +54,8 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
         mode ??
         (
           await vscode.window.showQuickPick(
-            ACCESS_MODES.map((m) => ({ label: m, description: MODE_HELP[m], picked: m === accessMode() })),
-            { title: 'Agent Bridge: what may agents do?', placeHolder: `now: ${accessMode()}` },
+            ACCESS_MODES.map((m) => ({ label: m, description: MODE_HELP[m], picked: m === deps.mode() })),
+            { title: 'Agent Bridge: what may agents do?', placeHolder: `now: ${deps.mode()}` },
           )
         )?.label;
       if (picked) await setAccessMode(picked);

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { Settings } from '../config';
 import { Gate, type Person } from '../core/access';
 import type { CellService } from '../core/cells';
 import type { Log } from '../core/log';
@@ -9,7 +10,6 @@ import { CellMarks } from './cellMarks';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookResolver } from './record';
-import { accessMode, askTimeoutMs, maxRunMs } from './settings';
 
 export interface AccessDeps {
   context: vscode.ExtensionContext;
@@ -18,6 +18,7 @@ export interface AccessDeps {
   session: (notebook: vscode.NotebookDocument) => SessionInfo;
   connection: () => { url: string; token: string | null } | undefined;
   log: Log;
+  settings: Settings;
 }
 
 /**
@@ -32,17 +33,18 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
     return open.find((nb) => nb.uri.toString() === named || nb.uri.fsPath === named || deps.session(nb).id === named);
   };
   const store = new ActivityStore(resolve);
+  const settings = () => deps.settings.current;
   const person: Person = {
-    mode: accessMode,
-    maxRunMs,
-    ask: (action) => askPerson(action, notebookName(resolve(action.notebook), action.notebook), askTimeoutMs()),
+    mode: () => settings().accessMode,
+    maxRunMs: () => settings().maxRunMs,
+    ask: (action) => askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs),
   };
   const gate = new Gate(person, [store]);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   const view = new ActivityView(store, {
     server: () => deps.connection()?.url ?? 'server stopped',
-    mode: accessMode,
+    mode: () => settings().accessMode,
     clients: () => gate.clients,
   });
   const disposables: vscode.Disposable[] = [
@@ -50,10 +52,12 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
     store.onDidEnd((entry) => audit.append(entry)),
     new CellMarks(store),
     view,
-    new ModeStatus(),
-    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('agentBridge.access') && view.schedule()),
+    new ModeStatus(deps.settings),
+    deps.settings.onDidChange(() => view.schedule()),
   ];
-  for (const [id, run] of Object.entries(accessCommands({ gate, cells: deps.cells, audit, auditDir, log: deps.log }))) {
+  for (const [id, run] of Object.entries(
+    accessCommands({ gate, cells: deps.cells, audit, auditDir, log: deps.log, mode: () => settings().accessMode }),
+  )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
   return { gate, disposables };
