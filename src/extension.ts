@@ -30,6 +30,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       // `cells` and `notebooks` exist by the time a kernel calls.
       calls: (notebook): CallHandler => codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       codeModeInCells: () => readConfig().codeModeInCells,
+      cellId: (cell): string => notebooks.cellId(cell),
     });
     const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
     const ownFiles = [join(context.globalStorageUri.fsPath, 'bridges', marimoRegistryFileName('127.0.0.1', process.pid))];

@@ -26,6 +26,8 @@ export interface BuiltinOptions {
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
+  /** The bridge's stable id of a cell: the kernel names cells by id and index in tracebacks. */
+  cellId?: (cell: vscode.NotebookCell) => string;
 }
 
 /**
@@ -191,19 +193,27 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         return;
       }
       stream = undefined;
-      const output = o.kind === 'error' ? errorOutput(o.name, o.message, o.traceback) : bundleToOutput(o.data);
+      const output =
+        o.kind === 'error' ? errorOutput(o.name, o.message, o.traceback) : bundleToOutput(o.data, o.metadata, o.executionCount);
       emit(() => execution.appendOutput(output));
     };
-    const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal, start);
+    const cell = execution.cell;
+    const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
+    const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name);
     if (!started) {
       // Dropped before its turn (interrupted while queued): it never ran.
       execution.start(Date.now());
       execution.end(undefined, Date.now());
       return;
     }
+    if (result.executionCount !== undefined) {
+      // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
+      execution.executionOrder = kernel.executionOrder = result.executionCount;
+    }
     if (result.value) {
       const value = result.value;
-      emit(() => execution.appendOutput(bundleToOutput(value)));
+      const order = execution.executionOrder;
+      emit(() => execution.appendOutput(bundleToOutput(value, undefined, order)));
     }
     await edits;
     execution.end(result.cancelled ? undefined : result.success, Date.now());

@@ -7,14 +7,22 @@
  * object per line, UTF-8. fds 1/2 are the real stdout/stderr: OS-level output (subprocesses,
  * C code) is forwarded as stream output of the run in progress, or logged while idle.
  *
- *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"}
+ *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"id","index"}]}
  *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
- *   kernel -> host  {"type":"ready","pid","python"}           once, at start
+ *   kernel -> host  {"type":"ready","pid","python","ipython":str|null}   once, at start
  *                   {"type":"stream","id","name","text"}      id null while idle
- *                   {"type":"display","id","data":{mime:str}}
+ *                   {"type":"display","id","data":{mime:str}[,"metadata"][,"execution_count"]}
  *                   {"type":"error","id","name","message","traceback"}
- *                   {"type":"done","id","success","value":{mime:str}|null}   ends every run
+ *                   {"type":"done","id","success","value":{mime:str}|null[,"execution_count"]}   ends every run
  *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
+ *
+ * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). Where the kernel's Python
+ * has IPython (`ready.ipython`, its version), runs go through IPython's InteractiveShell: a cell's
+ * value arrives as a `display` with `execution_count` (Jupyter's execute_result, in output order:
+ * before the figures shown after the cell) and the cell's `done` carries its execution count;
+ * `done.value` is then only a scratchpad run's value. Without IPython a cell's value is
+ * `done.value`. `metadata` is the display's Jupyter output metadata. AGENT_BRIDGE_IPYTHON=0 in
+ * the environment keeps the kernel plain Python.
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
  * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
@@ -31,34 +39,50 @@ import type { MimeBundle, StreamName } from '../../core/kernel';
 
 export type RunMode = 'cell' | 'scratchpad';
 
+/** The notebook cell a run comes from, as the person sees it (tracebacks name it). */
+export interface CellName {
+  id: string;
+  index: number;
+}
+
+/** Jupyter's output metadata of a display (e.g. an image's size). */
+export type DisplayMetadata = Record<string, unknown>;
+
 export type HostRequest =
-  | { op: 'execute'; id: number; code: string; mode: RunMode }
+  | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: CellName }
   | { op: 'reply'; rid: number; result: unknown }
   | { op: 'reply'; rid: number; error: string; interrupt?: true };
 
 export type KernelMessage =
-  | { type: 'ready'; pid: number; python: string }
+  | { type: 'ready'; pid: number; python: string; ipython?: string | null }
   | { type: 'stream'; id: number | null; name: StreamName; text: string }
-  | { type: 'display'; id: number | null; data: MimeBundle }
+  | { type: 'display'; id: number | null; data: MimeBundle; metadata?: DisplayMetadata; execution_count?: number }
   | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
-  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null }
+  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null; execution_count?: number }
   | { type: 'call'; rid: number; id: number | null; method: string; params: unknown };
 
 export type KernelOutput =
   | { kind: 'stream'; name: StreamName; text: string }
-  | { kind: 'display'; data: MimeBundle }
+  /** `executionCount`: the cell's value (Jupyter's execute_result), else display_data. */
+  | { kind: 'display'; data: MimeBundle; metadata?: DisplayMetadata; executionCount?: number }
   | { kind: 'error'; name: string; message: string; traceback: string };
 
-/** `cancelled`: the run was aborted through its signal (dropped from the queue, or interrupted). */
+/**
+ * `cancelled`: the run was aborted through its signal (dropped from the queue, or interrupted).
+ * `executionCount`: the cell's execution count, where the kernel keeps one (IPython).
+ */
 export interface RunResult {
   success: boolean;
   value: MimeBundle | null;
   cancelled?: boolean;
+  executionCount?: number;
 }
 
 export interface KernelInfo {
   pid: number;
   python: string;
+  /** IPython's version when runs go through IPython, else null (plain Python). */
+  ipython: string | null;
 }
 
 export interface KernelExitInfo {
@@ -113,6 +137,7 @@ interface Job {
   readonly id: number;
   readonly code: string;
   readonly mode: RunMode;
+  readonly cell: CellName | undefined;
   readonly onOutput: (o: KernelOutput) => void;
   readonly resolve: (r: RunResult) => void;
   readonly signal: AbortSignal | undefined;
@@ -154,7 +179,8 @@ export class KernelProcess {
 
   /**
    * Queues a run; resolves when it is done (never rejects). `onStart` fires when the run is sent
-   * to the kernel: its turn came (not for runs dropped or failed before that).
+   * to the kernel: its turn came (not for runs dropped or failed before that). `cell` names the
+   * notebook cell a cell run comes from.
    */
   run(
     code: string,
@@ -162,6 +188,7 @@ export class KernelProcess {
     onOutput: (o: KernelOutput) => void,
     signal?: AbortSignal,
     onStart?: () => void,
+    cell?: CellName,
   ): Promise<RunResult> {
     return new Promise<RunResult>((resolve) => {
       if (signal?.aborted) return resolve({ success: false, value: null, cancelled: true });
@@ -169,6 +196,7 @@ export class KernelProcess {
         id: ++this.nextId,
         code,
         mode,
+        cell,
         onOutput,
         resolve,
         signal,
@@ -243,7 +271,7 @@ export class KernelProcess {
     const job = this.queue.shift() as Job;
     if (!inner) p.stderrTail = '';
     this.active.push(job);
-    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode });
+    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
     try {
       job.onStart?.();
     } catch (err) {
@@ -308,7 +336,17 @@ export class KernelProcess {
       }
       case 'display': {
         const job = this.activeJob(msg.id);
-        if (job) emit(job, { kind: 'display', data: msg.data }, this.opts.log);
+        if (job)
+          emit(
+            job,
+            {
+              kind: 'display',
+              data: msg.data,
+              ...(msg.metadata && { metadata: msg.metadata }),
+              ...(typeof msg.execution_count === 'number' && { executionCount: msg.execution_count }),
+            },
+            this.opts.log,
+          );
         return;
       }
       case 'error': {
@@ -324,7 +362,11 @@ export class KernelProcess {
         }
         this.active.splice(this.active.indexOf(job), 1);
         job.calls?.abort();
-        this.finish(job, { success: msg.success, value: msg.value ?? null });
+        this.finish(job, {
+          success: msg.success,
+          value: msg.value ?? null,
+          ...(typeof msg.execution_count === 'number' && { executionCount: msg.execution_count }),
+        });
         this.pump();
         return;
       }
@@ -550,8 +592,10 @@ class Proc {
       return;
     }
     if (msg.type === 'ready') {
-      this.info = { pid: msg.pid, python: msg.python };
-      this.opts.log?.(`kernel ready: pid ${msg.pid}, Python ${msg.python}`);
+      this.info = { pid: msg.pid, python: msg.python, ipython: msg.ipython ?? null };
+      this.opts.log?.(
+        `kernel ready: pid ${msg.pid}, Python ${msg.python}, ${msg.ipython ? `IPython ${msg.ipython}` : 'no IPython'}`,
+      );
       this.settleReady?.();
       return;
     }
