@@ -19,6 +19,7 @@ import { launchSandbox, REPO_ROOT, type Sandbox } from './vscode';
 import { type BridgeAdvert, type CheckContext, findAdvertCopies, type OpenedNotebook, type SessionInfo } from './checks/context';
 import { registerCellChecks } from './checks/cells';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
+import { registerIPythonChecks } from './checks/ipython';
 import { registerMarimoChecks } from './checks/marimo';
 import { registerScriptChecks } from './checks/scripts';
 import { registerSecurityChecks } from './checks/security';
@@ -143,6 +144,7 @@ async function main(): Promise<number> {
     registerCellChecks(harness, ctx);
     registerScriptChecks(harness, ctx);
     registerSecurityChecks(harness, ctx);
+    registerIPythonChecks(harness, ctx); // last: it switches the kernel's Python
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -28,9 +28,22 @@ interface Collected extends RunResult {
   errors: ErrorOutput[];
 }
 
+/** Everything each kernel printed, for `started`. */
+const printed = new WeakMap<KernelProcess, string>();
+
 async function run(kernel: KernelProcess, code: string, mode: RunMode = 'cell', cell?: CellName): Promise<Collected> {
   const outputs: KernelOutput[] = [];
-  const result = await kernel.run(code, mode, (o) => outputs.push(o), undefined, undefined, cell);
+  const result = await kernel.run(
+    code,
+    mode,
+    (o) => {
+      outputs.push(o);
+      if (o.kind === 'stream') printed.set(kernel, (printed.get(kernel) ?? '') + o.text);
+    },
+    undefined,
+    undefined,
+    cell,
+  );
   const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
   return {
     ...result,
@@ -42,17 +55,31 @@ async function run(kernel: KernelProcess, code: string, mode: RunMode = 'cell', 
   };
 }
 
-/** Output kinds in order, as Jupyter names them. */
+/** Resolves once the run in progress printed "waiting" (it then sleeps: time to interrupt it). */
+function started(kernel: KernelProcess): Promise<void> {
+  return new Promise((resolve) => {
+    const poll = setInterval(() => {
+      if (printed.get(kernel)?.includes('waiting')) {
+        clearInterval(poll);
+        setTimeout(resolve, 100);
+      }
+    }, 20);
+  });
+}
+
+/** Output kinds in order, as Jupyter names them; consecutive stream chunks are one output (as in the editor). */
 const kinds = (r: Collected) =>
-  r.outputs.map((o) =>
-    o.kind === 'display'
-      ? o.executionCount === undefined
-        ? 'display_data'
-        : 'execute_result'
-      : o.kind === 'error'
-        ? 'error'
-        : o.name,
-  );
+  r.outputs
+    .map((o) =>
+      o.kind === 'display'
+        ? o.executionCount === undefined
+          ? 'display_data'
+          : 'execute_result'
+        : o.kind === 'error'
+          ? 'error'
+          : o.name,
+    )
+    .filter((kind, i, all) => !(i > 0 && kind === all[i - 1] && (kind === 'stdout' || kind === 'stderr')));
 
 const ROW_OF_TEN = [
   'import pandas as pd, numpy as np',
@@ -123,6 +150,8 @@ describe('builtin kernel through IPython', function () {
   });
 
   it('shows a figure after the cell value, as the inline backend does', async () => {
+    const magic = await run(kernel, '%matplotlib inline');
+    assert.deepEqual([magic.success, kinds(magic)], [true, []], magic.errors[0]?.traceback);
     const r = await run(kernel, 'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])');
     assert.equal(r.success, true, r.stderr);
     assert.deepEqual(kinds(r), ['execute_result', 'display_data']);
@@ -152,12 +181,18 @@ describe('builtin kernel through IPython', function () {
   });
 
   it('interrupts without the kernel’s signal handler in the traceback', async () => {
-    const running = run(kernel, 'import time\ndef wait():\n    time.sleep(10)\nwait()', 'cell', { id: 'abc', index: 0 });
-    await new Promise((r) => setTimeout(r, 1500));
+    const running = run(kernel, 'import time\ndef wait():\n    time.sleep(10)\nprint("waiting")\nwait()', 'cell', {
+      id: 'abc',
+      index: 0,
+    });
+    await started(kernel);
     kernel.interrupt();
     const r = await running;
     assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
-    assert.match(r.errors[0]?.traceback ?? '', /File <cell id abc, index 0>:3, in wait\(\)\n[\s\S]*----> 3 +time\.sleep\(10\)/);
+    assert.match(
+      r.errors[0]?.traceback ?? '',
+      /File <cell id abc, index 0>:5\n[\s\S]*File <cell id abc, index 0>:3, in wait\(\)\n[\s\S]*----> 3 +time\.sleep\(10\)/,
+    );
     assert.doesNotMatch(r.errors[0]?.traceback ?? '', /_on_sigint|kernel\.py/);
   });
 
@@ -271,12 +306,12 @@ describe('builtin kernel without IPython', function () {
   it('names cells in tracebacks and drops the kernel’s frames from an interrupt', async () => {
     const failing = await run(kernel, 'def f():\n    return 1 / 0\nf()', 'cell', { id: 'zz9', index: 12 });
     assert.match(failing.errors[0]?.traceback ?? '', /File "<cell id zz9, index 12>", line 2, in f\n/);
-    const running = run(kernel, 'import time\ntime.sleep(10)', 'scratchpad');
-    await new Promise((r) => setTimeout(r, 800));
+    const running = run(kernel, 'import time\nprint("waiting")\ntime.sleep(10)', 'scratchpad');
+    await started(kernel);
     kernel.interrupt();
     const r = await running;
     assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
-    assert.match(r.errors[0]?.traceback ?? '', /File "<scratchpad>", line 2, in <module>\n {4}time\.sleep\(10\)\n/);
+    assert.match(r.errors[0]?.traceback ?? '', /File "<scratchpad>", line 3, in <module>\n {4}time\.sleep\(10\)\n/);
     assert.doesNotMatch(r.errors[0]?.traceback ?? '', /_on_sigint|kernel\.py/);
   });
 

@@ -85,7 +85,8 @@ class _InteractiveShell(InteractiveShell):
         pass  # as ipykernel: the kernel runs the Python it was given, whatever VIRTUAL_ENV says
 
     def enable_gui(self, gui=None):
-        raise RuntimeError("GUI event loops (%%gui, %%matplotlib %s) cannot run in the Agent Bridge kernel; use %%matplotlib inline" % gui)
+        if gui not in (None, "inline"):  # %matplotlib inline asks for no event loop
+            raise RuntimeError("GUI event loops (%%gui, %%matplotlib %s) cannot run in the Agent Bridge kernel; use %%matplotlib inline" % gui)
 
     def showtraceback(self, exc_tuple=None, *args, **kwargs):
         tb = (exc_tuple or sys.exc_info())[2]
