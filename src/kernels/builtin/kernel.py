@@ -832,8 +832,10 @@ def _start_ipython():
         return
     try:
         module = _load_beside("kernel_ipython.py", "_agent_bridge_ipython")
-    except ImportError:
-        return  # no IPython here: plain Python
+    except ImportError as e:
+        if getattr(e, "name", None) != "IPython":  # IPython is there but broken: say so
+            _stderr.write("Agent Bridge: IPython could not be imported, running plain Python (%s)\n" % e)
+        return
     except Exception as e:
         _stderr.write("Agent Bridge: IPython could not be loaded, running plain Python (%s: %s)\n" % (type(e).__name__, e))
         return

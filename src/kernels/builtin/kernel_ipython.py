@@ -84,6 +84,10 @@ class _InteractiveShell(InteractiveShell):
     def init_virtualenv(self):
         pass  # as ipykernel: the kernel runs the Python it was given, whatever VIRTUAL_ENV says
 
+    def ask_exit(self):
+        """exit() / quit(): the kernel serves the notebook until the person restarts or closes it."""
+        sys.stderr.write("The Agent Bridge kernel keeps running: restart it with \"Agent Bridge: Restart Builtin Kernel\" (or POST /notebooks/restart).\n")
+
     def enable_gui(self, gui=None):
         if gui not in (None, "inline"):  # %matplotlib inline asks for no event loop
             raise RuntimeError("GUI event loops (%%gui, %%matplotlib %s) cannot run in the Agent Bridge kernel; use %%matplotlib inline" % gui)
