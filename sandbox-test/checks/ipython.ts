@@ -14,7 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
+import { type CheckRun, deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
 import type { CheckContext, OpenedNotebook, SessionInfo } from './context';
 import { readJson } from './context';
 
@@ -137,26 +137,31 @@ export function registerIPythonChecks(h: Harness, ctx: CheckContext): void {
     return fail(`${FIXTURE} was not written within 10 s of Ctrl+S`);
   };
 
+  /** Runs the notebook on `python` (set in `settingsFile`), saves it, checks the execution counts; returns the saved code cells. */
+  const runAndSave = async (nb: OpenedNotebook, settingsFile: string, python: string, { signal, note }: CheckRun) => {
+    await usePython(nb, settingsFile, python, signal, note);
+    const ids = await runAll(nb, signal);
+    const code = (await save(signal)).filter((c) => c.cell_type === 'code');
+    note(
+      `saved outputs: ${show(
+        code.map((c) => (c.outputs ?? []).map(summary)),
+        1000,
+      )}`,
+    );
+    deepEq(
+      code.map((c) => c.execution_count),
+      [1, 2, 3, 4, 5, 6, 7],
+      'execution counts',
+    );
+    return { ids, code };
+  };
+
   h.check(
     'ipython: a notebook with magics, display(), a DataFrame and a plot saves as Jupyter writes it',
-    async ({ signal, note }) => {
-      const nb = await open(signal);
+    async (run) => {
+      const nb = await open(run.signal);
       try {
-        await usePython(nb, userSettings, IPYTHON_PYTHON, signal, note);
-        const ids = await runAll(nb, signal);
-        const cells = await save(signal);
-        const code = cells.filter((c) => c.cell_type === 'code');
-        note(
-          `saved outputs: ${show(
-            code.map((c) => (c.outputs ?? []).map(summary)),
-            1000,
-          )}`,
-        );
-        deepEq(
-          code.map((c) => c.execution_count),
-          [1, 2, 3, 4, 5, 6, 7],
-          'execution counts',
-        );
+        const { ids, code } = await runAndSave(nb, userSettings, IPYTHON_PYTHON, run);
         deepEq(
           code.map((c) => (c.outputs ?? []).map(summary)),
           [
@@ -201,27 +206,13 @@ export function registerIPythonChecks(h: Harness, ctx: CheckContext): void {
 
   h.check(
     'ipython: without IPython the same notebook says what to install, and plain cells still save as Jupyter’s',
-    async ({ signal, note }) => {
-      const nb = await open(signal);
+    async (run) => {
+      const nb = await open(run.signal);
       const venv = fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'no-ipython-'));
       try {
         execFileSync(IPYTHON_PYTHON, ['-m', 'venv', '--without-pip', venv]);
         const python = path.join(venv, 'bin', 'python');
-        await usePython(nb, workspaceSettings, python, signal, note);
-        const ids = await runAll(nb, signal);
-        const cells = await save(signal);
-        const code = cells.filter((c) => c.cell_type === 'code');
-        note(
-          `saved outputs: ${show(
-            code.map((c) => (c.outputs ?? []).map(summary)),
-            1000,
-          )}`,
-        );
-        deepEq(
-          code.map((c) => c.execution_count),
-          [1, 2, 3, 4, 5, 6, 7],
-          'execution counts',
-        );
+        const { ids, code } = await runAndSave(nb, workspaceSettings, python, run);
         deepEq(
           code.map((c) => (c.outputs ?? []).map(summary)),
           [
