@@ -20,6 +20,7 @@ import { type BridgeAdvert, type CheckContext, findAdvertCopies, type OpenedNote
 import { registerCellChecks } from './checks/cells';
 import { registerChaosChecks } from './checks/chaos';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
+import { registerIPythonChecks } from './checks/ipython';
 import { registerMarimoChecks } from './checks/marimo';
 import { registerScriptChecks } from './checks/scripts';
 import { registerSecurityChecks } from './checks/security';
@@ -145,6 +146,7 @@ async function main(): Promise<number> {
     registerScriptChecks(harness, ctx);
     registerSecurityChecks(harness, ctx);
     registerChaosChecks(harness, ctx);
+    registerIPythonChecks(harness, ctx); // last: it switches the kernel's Python
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -36,6 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return async (method, params, ctx) => (await handler)(method, params, ctx);
       },
       codeModeInCells: () => settings.current.codeModeInCells,
+      cellId: (cell): string => notebooks.cellId(cell),
     });
     const sessions = new Sessions([builtin, ...EXTENSION_KERNEL_SOURCES.map((source) => new ExtensionKernels(source))], builtin);
     const advertDir = join(context.globalStorageUri.fsPath, 'bridges');
