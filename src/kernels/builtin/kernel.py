@@ -653,9 +653,10 @@ def _cut(text, limit=_TEXT_CHARS, show=str):
 
 
 def _plain_repr(value):
-    # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over).
+    # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over); with
+    # room for the quotes and the marker, so _capped (IPython's path) does not cut it again.
     if type(value) in (str, bytes):
-        return _cut(value, show=repr)
+        return _cut(value, _TEXT_CHARS - 256, repr)
     return _cut(repr(value))
 
 
@@ -1045,6 +1046,7 @@ def _start_ipython():
         run_code=_run_code,
         run_coroutine=_run_coroutine,
         bundle=lambda formatted: _capped(_bundle(formatted)),
+        plain_repr=_plain_repr,
         text_width=_text.TEXT_WIDTH if _text is not None else 120,
     )
     try:

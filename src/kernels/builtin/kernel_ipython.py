@@ -125,6 +125,10 @@ class Shell(object):
         self.shell.loop_runner = hooks.run_coroutine
         self.ns = self.shell.user_ns
         self.shell.set_hook("show_in_pager", _page, priority=10)
+        # A huge str or bytes value keeps head and tail before repr, which would copy it whole.
+        plain = self.shell.display_formatter.formatters["text/plain"]
+        for kind in (str, bytes):
+            plain.for_type(kind, lambda value, p, cycle: p.text(hooks.plain_repr(value)))
         if os.environ.get("MPLBACKEND") != _INLINE_BACKEND:
             self.shell.events.register("post_execute", hooks.show_figures)
 
