@@ -409,7 +409,11 @@ describe('HTTP contract (fake notebook host)', () => {
       });
       assert.ok(body.length < 12 * 1024 * 1024, `${body.length} characters reached the client`);
       assert.match(body, /output events \(\d+ characters\) dropped here: the client read slower than the run wrote/);
-      assert.ok(body.endsWith('event: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":""}}\n\n'));
+      assert.ok(
+        body.endsWith(
+          'event: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":""}}\n\n',
+        ),
+      );
     });
     it('interrupts the run when the client disconnects', async () => {
       await executeThenLeave('forever', 100);
