@@ -1,15 +1,16 @@
 """Agent Bridge builtin kernel: runs notebook code for the VS Code extension (stdlib only, 3.8+).
 
 Started as `python -u kernel.py 3 4` (request fd, message fd). stdin is /dev/null, so input()
-raises EOFError. fds 1/2 stay the real stdout/stderr: OS-level output (subprocesses, C code)
-goes there and the driver forwards it. One JSON object per line, UTF-8, on each channel:
+raises EOFError. While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level
+output (subprocesses, C code) reaches only that run; between runs they are the host's
+stdout/stderr. One JSON object per line, UTF-8, on each channel:
 
   host -> kernel (fd 3)
     {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"id":str,"index":int}]}
     {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
   kernel -> host (fd 4)
     {"type":"ready","pid":int,"python":"3.11.7","ipython":"8.5.0"|null}  once, at start
-    {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id null: while idle
+    {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id: the run that wrote it (null: none)
     {"type":"display","id":int,"data":{mime:str}[,"metadata":{}][,"execution_count":int]}
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
     {"type":"done","id":int,"success":bool,"value":{mime:str}|null[,"execution_count":int]}  ends every run
