@@ -24,6 +24,7 @@ import { registerCellChecks } from './checks/cells';
 import { registerChaosChecks } from './checks/chaos';
 import { findJupyterExtension, registerJupyterChecks } from './checks/jupyter';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
+import { registerIPythonChecks } from './checks/ipython';
 import { registerMarimoChecks } from './checks/marimo';
 import { registerScriptChecks } from './checks/scripts';
 import { registerSecurityChecks } from './checks/security';
@@ -141,6 +142,7 @@ async function main(): Promise<number> {
     registerChaosChecks(harness, ctx);
     registerAccessChecks(harness, ctx);
     registerJupyterChecks(harness, ctx, jupyter);
+    registerIPythonChecks(harness, ctx); // last: it switches the kernel's Python
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -14,13 +14,18 @@ cs_version() { mkdir -p "$ROOT/.setup-home"; HOME="$ROOT/.setup-home" XDG_CONFIG
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+# The builtin kernel's IPython path and its fixture notebook (magics, pandas, a plot) run on
+# Debian's /usr/bin/python3; python3-venv makes the Python without IPython the tests also use.
+for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib python3-venv; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt: installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 else
-  say "apt: chromium and libkrb5-dev already present"
+  say "apt: chromium, libkrb5-dev and the Python packages already present"
 fi
 
 NODE24_DIR="$ROOT/node24"

@@ -38,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return async (method, params, ctx) => (await handler)(method, params, ctx);
       },
       codeModeInCells: () => settings.current.codeModeInCells,
+      cellId: (cell): string => notebooks.cellId(cell),
     });
     const jupyter = new JupyterKernels(log);
     const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];

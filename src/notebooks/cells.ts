@@ -82,6 +82,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       }));
   }
 
+  /** The stable id of a cell of an open notebook. */
+  cellId(cell: vscode.NotebookCell): string {
+    return this.ids.id(cell);
+  }
+
   defaultLanguage(uri: string): string {
     // .ipynb keeps nbformat's metadata under `metadata`; other serializers may not have any.
     const meta = this.notebook(uri).metadata as { metadata?: NbMeta } & NbMeta;

@@ -57,7 +57,8 @@ describe('nested runs in the builtin kernel', function () {
   let kernel: KernelProcess;
   const make = (opts: Partial<KernelProcessOptions> = {}) => {
     kernel?.dispose();
-    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, ...opts });
+    // Plain Python: these tests read cell values as `done.value` (kernelIPython.test.ts covers IPython).
+    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' }, ...opts });
     return kernel;
   };
   afterEach(() => kernel.dispose());
@@ -315,7 +316,7 @@ describe('agent_bridge (code mode) over a fake notebook', function () {
     kernel = new KernelProcess({
       python: PYTHON,
       script: SCRIPT,
-      env: { ...process.env, ...env },
+      env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0', ...env }, // plain Python's traceback format
       onCall: codeModeHandler({ cells, docs }, A.sessionId),
     });
   }

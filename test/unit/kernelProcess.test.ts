@@ -18,6 +18,8 @@ import {
 const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
+/** A Python with IPython (Debian's, with python3-ipython: `npm run setup` installs it). */
+const IPYTHON_PYTHON = process.env.AGENT_BRIDGE_TEST_IPYTHON_PYTHON || '/usr/bin/python3';
 
 interface Collected extends KernelRunResult {
   outputs: KernelOutput[];
@@ -26,13 +28,20 @@ interface Collected extends KernelRunResult {
   errors: Extract<KernelOutput, { kind: 'error' }>[];
 }
 
+/** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
+function valueOf(r: Collected): Record<string, string> | null {
+  const result = r.outputs.find((o) => o.kind === 'display' && o.executionCount !== undefined);
+  return r.value ?? (result?.kind === 'display' ? result.data : null);
+}
+
 describe('KernelProcess (builtin Python kernel)', function () {
   this.timeout(10_000);
   let kernel: KernelProcess;
 
   function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
     kernel?.dispose();
-    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, ...opts });
+    // The plain-Python path (the IPython path has its own suite, kernelIPython.test.ts).
+    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' }, ...opts });
     return kernel;
   }
 
@@ -120,7 +129,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const err = r.errors[0];
     assert.equal(err.name, 'ZeroDivisionError');
     assert.equal(err.message, 'division by zero');
-    assert.match(err.traceback, /File "<cell \d+>", line 2, in f\n\s+return 1 \/ v/);
+    assert.match(err.traceback, /File "<cell>", line 2, in f\n\s+return 1 \/ v/);
     assert.match(err.traceback, /ZeroDivisionError: division by zero\n$/);
     assert.doesNotMatch(err.traceback, /kernel\.py/, 'no kernel frames');
     assert.equal(err.traceback.includes('\x1b['), false, 'no ANSI escapes');
@@ -340,121 +349,138 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(pad.kind, 'builtin');
   });
 
-  describe('safety: bounded, always ending, no cross-talk', () => {
-    it('fails the run whose message is over the frame limit, resyncs, and serves the next run', async () => {
-      // Written straight to the message fd, past kernel.py's own caps.
-      const r = await run(
-        [
-          'import os, sys',
-          'rid = int(sys._getframe().f_code.co_filename.split()[1].rstrip(">"))',
-          'os.write(4, b\'{"type":"stream","id":%d,"name":"stdout","text":"\' % rid + b"x" * (65 << 20) + b\'"}\\n\')',
-          'print("after")',
-        ].join('\n'),
-      );
-      assert.equal(r.success, false);
-      assert.equal(r.status, 'failed');
-      assert.equal(r.errors[0]?.name, KERNEL_OUTPUT_TOO_LARGE);
-      assert.match(r.errors[0]?.message ?? '', /over the limit/);
-      assert.equal(r.stdout, 'after\n');
-      const next = await run('print(1)');
-      assert.equal(next.stdout, '1\n');
-      assert.equal(next.success, true);
-    });
+  // Both paths of kernel.py: plain Python, and IPython's shell (Debian's Python has IPython).
+  for (const [path, opts] of [
+    ['plain Python', {}],
+    ['IPython', { python: IPYTHON_PYTHON, env: { ...process.env, AGENT_BRIDGE_IPYTHON: '1' } }],
+  ] as const)
+    describe(`safety on ${path}: bounded, always ending, no cross-talk`, () => {
+      beforeEach(async () => {
+        await make(opts).start();
+        assert.equal(kernel.info?.ipython !== null, path === 'IPython', `the kernel runs ${path}`);
+      });
 
-    it('cuts oversize values and tracebacks at the source, head and tail, saying how much', async () => {
-      const r = await run('"a" * 3_000_000 + "END"');
-      const text = r.value?.['text/plain'] ?? '';
-      assert.ok(text.length < 1_100_000, `${text.length} characters`);
-      assert.match(text, /^'aaa[\s\S]*\[\.\.\. \d+ of 3000003 characters cut by Agent Bridge \.\.\.\][\s\S]*aaaEND'$/);
-      const html = await run('class H:\n    def _repr_html_(self): return "<p>" * 1_000_000\nH()');
-      assert.match(html.value?.['text/html'] ?? '', /characters cut by Agent Bridge/);
-      const err = await run('raise ValueError("y" * 3_000_000)');
-      assert.ok((err.errors[0]?.traceback.length ?? 0) < 1_100_000);
-      assert.match(err.errors[0]?.message ?? '', /characters cut by Agent Bridge/);
-    });
+      it('fails the run whose message is over the frame limit, resyncs, and serves the next run', async () => {
+        // Written straight to the message fd, past kernel.py's own caps.
+        const r = await run(
+          [
+            'import os, sys',
+            // The run's id, from the kernel's globals (reached through its host module).
+            'import _agent_bridge_host',
+            'rid = _agent_bridge_host.call.__globals__["_run_id"]',
+            'os.write(4, b\'{"type":"stream","id":%d,"name":"stdout","text":"\' % rid + b"x" * (65 << 20) + b\'"}\\n\')',
+            'print("after")',
+          ].join('\n'),
+        );
+        assert.equal(r.success, false);
+        assert.equal(r.status, 'failed');
+        assert.equal(r.errors[0]?.name, KERNEL_OUTPUT_TOO_LARGE);
+        assert.match(r.errors[0]?.message ?? '', /over the limit/);
+        assert.equal(r.stdout, 'after\n');
+        const next = await run('print(1)');
+        assert.equal(next.stdout, '1\n');
+        assert.equal(next.success, true);
+      });
 
-    it('delivers output of threads and subprocesses of an ended run to no other run, counted as stray', async () => {
-      await run(
-        [
-          'import threading, time, subprocess',
-          'def leak():',
-          '    while True:',
-          '        print("THREAD-LEAK")',
-          '        time.sleep(0.01)',
-          'threading.Thread(target=leak, daemon=True).start()',
-          'child = subprocess.Popen(["sh", "-c", "while true; do echo CHILD-LEAK; sleep 0.01; done"])',
-        ].join('\n'),
-      );
-      const b = await run('import time\ntime.sleep(0.5)\nprint("B")');
-      assert.equal(b.stdout, 'B\n');
-      assert.equal(b.stderr, '');
-      const stray = kernel.strayOutput;
-      assert.ok(stray.count > 0);
-      assert.match(stray.tail, /THREAD-LEAK/);
-      assert.match(stray.tail, /CHILD-LEAK/);
-      await run('child.kill()');
-    });
+      it('cuts oversize values and tracebacks at the source, head and tail, saying how much', async () => {
+        const r = await run('"a" * 3_000_000 + "END"');
+        const text = valueOf(r)?.['text/plain'] ?? '';
+        assert.ok(text.length < 1_100_000, `${text.length} characters`);
+        assert.match(text, /^'aaa[\s\S]*\[\.\.\. \d+ of 3000003 characters cut by Agent Bridge \.\.\.\][\s\S]*aaaEND'$/);
+        const html = await run('class H:\n    def _repr_html_(self): return "<p>" * 1_000_000\nH()');
+        assert.match(valueOf(html)?.['text/html'] ?? '', /characters cut by Agent Bridge/);
+        const shown = await run('from IPython.display import display, HTML\ndisplay(HTML("<i>" * 1_000_000))');
+        if (path === 'IPython') {
+          const display = shown.outputs.find((o) => o.kind === 'display');
+          assert.match(display?.kind === 'display' ? (display.data['text/html'] ?? '') : '', /characters cut by Agent Bridge/);
+        }
+        const err = await run('raise ValueError("y" * 3_000_000)');
+        assert.ok((err.errors[0]?.traceback.length ?? 0) < 1_100_000);
+        assert.match(err.errors[0]?.message ?? '', /characters cut by Agent Bridge/);
+      });
 
-    it('restarts a kernel that ignores SIGINT after the grace period; queued runs say "restarted"', async () => {
-      await run('kept = 1');
-      const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
-      const queued = run('print("never")');
-      await new Promise((r) => setTimeout(r, 300));
-      const how = await kernel.interrupt();
-      assert.equal(how, 'restart');
-      const r = await stuck;
-      assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
-      assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
-      assert.match(r.errors[0]?.message ?? '', /did not stop within 2 s[\s\S]*restarted/);
-      const q = await queued;
-      assert.equal(q.success, false);
-      assert.match(q.errors[0]?.message ?? '', /restarted/);
-      assert.equal(q.stdout, '');
-      const after = await run('print(1)\nkept');
-      assert.equal(after.stdout, '1\n');
-      assert.equal(after.errors[0]?.name, 'NameError', 'the state is gone');
-    });
+      it('delivers output of threads and subprocesses of an ended run to no other run, counted as stray', async () => {
+        await run(
+          [
+            'import threading, time, subprocess',
+            'def leak():',
+            '    while True:',
+            '        print("THREAD-LEAK")',
+            '        time.sleep(0.01)',
+            'threading.Thread(target=leak, daemon=True).start()',
+            'child = subprocess.Popen(["sh", "-c", "while true; do echo CHILD-LEAK; sleep 0.01; done"])',
+          ].join('\n'),
+        );
+        const b = await run('import time\ntime.sleep(0.5)\nprint("B")');
+        assert.equal(b.stdout, 'B\n');
+        assert.equal(b.stderr, '');
+        const stray = kernel.strayOutput;
+        assert.ok(stray.count > 0);
+        assert.match(stray.tail, /THREAD-LEAK/);
+        assert.match(stray.tail, /CHILD-LEAK/);
+        await run('child.kill()');
+      });
 
-    it('fails a scratchpad run that a request queued before the kernel restarted', async () => {
-      await run('None');
-      const queuedBefore = new BuiltinScratchpad(kernel);
-      await kernel.restart();
-      const events: StreamEvent[] = [];
-      const r = await queuedBefore.executeScratchpad('print("ran")', (e) => events.push(e), new AbortController().signal);
-      assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
-      assert.match(events.map((e) => e.text).join(''), /KernelRestarted: The kernel was restarted before this run started/);
-      const fresh = await new BuiltinScratchpad(kernel).executeScratchpad('1', () => undefined, new AbortController().signal);
-      assert.equal(fresh.success, true);
-    });
+      it('restarts a kernel that ignores SIGINT after the grace period; queued runs say "restarted"', async () => {
+        await run('kept = 1');
+        const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
+        const queued = run('print("never")');
+        await new Promise((r) => setTimeout(r, 300));
+        const how = await kernel.interrupt();
+        assert.equal(how, 'restart');
+        const r = await stuck;
+        assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
+        assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
+        assert.match(r.errors[0]?.message ?? '', /did not stop within 2 s[\s\S]*restarted/);
+        const q = await queued;
+        assert.equal(q.success, false);
+        assert.match(q.errors[0]?.message ?? '', /restarted/);
+        assert.equal(q.stdout, '');
+        const after = await run('print(1)\nkept');
+        assert.equal(after.stdout, '1\n');
+        assert.equal(after.errors[0]?.name, 'NameError', 'the state is gone');
+      });
 
-    it('stops an aborted run the same way (a client that went away)', async () => {
-      await run('None'); // started
-      const gone = new AbortController();
-      const stuck = run(
-        'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)',
-        'cell',
-        gone.signal,
-      );
-      setTimeout(() => gone.abort(), 300);
-      const r = await stuck;
-      assert.equal(r.restarted, true);
-      assert.equal((await run('print(2)')).stdout, '2\n');
-    });
+      it('fails a scratchpad run that a request queued before the kernel restarted', async () => {
+        await run('None');
+        const queuedBefore = new BuiltinScratchpad(kernel);
+        await kernel.restart();
+        const events: StreamEvent[] = [];
+        const r = await queuedBefore.executeScratchpad('print("ran")', (e) => events.push(e), new AbortController().signal);
+        assert.deepEqual({ status: r.status, restarted: r.restarted }, { status: 'interrupted', restarted: true });
+        assert.match(events.map((e) => e.text).join(''), /KernelRestarted: The kernel was restarted before this run started/);
+        const fresh = await new BuiltinScratchpad(kernel).executeScratchpad('1', () => undefined, new AbortController().signal);
+        assert.equal(fresh.success, true);
+      });
 
-    it('answers interrupt with "sigint" when SIGINT was enough', async () => {
-      await run('None'); // started
-      const busy = run('while True: pass');
-      await new Promise((r) => setTimeout(r, 200));
-      assert.equal(await kernel.interrupt(), 'sigint');
-      assert.equal((await busy).status, 'interrupted');
-      assert.equal(await kernel.interrupt(), null, 'nothing running');
-    });
+      it('stops an aborted run the same way (a client that went away)', async () => {
+        await run('None'); // started
+        const gone = new AbortController();
+        const stuck = run(
+          'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)',
+          'cell',
+          gone.signal,
+        );
+        setTimeout(() => gone.abort(), 300);
+        const r = await stuck;
+        assert.equal(r.restarted, true);
+        assert.equal((await run('print(2)')).stdout, '2\n');
+      });
 
-    it('delivers what was printed just before os._exit, from Python and from a subprocess', async () => {
-      const r = await run('import os, subprocess\nsubprocess.run(["echo", "child"])\nprint("before")\nos._exit(1)');
-      // fd-level and Python-level output travel separately: their relative order is not kept.
-      assert.deepEqual(r.stdout.split('\n').sort(), ['', 'before', 'child']);
-      assert.equal(r.errors.at(-1)?.name, KERNEL_DIED);
+      it('answers interrupt with "sigint" when SIGINT was enough', async () => {
+        await run('None'); // started
+        const busy = run('while True: pass');
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(await kernel.interrupt(), 'sigint');
+        assert.equal((await busy).status, 'interrupted');
+        assert.equal(await kernel.interrupt(), null, 'nothing running');
+      });
+
+      it('delivers what was printed just before os._exit, from Python and from a subprocess', async () => {
+        const r = await run('import os, subprocess\nsubprocess.run(["echo", "child"])\nprint("before")\nos._exit(1)');
+        // fd-level and Python-level output travel separately: their relative order is not kept.
+        assert.deepEqual(r.stdout.split('\n').sort(), ['', 'before', 'child']);
+        assert.equal(r.errors.at(-1)?.name, KERNEL_DIED);
+      });
     });
-  });
 });

@@ -27,6 +27,8 @@ export interface BuiltinOptions {
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
+  /** The bridge's stable id of a cell: the kernel names cells by id and index in tracebacks. */
+  cellId?: (cell: vscode.NotebookCell) => string;
 }
 
 /**
@@ -220,19 +222,30 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       if (o.kind === 'stream') {
         const text = budget.take(o.name, o.text);
         if (text) appendStream(o.name, text);
-      } else append(o.kind === 'error' ? [errorOutput(o.name, o.message, o.traceback)] : bundleToOutputs(o.data));
+      } else
+        append(
+          o.kind === 'error'
+            ? [errorOutput(o.name, o.message, o.traceback)]
+            : bundleToOutputs(o.data, o.metadata, o.executionCount),
+        );
     };
     let success: boolean | undefined;
     // The execution ends on every path: a cell left running blocks its notebook for good.
     try {
-      const result = await kernel.process.run(execution.cell.document.getText(), 'cell', onOutput, signal, start);
+      const cell = execution.cell;
+      const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
+      const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name);
       if (!started) return; // dropped before its turn (interrupted while queued): it never ran
+      if (result.executionCount !== undefined) {
+        // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
+        execution.executionOrder = kernel.executionOrder = result.executionCount;
+      }
       const held = budget.finish();
       if (held) {
         if (held.marker) append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);
         for (const piece of held.tail) appendStream(piece.name, piece.text);
       }
-      if (result.value) append(bundleToOutputs(result.value));
+      if (result.value) append(bundleToOutputs(result.value, undefined, execution.executionOrder));
       success = result.status === 'interrupted' ? undefined : result.success;
     } catch (err) {
       this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { MimeBundle } from '../../core/kernel';
+import type { DisplayMetadata } from './kernelWire';
 
 const BASE64_MIMES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
@@ -7,9 +8,15 @@ const BASE64_MIMES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/web
  * A mimebundle as editor outputs: one output, richest item first so VS Code renders it by
  * default, then a stderr note for each item VS Code rejects (a mime type such as `x`, `not a
  * mime` or one with CR/LF): one bad item must not throw out of the run, which would leave the
- * cell running for ever.
+ * cell running for ever. With an execution count the output is the cell's value (Jupyter's
+ * execute_result), else a display_data: VS Code's .ipynb serializer reads which from the
+ * output's metadata.
  */
-export function bundleToOutputs(bundle: MimeBundle): vscode.NotebookCellOutput[] {
+export function bundleToOutputs(
+  bundle: MimeBundle,
+  metadata?: DisplayMetadata,
+  executionCount?: number,
+): vscode.NotebookCellOutput[] {
   const mimes = Object.keys(bundle).sort((a, b) => Number(a === 'text/plain') - Number(b === 'text/plain'));
   const items: vscode.NotebookCellOutputItem[] = [];
   const notes: string[] = [];
@@ -22,7 +29,11 @@ export function bundleToOutputs(bundle: MimeBundle): vscode.NotebookCellOutput[]
       );
     }
   }
-  const outputs = items.length ? [new vscode.NotebookCellOutput(items)] : [];
+  const jupyter =
+    executionCount === undefined
+      ? { outputType: 'display_data', metadata: metadata ?? {} }
+      : { outputType: 'execute_result', executionCount, metadata: metadata ?? {} };
+  const outputs = items.length ? [new vscode.NotebookCellOutput(items, jupyter)] : [];
   if (notes.length) outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(notes.join(''))]));
   return outputs;
 }

@@ -1,18 +1,19 @@
 """Agent Bridge builtin kernel: runs notebook code for the VS Code extension (stdlib only, 3.8+).
 
 Started as `python -u kernel.py 3 4` (request fd, message fd). stdin is /dev/null, so input()
-raises EOFError. fds 1/2 stay the real stdout/stderr: OS-level output (subprocesses, C code)
-goes there and the driver forwards it. One JSON object per line, UTF-8, on each channel:
+raises EOFError. While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level
+output (subprocesses, C code) reaches only that run; between runs they are the host's
+stdout/stderr. One JSON object per line, UTF-8, on each channel:
 
   host -> kernel (fd 3)
-    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"}
+    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"id":str,"index":int}]}
     {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
   kernel -> host (fd 4)
-    {"type":"ready","pid":int,"python":"3.11.7"}                         once, at start
-    {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id null: while idle
-    {"type":"display","id":int,"data":{mime:str}}
+    {"type":"ready","pid":int,"python":"3.11.7","ipython":"8.5.0"|null}  once, at start
+    {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id: the run that wrote it (null: none)
+    {"type":"display","id":int,"data":{mime:str}[,"metadata":{}][,"execution_count":int]}
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
-    {"type":"done","id":int,"success":bool,"value":{mime:str}|null}      ends every run
+    {"type":"done","id":int,"success":bool,"value":{mime:str}|null[,"execution_count":int]}  ends every run
     {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply
 
 Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
@@ -22,6 +23,12 @@ waits for a reply, execute requests that arrive are run at once, nested, on the 
 host may answer a call by running cells: they must not queue behind the run that waits for
 them). Each run keeps its own id, so its output is routed to it; SIGINT interrupts the innermost
 running code. `_agent_bridge_host.fail_run()` makes the current run end with success false.
+
+When the Python can import IPython (and AGENT_BRIDGE_IPYTHON is not "0"), runs go through
+IPython's InteractiveShell (kernel_ipython.py beside this file): a cell's value is then a
+`display` with `execution_count` (Jupyter's execute_result), sent when it is computed, and its
+`done` carries the cell's execution count; `value` is only used by scratchpad runs. Without
+IPython, a cell's value is `done.value`. `cell` names the notebook cell in tracebacks.
 
 The code-mode module `agent_bridge` (agent_bridge.py beside this file) is importable in
 scratchpad runs only, unless AGENT_BRIDGE_CODE_MODE_IN_CELLS=1 makes it importable in cells too.
@@ -64,7 +71,6 @@ _DRAIN_TIMEOUT = 0.2  # how long a run's end waits for output its subprocesses w
 _DRAIN_QUIET = 0.02  # ... or less, once its pipes were quiet this long
 _TEXT_CHARS = 1 << 20  # a value's text, an error message or a traceback keeps head + tail within this
 _DATA_CHARS = 16 << 20  # a binary display item (base64) above this is replaced by a note
-_SCRATCHPAD_SOURCES_KEPT = 500
 
 _lock = threading.Lock()  # guards the output buffer and fd 4, so messages keep their order
 _lock_holder = None  # ident of the thread inside _lock (see _locked_flush_then)
@@ -81,10 +87,11 @@ _flush_armed = False
 _wake_flusher = threading.Event()
 _user_ns = {}
 _loops = []  # asyncio loops of runs with top-level await; a nested run needs another than its caller's
-_scratchpad_files = []
 _idle_fds = None  # (stdout, stderr): dups of the host's fds 1/2, where OS-level output goes between runs
 _run_fds = None  # _RunFds of the innermost run
 _real_exit = os._exit
+_ipython = None  # kernel_ipython.Shell when runs go through IPython
+_text = None  # kernel_text, when it is beside this file
 _inbox = collections.deque()  # execute requests not yet started, appended by the reader thread
 _inbox_wake = threading.Event()  # set on every request and reply: the main thread may have work
 _failed_runs = set()  # ids of runs that fail_run() marked failed
@@ -655,9 +662,10 @@ def _cut(text, limit=_TEXT_CHARS, show=str):
 
 
 def _plain_repr(value):
-    # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over).
+    # A huge str or bytes is cut before repr, which would copy it whole (and up to 4x over); with
+    # room for the quotes and the marker, so _capped (IPython's path) does not cut it again.
     if type(value) in (str, bytes):
-        return _cut(value, show=repr)
+        return _cut(value, _TEXT_CHARS - 256, repr)
     return _cut(repr(value))
 
 
@@ -679,6 +687,30 @@ def _capped(data):
     return data
 
 
+def _bundle(formatted):
+    """A {mime: data} dict (str, bytes or JSON data) as the protocol's {mime: str}."""
+    data = {}
+    for mime, item in formatted.items():
+        text = _mime_text(str(mime), item)
+        if text is not None:
+            data[str(mime)] = text
+    return data
+
+
+def _send_display(formatted, metadata=None, execution_count=None):
+    """IPython's display_data / execute_result, within the output caps."""
+    msg = {"type": "display", "id": _run_id, "data": _capped(_bundle(formatted))}
+    if metadata:
+        try:
+            json.dumps(metadata)
+            msg["metadata"] = metadata
+        except (TypeError, ValueError):
+            pass  # metadata only tunes the rendering: an output without it is still whole
+    if execution_count is not None:
+        msg["execution_count"] = execution_count
+    _send(msg)
+
+
 def _mimebundle(value):
     """Jupyter's display protocol, within the output caps."""
     if type(value) in _PLAIN_TYPES:
@@ -698,10 +730,7 @@ def _rich_bundle(value):
                 if isinstance(bundle, tuple):
                     bundle = bundle[0] if bundle else None
                 if isinstance(bundle, dict):
-                    for mime, item in bundle.items():
-                        text = _mime_text(str(mime), item)
-                        if text is not None:
-                            data[str(mime)] = text
+                    data.update(_bundle(bundle))
             except Exception:
                 pass
         for mime, name in _REPR_METHODS:
@@ -805,11 +834,24 @@ def _own_frames_stripped(tb, filename):
     t = tb
     while t is not None:
         if t.tb_frame.f_code.co_filename == filename:
-            return t
+            return _trim_kernel_tail(t)
         t = t.tb_next
     own = _execute.__code__.co_filename
     while tb is not None and tb.tb_frame.f_code.co_filename == own:
         tb = tb.tb_next
+    return tb
+
+
+def _trim_kernel_tail(tb):
+    """Cuts the kernel's own frames off the end of a traceback (an interrupt is raised in
+    _on_sigint, or in the writer that deferred it), so it ends in the code the person ran."""
+    own = _execute.__code__.co_filename
+    prev, t = None, tb
+    while t is not None:
+        if prev is not None and t.tb_frame.f_code.co_filename == own and prev.tb_frame.f_code.co_filename != own:
+            prev.tb_next = None
+            break
+        prev, t = t, t.tb_next
     return tb
 
 
@@ -821,6 +863,27 @@ def _error_message(e, text):
     return {"type": "error", "id": _run_id, "name": type(e).__name__, "message": _cut(message), "traceback": _cut(text)}
 
 
+def _run_ipython(code, filename, cell, ns):
+    """Runs through IPython, which reports errors itself; returns (success, value, execution count)."""
+    global _executing
+    _executing = True
+    try:
+        if cell:
+            succeeded, execution_count = _ipython.run_cell(code, filename)
+            return succeeded, None, execution_count
+        succeeded, value = _ipython.run_scratchpad(code, filename, ns)
+        return succeeded, value, None
+    finally:
+        _executing = False
+
+
+def _code_name(cell):
+    """A cell's filename in tracebacks: what the person sees of it (its id and index)."""
+    if isinstance(cell, dict) and isinstance(cell.get("id"), str) and isinstance(cell.get("index"), int):
+        return "<cell id %s, index %d>" % (cell["id"], cell["index"])
+    return "<cell>"
+
+
 def _execute(req):
     """Runs one request to its `done`. Re-entrant: a run nested in a host call of another keeps
     its own id, streams and code-mode visibility, and gives the caller's back when it ends."""
@@ -830,7 +893,7 @@ def _execute(req):
     if not isinstance(code, str):
         code = ""
     cell = req.get("mode") != "scratchpad"
-    filename = "<%s %s>" % ("cell" if cell else "scratchpad", run_id)
+    filename = _code_name(req.get("cell")) if cell else "<scratchpad>"
     outer_id = _run_id
     outer_streams = (sys.stdout, sys.stderr)
     if outer_id is not None:
@@ -842,33 +905,35 @@ def _execute(req):
     sys.stdout, sys.stderr = _stdout, _stderr  # undo redirections a previous run leaked
     if _getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)
+    # One name per cell (and one for the scratchpad): a rerun replaces its source, the cache stays small.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    if not cell:
-        _scratchpad_files.append(filename)
-        if len(_scratchpad_files) > _SCRATCHPAD_SOURCES_KEPT:
-            linecache.cache.pop(_scratchpad_files.pop(0), None)
     code_mode_held = _show_code_mode(not cell or _code_mode_in_cells)
     # Scratchpad: a shallow copy, so new bindings vanish but mutated objects stay mutated.
     ns = _user_ns if cell else dict(_user_ns)
     value = None
     error = None
     compiled = False
+    succeeded = True  # False when IPython reported the failure itself
+    execution_count = None
     try:
-        body, last = _compile(code, filename)
-        compiled = True
-        _executing = True
-        try:
-            if body is not None:
-                _run_code(body, ns)
-            if last is not None:
-                result = _run_code(last, ns)
-                if result is not None:
-                    if cell:
-                        ns["_"] = result
-                    value = _mimebundle(result)
-            _show_figures()
-        finally:
-            _executing = False
+        if _ipython is not None:
+            succeeded, value, execution_count = _run_ipython(code, filename, cell, ns)
+        else:
+            body, last = _compile(code, filename)
+            compiled = True
+            _executing = True
+            try:
+                if body is not None:
+                    _run_code(body, ns)
+                if last is not None:
+                    result = _run_code(last, ns)
+                    if result is not None:
+                        if cell:
+                            ns["_"] = result
+                        value = _mimebundle(result)
+                _show_figures()
+            finally:
+                _executing = False
     except BaseException as e:  # the kernel outlives everything user code does, SystemExit included
         if compiled:
             tb = _own_frames_stripped(e.__traceback__, filename)
@@ -876,6 +941,9 @@ def _execute(req):
         else:
             text = "".join(traceback.format_exception_only(type(e), e))
         error = _error_message(e, text)
+        hint = _text.explain_ipython_syntax(code, e) if _text is not None and isinstance(e, SyntaxError) else None
+        if hint:
+            error["message"], error["traceback"] = hint, text + hint + "\n"
     _restore_code_mode(code_mode_held)
     if error is not None:
         _send(error)
@@ -884,7 +952,10 @@ def _execute(req):
     _run_fds = outer_fds
     failed = run_id in _failed_runs
     _failed_runs.discard(run_id)
-    _send({"type": "done", "id": run_id, "success": error is None and not failed, "value": value})
+    done = {"type": "done", "id": run_id, "success": succeeded and error is None and not failed, "value": value}
+    if execution_count is not None:
+        done["execution_count"] = execution_count
+    _send(done)
     _run_id = outer_id
     if outer_id is not None:
         sys.stdout, sys.stderr = outer_streams
@@ -939,6 +1010,60 @@ def _setup_user_namespace():
     return main.__dict__
 
 
+def _load_beside(filename, name):
+    """A module shipped beside this file, loaded under a private name (the user's modules keep theirs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), filename))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _start_ipython():
+    """Readable tables on both paths; IPython's shell when this Python has IPython."""
+    global _ipython, _text
+    try:
+        _text = _load_beside("kernel_text.py", "_agent_bridge_text")
+        _text.widen_tables()
+    except Exception as e:
+        _text = None
+        _stderr.write("Agent Bridge: kernel_text.py could not be loaded (%s: %s)\n" % (type(e).__name__, e))
+    if os.environ.get("AGENT_BRIDGE_IPYTHON") == "0":
+        return
+    try:
+        module = _load_beside("kernel_ipython.py", "_agent_bridge_ipython")
+    except ImportError as e:
+        if getattr(e, "name", None) != "IPython":  # IPython is there but broken: say so
+            _stderr.write("Agent Bridge: IPython could not be imported, running plain Python (%s)\n" % e)
+        return
+    except Exception as e:
+        _stderr.write("Agent Bridge: IPython could not be loaded, running plain Python (%s: %s)\n" % (type(e).__name__, e))
+        return
+    hooks = types.SimpleNamespace(
+        display=_send_display,
+        error=lambda name, message, text: _send({"type": "error", "id": _run_id, "name": name, "message": _cut(message), "traceback": _cut(text)}),
+        show_figures=_show_figures,
+        trim_traceback=_trim_kernel_tail,
+        own_frames=_own_frames_stripped,
+        compile=_compile,
+        run_code=_run_code,
+        run_coroutine=_run_coroutine,
+        bundle=lambda formatted: _capped(_bundle(formatted)),
+        plain_repr=_plain_repr,
+        text_width=_text.TEXT_WIDTH if _text is not None else 120,
+    )
+    try:
+        _ipython = module.Shell(sys.modules["__main__"], hooks)
+    except Exception as e:
+        _stderr.write("Agent Bridge: IPython could not be started, running plain Python (%s: %s)\n" % (type(e).__name__, e))
+
+
 def main(argv):
     global _msg_fd, _user_ns, _idle_fds, _pump
     req_fd, msg_fd = int(argv[1]), int(argv[2])
@@ -969,6 +1094,7 @@ def main(argv):
     _install_host_module()
     sys.meta_path.append(_CodeModeFinder)
     sys.stdout, sys.stderr = _stdout, _stderr
+    _start_ipython()
     signal.signal(signal.SIGINT, _on_sigint)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -979,7 +1105,8 @@ def main(argv):
             _pump = _FdPump()
         except (ImportError, OSError):
             pass
-    _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
+    ipython = getattr(sys.modules.get("_agent_bridge_ipython"), "version", None) if _ipython is not None else None
+    _send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3], "ipython": ipython})
     while True:
         if _inbox:
             _execute(_inbox.popleft())

@@ -14,6 +14,8 @@ import { LineFramer, MAX_FRAME_BYTES, type HostRequest, type KernelMessage, type
 export interface KernelInfo {
   pid: number;
   python: string;
+  /** IPython's version when runs go through IPython, else null (plain Python). */
+  ipython: string | null;
 }
 
 export interface KernelChildOptions {
@@ -167,8 +169,10 @@ export class KernelChild {
       return;
     }
     if (msg.type === 'ready') {
-      this.info = { pid: msg.pid, python: msg.python };
-      this.opts.log?.(`kernel ready: pid ${msg.pid}, Python ${msg.python}`);
+      this.info = { pid: msg.pid, python: msg.python, ipython: msg.ipython ?? null };
+      this.opts.log?.(
+        `kernel ready: pid ${msg.pid}, Python ${msg.python}, ${msg.ipython ? `IPython ${msg.ipython}` : 'no IPython'}`,
+      );
       this.settleReady?.();
       return;
     }

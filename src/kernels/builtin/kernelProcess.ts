@@ -3,6 +3,13 @@
  * over one KernelChild (kernelChild.ts) at a time, speaking kernelWire.ts. No `vscode` import:
  * the extension and plain unit tests both use it.
  *
+ * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). Where the kernel's Python
+ * has IPython (KernelInfo.ipython, its version), runs go through IPython's InteractiveShell: a
+ * cell's value arrives as a display with `executionCount` (Jupyter's execute_result, in output
+ * order: before the figures shown after the cell) and the cell's result carries its execution
+ * count; `value` is then only a scratchpad run's value. Without IPython a cell's value is
+ * `value`. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
+ *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
  * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
  * at once and the kernel runs it nested, on its main thread, while the caller waits (a call may
@@ -14,24 +21,36 @@
  */
 import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
-import { MAX_FRAME_BYTES, type KernelMessage, type OversizeFrame, type RunMode } from './kernelWire';
+import {
+  MAX_FRAME_BYTES,
+  type CellName,
+  type DisplayMetadata,
+  type KernelMessage,
+  type OversizeFrame,
+  type RunMode,
+} from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
 
 export type { KernelInfo } from './kernelChild';
-export type { RunMode } from './kernelWire';
+export type { CellName, DisplayMetadata, RunMode } from './kernelWire';
 export type { StrayOutput } from './strayOutput';
 
 export type KernelOutput =
   | { kind: 'stream'; name: StreamName; text: string }
-  | { kind: 'display'; data: MimeBundle }
+  /** `executionCount`: the cell's value (Jupyter's execute_result), else display_data. */
+  | { kind: 'display'; data: MimeBundle; metadata?: DisplayMetadata; executionCount?: number }
   | { kind: 'error'; name: string; message: string; traceback: string };
 
-/** How one kernel run ended. `restarted`: stopping it (or a restart) killed the kernel, whose state is lost. */
+/**
+ * How one kernel run ended. `restarted`: stopping it (or a restart) killed the kernel, whose state
+ * is lost. `executionCount`: the cell's execution count, where the kernel keeps one (IPython).
+ */
 export interface KernelRunResult {
   success: boolean;
   status: RunOutcome;
   value: MimeBundle | null;
   restarted?: true;
+  executionCount?: number;
 }
 
 export interface KernelExitInfo {
@@ -79,6 +98,7 @@ interface Job {
   readonly id: number;
   readonly code: string;
   readonly mode: RunMode;
+  readonly cell: CellName | undefined;
   readonly onOutput: (o: KernelOutput) => void;
   readonly resolve: (r: KernelRunResult) => void;
   readonly signal: AbortSignal | undefined;
@@ -144,7 +164,8 @@ export class KernelProcess implements KernelChildEvents {
 
   /**
    * Queues a run; resolves when it is done (never rejects). `onStart` fires when the run is sent
-   * to the kernel: its turn came (not for runs dropped or failed before that).
+   * to the kernel: its turn came (not for runs dropped or failed before that). `cell` names the
+   * notebook cell a cell run comes from.
    */
   run(
     code: string,
@@ -152,6 +173,7 @@ export class KernelProcess implements KernelChildEvents {
     onOutput: (o: KernelOutput) => void,
     signal?: AbortSignal,
     onStart?: () => void,
+    cell?: CellName,
   ): Promise<KernelRunResult> {
     return new Promise<KernelRunResult>((resolve) => {
       if (signal?.aborted) return resolve({ success: false, status: 'interrupted', value: null });
@@ -159,6 +181,7 @@ export class KernelProcess implements KernelChildEvents {
         id: ++this.nextId,
         code,
         mode,
+        cell,
         onOutput,
         resolve,
         signal,
@@ -244,7 +267,7 @@ export class KernelProcess implements KernelChildEvents {
     const job = this.queue.shift() as Job;
     if (!inner) p.stderrTail = '';
     this.active.push(job);
-    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode });
+    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
     try {
       job.onStart?.();
     } catch (err) {
@@ -308,11 +331,17 @@ export class KernelProcess implements KernelChildEvents {
     return id === null ? undefined : this.active.find((j) => j.id === id);
   }
 
-  private finish(job: Job, success: boolean, value: MimeBundle | null, restarted?: boolean): void {
+  private finish(job: Job, success: boolean, value: MimeBundle | null, restarted?: boolean, executionCount?: number): void {
     if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
     job.onEnd?.();
     const status: RunOutcome = success ? 'succeeded' : job.interrupted || job.aborted || restarted ? 'interrupted' : 'failed';
-    job.resolve(restarted ? { success, status, value, restarted: true } : { success, status, value });
+    job.resolve({
+      success,
+      status,
+      value,
+      ...(restarted && { restarted: true }),
+      ...(executionCount !== undefined && { executionCount }),
+    });
   }
 
   private fail(job: Job, name: string, message: string, restarted?: boolean): void {
@@ -350,7 +379,17 @@ export class KernelProcess implements KernelChildEvents {
       }
       case 'display': {
         const job = this.activeJob(msg.id);
-        if (job) emit(job, { kind: 'display', data: msg.data }, this.opts.log);
+        if (job)
+          emit(
+            job,
+            {
+              kind: 'display',
+              data: msg.data,
+              ...(msg.metadata && { metadata: msg.metadata }),
+              ...(typeof msg.execution_count === 'number' && { executionCount: msg.execution_count }),
+            },
+            this.opts.log,
+          );
         else this.stray.add('stdout', `[display output: ${Object.keys(msg.data).join(', ')}]\n`, `of run ${msg.id}`);
         return;
       }
@@ -368,7 +407,13 @@ export class KernelProcess implements KernelChildEvents {
         }
         this.active.splice(this.active.indexOf(job), 1);
         job.calls?.abort();
-        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null);
+        this.finish(
+          job,
+          msg.success && !job.hostFailed,
+          msg.value ?? null,
+          false,
+          typeof msg.execution_count === 'number' ? msg.execution_count : undefined,
+        );
         this.pump();
         return;
       }

@@ -2,30 +2,44 @@
  * The wire between the host and kernel.py: the messages each side sends, one JSON object per
  * line, UTF-8, and the framing that cuts the kernel's byte stream into bounded lines.
  *
- *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"}
+ *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"id","index"}]}
  *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
- *   kernel -> host  {"type":"ready","pid","python"}           once, at start
+ *   kernel -> host  {"type":"ready","pid","python","ipython":str|null}   once, at start
  *                   {"type":"stream","id","name","text"}      id: the run that wrote it (null: none)
- *                   {"type":"display","id","data":{mime:str}}
+ *                   {"type":"display","id","data":{mime:str}[,"metadata"][,"execution_count"]}
  *                   {"type":"error","id","name","message","traceback"}
- *                   {"type":"done","id","success","value":{mime:str}|null}   ends every run
+ *                   {"type":"done","id","success","value":{mime:str}|null[,"execution_count"]}   ends every run
  *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
+ *
+ * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). `ready.ipython` is
+ * IPython's version when runs go through IPython's InteractiveShell (null: plain Python); a
+ * display with `execution_count` is then a cell's value (Jupyter's execute_result) and a cell's
+ * `done` carries its execution count. `metadata` is the display's Jupyter output metadata.
  */
 import type { MimeBundle, StreamName } from '../../core/kernel';
 
 export type RunMode = 'cell' | 'scratchpad';
 
+/** The notebook cell a run comes from, as the person sees it (tracebacks name it). */
+export interface CellName {
+  id: string;
+  index: number;
+}
+
+/** Jupyter's output metadata of a display (e.g. an image's size). */
+export type DisplayMetadata = Record<string, unknown>;
+
 export type HostRequest =
-  | { op: 'execute'; id: number; code: string; mode: RunMode }
+  | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: CellName }
   | { op: 'reply'; rid: number; result: unknown }
   | { op: 'reply'; rid: number; error: string; interrupt?: true };
 
 export type KernelMessage =
-  | { type: 'ready'; pid: number; python: string }
+  | { type: 'ready'; pid: number; python: string; ipython?: string | null }
   | { type: 'stream'; id: number | null; name: StreamName; text: string }
-  | { type: 'display'; id: number | null; data: MimeBundle }
+  | { type: 'display'; id: number | null; data: MimeBundle; metadata?: DisplayMetadata; execution_count?: number }
   | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
-  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null }
+  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null; execution_count?: number }
   | { type: 'call'; rid: number; id: number | null; method: string; params: unknown };
 
 /**
