@@ -430,7 +430,14 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
         await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
         await page.keyboard.press('Enter');
         await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
-        await page.getByText('Run All', { exact: true }).filter({ visible: true }).first().click({ timeout: 10_000 });
+        // Its first cell starts the kernel, run as an agent would (the toolbar's Run All hides in
+        // an overflow menu when the editor is narrow).
+        const ran = await client.post(
+          '/notebooks/run',
+          { notebook: serverSid, all: true, wait: true },
+          { signal, timeoutMs: 60_000 },
+        );
+        eq(ran.status, 200, `run all (${show(ran.text)})`);
         await sandbox.waitFor(
           'the server kernel in /api/sessions',
           async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
