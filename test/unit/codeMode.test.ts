@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
 import type { BatchOp } from '../../src/core/cells';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { planBlock, type LayoutCell } from '../../src/core/blockPlan';
@@ -7,47 +6,22 @@ import { codeModeHandler } from '../../src/kernels/builtin/codeMode';
 import {
   KernelProcess,
   type CallContext,
-  type KernelOutput,
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
+import { collectRun, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
-
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
-const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
-
-interface Collected {
-  success: boolean;
-  status: string;
-  value: Record<string, string> | null;
-  stdout: string;
-  stderr: string;
-  errors: Extract<KernelOutput, { kind: 'error' }>[];
-}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function collect(
+/** A scratchpad run unless told otherwise; `onFirstOutput` sees each output as it arrives. */
+const collect = (
   kernel: KernelProcess,
   code: string,
   mode: RunMode = 'scratchpad',
   signal?: AbortSignal,
   onFirstOutput?: () => void,
-): Promise<Collected> {
-  const outputs: KernelOutput[] = [];
-  const result = await kernel.run(
-    code,
-    mode,
-    (o) => {
-      outputs.push(o);
-      onFirstOutput?.();
-    },
-    signal,
-  );
-  const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
-  const errors = outputs.filter((o): o is Extract<KernelOutput, { kind: 'error' }> => o.kind === 'error');
-  return { ...result, stdout: text('stdout'), stderr: text('stderr'), errors };
-}
+) => collectRun(kernel, code, { mode, ...(signal && { signal }), ...(onFirstOutput && { onOutput: onFirstOutput }) });
 
 const value = (r: Collected) => r.value?.['text/plain'];
 const py = (...lines: string[]) => lines.join('\n');

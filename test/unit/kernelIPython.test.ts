@@ -10,49 +10,17 @@ import {
   type KernelOutput,
   type KernelProcessOptions,
   type RunMode,
-  type KernelRunResult,
 } from '../../src/kernels/builtin/kernelProcess';
-
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
-/** Debian's Python, with python3-ipython, -numpy, -pandas and -matplotlib (`npm run setup` installs them). */
-const SYSTEM_PYTHON = process.env.AGENT_BRIDGE_TEST_IPYTHON_PYTHON || '/usr/bin/python3';
-
-type Display = Extract<KernelOutput, { kind: 'display' }>;
-type ErrorOutput = Extract<KernelOutput, { kind: 'error' }>;
-
-interface Collected extends KernelRunResult {
-  outputs: KernelOutput[];
-  stdout: string;
-  stderr: string;
-  displays: Display[];
-  errors: ErrorOutput[];
-}
+import { collectRun, IPYTHON_PYTHON as SYSTEM_PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 
 /** Everything each kernel printed, for `started`. */
 const printed = new WeakMap<KernelProcess, string>();
 
-async function run(kernel: KernelProcess, code: string, mode: RunMode = 'cell', cell?: CellName): Promise<Collected> {
-  const outputs: KernelOutput[] = [];
-  const result = await kernel.run(
-    code,
-    mode,
-    (o) => {
-      outputs.push(o);
-      if (o.kind === 'stream') printed.set(kernel, (printed.get(kernel) ?? '') + o.text);
-    },
-    undefined,
-    undefined,
-    cell,
-  );
-  const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
-  return {
-    ...result,
-    outputs,
-    stdout: text('stdout'),
-    stderr: text('stderr'),
-    displays: outputs.filter((o): o is Display => o.kind === 'display'),
-    errors: outputs.filter((o): o is ErrorOutput => o.kind === 'error'),
+function run(kernel: KernelProcess, code: string, mode: RunMode = 'cell', cell?: CellName): Promise<Collected> {
+  const onOutput = (o: KernelOutput) => {
+    if (o.kind === 'stream') printed.set(kernel, (printed.get(kernel) ?? '') + o.text);
   };
+  return collectRun(kernel, code, { mode, ...(cell && { cell }), onOutput });
 }
 
 /** Resolves once the run in progress printed "waiting" (it then sleeps: time to interrupt it). */

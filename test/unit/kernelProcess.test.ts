@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
 import type { StreamEvent } from '../../src/core/kernel';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
@@ -9,24 +8,10 @@ import {
   KERNEL_START_FAILED,
   KernelProcess,
   type KernelExitInfo,
-  type KernelOutput,
   type KernelProcessOptions,
   type RunMode,
-  type KernelRunResult,
 } from '../../src/kernels/builtin/kernelProcess';
-
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel.py');
-/** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
-const PYTHON = process.env.AGENT_BRIDGE_TEST_PYTHON || 'python3';
-/** A Python with IPython (Debian's, with python3-ipython: `npm run setup` installs it). */
-const IPYTHON_PYTHON = process.env.AGENT_BRIDGE_TEST_IPYTHON_PYTHON || '/usr/bin/python3';
-
-interface Collected extends KernelRunResult {
-  outputs: KernelOutput[];
-  stdout: string;
-  stderr: string;
-  errors: Extract<KernelOutput, { kind: 'error' }>[];
-}
+import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 
 /** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
 function valueOf(r: Collected): Record<string, string> | null {
@@ -45,13 +30,8 @@ describe('KernelProcess (builtin Python kernel)', function () {
     return kernel;
   }
 
-  async function run(code: string, mode: RunMode = 'cell', signal?: AbortSignal, k: KernelProcess = kernel): Promise<Collected> {
-    const outputs: KernelOutput[] = [];
-    const result = await k.run(code, mode, (o) => outputs.push(o), signal);
-    const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
-    const errors = outputs.filter((o): o is Extract<KernelOutput, { kind: 'error' }> => o.kind === 'error');
-    return { ...result, outputs, stdout: text('stdout'), stderr: text('stderr'), errors };
-  }
+  const run = (code: string, mode: RunMode = 'cell', signal?: AbortSignal, k: KernelProcess = kernel): Promise<Collected> =>
+    collectRun(k, code, { mode, ...(signal && { signal }) });
 
   beforeEach(() => make());
   afterEach(() => kernel.dispose());
