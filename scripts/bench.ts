@@ -231,7 +231,13 @@ async function main(): Promise<number> {
         jupyter && 'vsix' in jupyter
           ? {
               file: path.join(ws.dir, 'jupyter.ipynb'),
-              // As the person would: VS Code asks once whether we may use the Jupyter extension's kernels.
+              // As the person would: pick the notebook's kernelspec in the list Jupyter shows when the
+              // bridge starts a kernel, then allow our use of its kernels when VS Code asks (once).
+              pick: () =>
+                sandbox!.page
+                  .locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3 (ipykernel)' })
+                  .first()
+                  .click({ timeout: 90_000 }),
               allow: () =>
                 sandbox!.page
                   .locator('.monaco-dialog-box .monaco-button', { hasText: /^Allow$/ })

@@ -28,7 +28,7 @@ export interface Ctx {
   open(file: string): Promise<Opened>;
   listFile: string;
   /** A notebook to run on a Jupyter kernel, and how to grant the bridge access to it; or why there is none. */
-  jupyter: { file: string; allow(): Promise<void> } | { missing: string };
+  jupyter: { file: string; pick(): Promise<void>; allow(): Promise<void> } | { missing: string };
   rows: Row[];
   problems: string[];
   say(message: string): void;
@@ -348,7 +348,9 @@ export async function jupyterKernel(ctx: Ctx): Promise<void> {
     (e: unknown) => ` (no consent dialog to allow: ${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
   );
   const { sid } = await ctx.open(ctx.jupyter.file);
+  const picked = ctx.jupyter.pick().catch(() => undefined);
   const started = await bridge.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000);
+  await picked;
   const first = started.status === 200 ? await bridge.execute(sid, 'None', 180_000) : undefined;
   if (!first || first.done?.success !== true) {
     const what = first ? `its first run: ${describe(first)}` : `POST /notebooks/kernel/start: ${started.status} ${started.text}`;
