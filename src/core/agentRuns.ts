@@ -15,11 +15,9 @@ import type {
   RunSelection,
   SeriesHandle,
 } from './cells';
-import type { ExecResult, Kernel, RunOutcome, StreamEvent } from './kernel';
+import type { ExecResult, Kernel, StreamEvent } from './kernel';
 import { FOREVER_MS } from './series';
 import type { NotebookHost } from './sessions';
-
-type Outcome = ExecResult & { readonly status?: RunOutcome };
 
 /** The words a capped run's stderr and outcome carry (MCP results are read for them). */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
@@ -62,7 +60,7 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
             onStream(event);
           }
         : onStream;
-      let result: Outcome;
+      let result: ExecResult;
       try {
         result = await kernel.executeScratchpad(code, stream, stop.signal);
       } finally {
@@ -74,16 +72,16 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
         const detail = `The run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
         onStream({ name: 'stderr', text: `${detail}\n` });
         activity?.settle('timed_out', detail);
-        return { ...result, success: false, status: 'timed_out' } as Outcome;
+        return { ...result, success: false, status: 'timed_out' };
       }
       if (activity && stopped) {
         const detail = 'The person stopped every agent run (Agent Bridge: Stop Agents)';
         onStream({ name: 'stderr', text: `${detail}\n` });
         activity.settle('interrupted', detail);
-        return { ...result, success: false, status: 'interrupted' } as Outcome;
+        return { ...result, success: false, status: 'interrupted' };
       }
       activity?.note(result.output.data);
-      activity?.settle(result.status ?? (signal.aborted ? 'interrupted' : result.success ? 'succeeded' : 'failed'));
+      activity?.settle(result.status);
       return result;
     },
   };
