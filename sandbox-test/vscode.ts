@@ -19,7 +19,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { formatWithOptions } from 'node:util';
+import { formatWithOptions, parseArgs } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import {
   addProcess,
@@ -86,11 +86,6 @@ export interface SandboxOptions {
   handleSignals?: boolean;
 }
 
-export interface StopOptions {
-  /** Runs after every process is gone and before the root is removed (e.g. to inspect files). */
-  beforeRemove?: (sandbox: Sandbox) => void | Promise<void>;
-}
-
 export interface Sandbox {
   readonly id: string;
   readonly root: string;
@@ -116,7 +111,10 @@ export interface Sandbox {
     probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
     timeoutMs?: number,
   ): Promise<T>;
-  stop(options?: StopOptions): Promise<void>;
+  /** Stops every process of the sandbox and keeps its files (to inspect what it left behind); `stop()` removes them. */
+  halt(): Promise<void>;
+  /** Stops every process (if not halted yet), then removes the sandbox's files. */
+  stop(): Promise<void>;
 }
 
 export class SandboxError extends Error {
@@ -402,7 +400,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     }
   };
 
-  const shutdown = async (stopOpts: StopOptions = {}): Promise<void> => {
+  const shutdown = async (): Promise<void> => {
     record.status = 'stopping';
     if (fs.existsSync(recordPath(id))) writeRecord(record);
     if (context) {
@@ -428,8 +426,10 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
       progress(
         `killed stray processes carrying ${MARKER_VAR}=${id}: ${strays.map((p) => `${p.pid} (${p.cmdline.slice(0, 60)})`).join(', ')}`,
       );
+  };
+  const remove = async (): Promise<void> => {
     try {
-      await stopOpts.beforeRemove?.(handle);
+      await halt();
     } finally {
       const kept = keepLogs(root, id);
       if (kept) progress(`logs kept in ${kept}`);
@@ -438,7 +438,9 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
       fs.rmSync(recordPath(id), { force: true });
     }
   };
-  const stop = (stopOpts?: StopOptions) => (stopping ??= shutdown(stopOpts));
+  const halt = () => (stopping ??= shutdown());
+  let removing: Promise<void> | undefined;
+  const stop = () => (removing ??= remove());
   const handleEntry = { stop: () => stop(), killNow };
   if (opts.handleSignals !== false) {
     installSignalHandlers();
@@ -591,6 +593,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     logTail,
     alive: () => !serverExit && !pageGone && !stopping,
     waitFor,
+    halt,
     stop,
   };
   return handle;
@@ -616,39 +619,58 @@ const USAGE = `usage: tsx sandbox-test/vscode.ts --workspace DIR (--vsix FILE | 
 const WORKBENCH_NOISE =
   /ENOTFOUND|ERR_NAME_NOT_RESOLVED|getaddrinfo|^(Resolving connection token|Resolved connection token|Creating a socket|\[reconnection-grace-time\]|Updating additional builtin|\[Service Worker\]|\[AccountPolicyGate\]|\[AgentHost|Timed out waiting for authentication provider|\s+at )/;
 
-async function main(argv: string[]): Promise<number> {
-  const values = new Map<string, string>();
-  const envPairs: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') {
-      console.log(USAGE);
-      return 0;
-    }
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (!m) throw new Error(`unexpected argument ${arg}\n${USAGE}`);
-    const value = m[2] ?? argv[++i];
-    if (value === undefined) throw new Error(`${arg} needs a value`);
-    if (m[1] === 'env') {
-      const eq = value.indexOf('=');
-      if (eq <= 0) throw new Error(`--env wants K=V, got ${value}`);
-      envPairs[value.slice(0, eq)] = value.slice(eq + 1);
-    } else values.set(m[1]!, value);
+/** The CLI's arguments (see USAGE); throws with the usage on anything else. */
+function cliOptions(argv: string[]) {
+  const parse = () =>
+    parseArgs({
+      args: argv,
+      options: {
+        workspace: { type: 'string' },
+        vsix: { type: 'string' },
+        dev: { type: 'string' },
+        tests: { type: 'string' },
+        id: { type: 'string' },
+        kind: { type: 'string' },
+        env: { type: 'string', multiple: true, default: [] },
+        timeout: { type: 'string', default: '600' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  let values: ReturnType<typeof parse>;
+  try {
+    values = parse();
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${USAGE}`, { cause: err });
   }
-  const workspace = values.get('workspace');
+  const env: Record<string, string> = {};
+  for (const pair of values.env) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--env wants K=V, got ${pair}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const timeoutSeconds = Number(values.timeout);
+  if (!(timeoutSeconds > 0)) throw new Error(`--timeout wants seconds, got ${values.timeout}`);
+  return { ...values, env, timeoutMs: timeoutSeconds * 1000 };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const values = cliOptions(argv);
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { workspace, tests, timeoutMs } = values;
   if (!workspace) throw new Error(`--workspace is required\n${USAGE}`);
-  const timeoutMs = Number(values.get('timeout') ?? 600) * 1000;
-  const tests = values.get('tests');
   const sandbox = await launchSandbox({
     workspace,
-    vsix: values.get('vsix'),
-    extensionDevelopmentPath: values.get('dev'),
+    vsix: values.vsix,
+    extensionDevelopmentPath: values.dev,
     extensionTestsPath: tests,
-    id: values.get('id'),
-    kind: values.get('kind') ?? (tests ? 'tests' : 'cli'),
+    id: values.id,
+    kind: values.kind ?? (tests ? 'tests' : 'cli'),
     env: (dirs) => ({
       AGENT_BRIDGE_DISCOVERY_FILE: process.env['AGENT_BRIDGE_DISCOVERY_FILE'] || path.join(dirs.root, 'bridge.json'),
-      ...envPairs,
+      ...values.env,
     }),
     onLog: (type, text) => {
       if (process.env['VERBOSE'] !== '1' && WORKBENCH_NOISE.test(text)) return;

@@ -7,9 +7,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { eq, fail, Harness, includes, show } from '../harness';
+import { eq, fail, includes, show } from '../assert';
 import { REPO_ROOT } from '../vscode';
-import type { CheckContext } from './context';
+import type { BridgeClient } from '../http';
+import { type CheckContext, checkRun, context } from './context';
 
 export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
@@ -38,106 +39,104 @@ async function pickMode(page: Page, mode: string): Promise<void> {
     .waitFor({ timeout: 5_000 });
 }
 
-export function registerAccessChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const sid = ctx.analysis.session.id;
+/** The `access` suite's checks. */
+export function accessChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let sid: string;
+  before(() => {
+    ctx = context();
+    ({ client } = ctx);
+    sid = ctx.analysis.session.id;
+  });
   const page = () => ctx.sandbox.page;
 
-  h.check(
-    'access: ask mode, the person allows a run from the notification',
-    async ({ note }) => {
-      await pickMode(page(), 'ask');
-      try {
-        const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-        const toast = page().locator('.notification-toast', { hasText: `${AGENT} wants a scratchpad run` });
-        await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
-        includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
-        await sleep(600); // the toast slides in
-        await screenshot(page(), 'access-ask-prompt.png', note);
-        await toast
-          .first()
-          .locator('.monaco-button', { hasText: /^Allow$/ })
-          .click({ timeout: 5_000 });
-        const result = await run.result;
-        eq(result.status, 200, 'status after Allow');
-        eq(result.stdout, 'allowed 42\n', 'stdout after Allow');
-      } finally {
-        await pickMode(page(), 'full');
-      }
-    },
-    { timeoutMs: 45_000 },
-  );
-
-  h.check(
-    'access: a marked cell carries who changed it',
-    async ({ note, signal }) => {
-      const created = await client.post(
-        '/notebooks/cells',
-        { notebook: sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
-        { headers, signal },
-      );
-      eq(created.status, 201, `POST /notebooks/cells (${show(created.text, 200)})`);
-      await page()
-        .getByRole('tab', { name: /analysis\.ipynb/ })
+  it('access: ask mode, the person allows a run from the notification', async () => {
+    const { note } = checkRun();
+    await pickMode(page(), 'ask');
+    try {
+      const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
+      const toast = page().locator('.notification-toast', { hasText: `${AGENT} wants a scratchpad run` });
+      await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
+      includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
+      await sleep(600); // the toast slides in
+      await screenshot(page(), 'access-ask-prompt.png', note);
+      await toast
         .first()
+        .locator('.monaco-button', { hasText: /^Allow$/ })
         .click({ timeout: 5_000 });
-      const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT}` });
-      await item
-        .first()
-        .waitFor({ state: 'visible', timeout: 10_000 })
-        .catch(() => fail(`no cell status bar item "Added by ${AGENT}" in the workbench`));
-      includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
-      await screenshot(page(), 'access-marked-cell.png', note);
-    },
-    { timeoutMs: 30_000 },
-  );
+      const result = await run.result;
+      eq(result.status, 200, 'status after Allow');
+      eq(result.stdout, 'allowed 42\n', 'stdout after Allow');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+  }).timeout(45_000);
 
-  h.check(
-    'access: the activity view lists the actions, newest first',
-    async ({ note, signal }) => {
-      const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
-      eq(r.status, 200, 'execute status');
-      await page().locator('.activitybar .action-item a[aria-label^="Agent Bridge"]').first().click({ timeout: 5_000 });
-      const rows = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
-      await rows
-        .first()
-        .waitFor({ state: 'visible', timeout: 10_000 })
-        .catch(() => fail('the Agent Activity view shows no rows'));
-      const texts = await rows.allInnerTexts();
-      note(`rows: ${show(texts.slice(0, 4), 400)}`);
-      includes(texts[0] ?? '', 'scratchpad run', 'the newest row');
-      includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
-      includes(texts[0] ?? '', AGENT, 'the newest row names the client');
-      includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
-      const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
-      includes(message, ctx.advert.url, 'the view names the server');
-      includes(message, 'access: full', 'the view names the access mode');
-      includes(message, AGENT, 'the view names the recent clients');
-      // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
-      const sidebar = await page().locator('.part.sidebar').boundingBox();
-      const sashes = await page()
-        .locator('.monaco-sash.vertical')
-        .evaluateAll((els) =>
-          els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x + r.width / 2, y: r.y, h: r.height })),
-        );
-      const edge = sidebar && sashes.find((b) => Math.abs(b.x - (sidebar.x + sidebar.width)) < 6 && b.h > 100);
-      if (edge) {
-        await page().mouse.move(edge.x, edge.y + edge.h / 2);
-        await page().mouse.down();
-        await page().mouse.move(edge.x + 450, edge.y + edge.h / 2, { steps: 8 });
-        await page().mouse.up();
-        await page().mouse.move(900, 600);
-      } else note('no sidebar sash found; the screenshot keeps the default width');
-      await screenshot(page(), 'access-view.png', note);
-      // Selecting the row opens the action's code, outcome and output.
-      await rows.first().click({ timeout: 5_000 });
-      const detail = page().locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
-      await detail
-        .first()
-        .waitFor({ state: 'visible', timeout: 10_000 })
-        .catch(() => fail('selecting the row opened no editor with its code'));
-      includes(await detail.first().innerText(), 'succeeded', 'the detail names the outcome');
-    },
-    { timeoutMs: 30_000 },
-  );
+  it('access: a marked cell carries who changed it', async () => {
+    const { note, signal } = checkRun();
+    const created = await client.post(
+      '/notebooks/cells',
+      { notebook: sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
+      { headers, signal },
+    );
+    eq(created.status, 201, `POST /notebooks/cells (${show(created.text, 200)})`);
+    await page()
+      .getByRole('tab', { name: /analysis\.ipynb/ })
+      .first()
+      .click({ timeout: 5_000 });
+    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT}` });
+    await item
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail(`no cell status bar item "Added by ${AGENT}" in the workbench`));
+    includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
+    await screenshot(page(), 'access-marked-cell.png', note);
+  }).timeout(30_000);
+
+  it('access: the activity view lists the actions, newest first', async () => {
+    const { note, signal } = checkRun();
+    const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
+    eq(r.status, 200, 'execute status');
+    await page().locator('.activitybar .action-item a[aria-label^="Agent Bridge"]').first().click({ timeout: 5_000 });
+    const rows = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
+    await rows
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('the Agent Activity view shows no rows'));
+    const texts = await rows.allInnerTexts();
+    note(`rows: ${show(texts.slice(0, 4), 400)}`);
+    includes(texts[0] ?? '', 'scratchpad run', 'the newest row');
+    includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
+    includes(texts[0] ?? '', AGENT, 'the newest row names the client');
+    includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
+    const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
+    includes(message, ctx.advert.url, 'the view names the server');
+    includes(message, 'access: full', 'the view names the access mode');
+    includes(message, AGENT, 'the view names the recent clients');
+    // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
+    const sidebar = await page().locator('.part.sidebar').boundingBox();
+    const sashes = await page()
+      .locator('.monaco-sash.vertical')
+      .evaluateAll((els) =>
+        els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x + r.width / 2, y: r.y, h: r.height })),
+      );
+    const edge = sidebar && sashes.find((b) => Math.abs(b.x - (sidebar.x + sidebar.width)) < 6 && b.h > 100);
+    if (edge) {
+      await page().mouse.move(edge.x, edge.y + edge.h / 2);
+      await page().mouse.down();
+      await page().mouse.move(edge.x + 450, edge.y + edge.h / 2, { steps: 8 });
+      await page().mouse.up();
+      await page().mouse.move(900, 600);
+    } else note('no sidebar sash found; the screenshot keeps the default width');
+    await screenshot(page(), 'access-view.png', note);
+    // Selecting the row opens the action's code, outcome and output.
+    await rows.first().click({ timeout: 5_000 });
+    const detail = page().locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
+    await detail
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('selecting the row opened no editor with its code'));
+    includes(await detail.first().innerText(), 'succeeded', 'the detail names the outcome');
+  }).timeout(30_000);
 }

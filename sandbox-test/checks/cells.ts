@@ -9,10 +9,10 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
-import type { HttpResult, RequestOptions } from '../http';
+import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import type { BridgeClient, HttpResult, RequestOptions } from '../http';
 import { REPO_ROOT } from '../stack';
-import { readJson, type CheckContext } from './context';
+import { type CheckContext, checkRun, context, type OpenedNotebook, readJson } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -62,11 +62,19 @@ function expectError(r: HttpResult, statuses: number | number[], what: string): 
 
 const items = (cell: Cell): OutputItem[] => cell.outputs.flatMap((o) => o.items);
 
-export function registerCellChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const nb = ctx.analysis;
-  const sid = nb.session.id;
-  const q = `notebook=${encodeURIComponent(sid)}`;
+/** The `cells` suite's checks. */
+export function cellChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let nb: OpenedNotebook;
+  let sid: string;
+  let q: string;
+  before(() => {
+    ctx = context();
+    ({ client, analysis: nb } = ctx);
+    sid = nb.session.id;
+    q = `notebook=${encodeURIComponent(sid)}`;
+  });
   /** A token unique to this run, so cells made by the checks are found by their text. */
   const tag = randomBytes(3).toString('hex');
 
@@ -93,7 +101,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // --------------------------------------------------------------------------------- reads
 
-  h.check('cells: GET /notebooks lists both fixtures with kernel "builtin"', async ({ signal }) => {
+  it('cells: GET /notebooks lists both fixtures with kernel "builtin"', async () => {
+    const { signal } = checkRun();
     const r = await client.get('/notebooks', { signal });
     eq(r.status, 200, 'status');
     const notebooks = r.json<{ notebooks: NotebookInfo[] }>().notebooks;
@@ -111,7 +120,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     eq(notebooks.find((n) => n.sessionId === ctx.other.session.id)!.cellCount, 2, 'other.ipynb cellCount');
   });
 
-  h.check('cells: list analysis.ipynb — ids, indices, kinds, languages, code, versions', async ({ signal }) => {
+  it('cells: list analysis.ipynb — ids, indices, kinds, languages, code, versions', async () => {
+    const { signal } = checkRun();
     // By path this time (the notebook may be named by session id, path or uri).
     const { notebook, cells } = await list(signal, nb.path);
     eq(notebook.sessionId, sid, 'notebook.sessionId');
@@ -147,7 +157,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     );
   });
 
-  h.check('cells: GET one cell by id, by index and by negative index', async ({ signal }) => {
+  it('cells: GET one cell by id, by index and by negative index', async () => {
+    const { signal } = checkRun();
     const { cells } = await list(signal);
     ok(cells.length >= 2, `only ${cells.length} cells`);
     const byId = await getCell(cells[1]!.id, signal);
@@ -158,7 +169,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // -------------------------------------------------------------------------------- writes
 
-  h.check('cells: POST /notebooks/cells creates at the index; the other ids stay', async ({ signal }) => {
+  it('cells: POST /notebooks/cells creates at the index; the other ids stay', async () => {
+    const { signal } = checkRun();
     const before = (await list(signal)).cells;
     const code = `created_${tag} = 1`;
     const cell = await create(code, signal, { index: 1 });
@@ -177,7 +189,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     eq(next.index, 2, 'index of a cell created with "after"');
   });
 
-  h.check('cells: PATCH replaces the code; GET shows it and a new version', async ({ signal }) => {
+  it('cells: PATCH replaces the code; GET shows it and a new version', async () => {
+    const { signal } = checkRun();
     const cell = await create(`edit_me_${tag} = 1`, signal);
     const code = `edited_${tag} = "héllo → 世界"`;
     const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code }, { signal });
@@ -189,7 +202,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     deepEq([got.code, got.version, got.index], [code, patched.version, cell.index], 'GET after PATCH (code, version, index)');
   });
 
-  h.check('cells: PATCH without "code" never wipes: 400 when it changes nothing, else the code stays', async ({ signal }) => {
+  it('cells: PATCH without "code" never wipes: 400 when it changes nothing, else the code stays', async () => {
+    const { signal } = checkRun();
     const cell = await create(`keep_me_${tag} = 1`, signal);
     const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid }, { signal });
     includes(expectError(r, 400, 'PATCH {}').detail, '"code"', 'detail');
@@ -199,7 +213,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     deepEq([got.code, got.version, got.tags], [cell.code, cell.version, ['slow']], 'cell after the PATCHes');
   });
 
-  h.check('cells: DELETE removes the cell; the others keep ids and indices shift', async ({ signal }) => {
+  it('cells: DELETE removes the cell; the others keep ids and indices shift', async () => {
+    const { signal } = checkRun();
     const doomed = await create(`delete_me_${tag} = 1`, signal, { index: 0 });
     const before = (await list(signal)).cells;
     const r = await call('DELETE', `/notebooks/cells/${doomed.id}?${q}`, undefined, { signal });
@@ -214,7 +229,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     expectError(await client.get(`/notebooks/cells/${doomed.id}?${q}`, { signal }), 404, 'GET of the deleted cell');
   });
 
-  h.check('cells: move to index 0, then back to the end with "after"', async ({ signal }) => {
+  it('cells: move to index 0, then back to the end with "after"', async () => {
+    const { signal } = checkRun();
     const mover = await create(`move_me_${tag} = 1`, signal);
     const before = (await list(signal)).cells;
     const last = before.length - 1;
@@ -245,7 +261,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // ---------------------------------------------------------------------------------- runs
 
-  h.check('cells: run with wait → the outputs of print, success true', async ({ signal }) => {
+  it('cells: run with wait → the outputs of print, success true', async () => {
+    const { signal } = checkRun();
     const cell = await create(`print("run", 6 * 7, "${tag}")`, signal);
     const r = await runWait(cell.id, signal);
     eq(r.status, 200, `run status (body ${show(r.text, 300)})`);
@@ -262,7 +279,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     deepEq((await getCell(cell.id, signal)).outputs, body.cell.outputs, 'outputs on a later GET');
   });
 
-  h.check('cells: run a raising cell with wait → an error item, success false', async ({ signal }) => {
+  it('cells: run a raising cell with wait → an error item, success false', async () => {
+    const { signal } = checkRun();
     const cell = await create(`print("before")\n{}["missing_${tag}"]`, signal);
     const r = await runWait(cell.id, signal);
     eq(r.status, 200, `run status (body ${show(r.text, 300)})`);
@@ -281,7 +299,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // ------------------------------------------------------------- run many, clear, tags, save
 
-  h.check('cells: POST /notebooks/run runs a list in order, stops at the first failure, and clears', async ({ signal }) => {
+  it('cells: POST /notebooks/run runs a list in order, stops at the first failure, and clears', async () => {
+    const { signal } = checkRun();
     const a = await create(`ra_${tag} = 1`, signal);
     const b = await create(`raise ValueError("rb_${tag}")`, signal);
     const c = await create(`print("rc_${tag}")`, signal);
@@ -319,7 +338,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     }
   });
 
-  h.check('cells: tags and a new cell reach the file with POST /notebooks/save', async ({ signal }) => {
+  it('cells: tags and a new cell reach the file with POST /notebooks/save', async () => {
+    const { signal } = checkRun();
     const cell = await create(`saved_${tag} = 1`, signal, { tags: ['parameters'] });
     const r = await client.post('/notebooks/save', { notebook: sid }, { signal });
     eq(r.status, 200, `save status (body ${show(r.text, 300)})`);
@@ -329,7 +349,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
   });
 
-  h.check('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async ({ signal }) => {
+  it('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async () => {
+    const { signal } = checkRun();
     const cell = await create('', signal);
     const skill = fs.readFileSync(path.join(REPO_ROOT, 'skills', 'agent-bridge', 'SKILL.md'), 'utf8');
     const blocks = [...skill.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('curl '));
@@ -348,7 +369,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     eq((await getCell(cell.id, signal)).code, 'x = 2', 'the PATCH example wrote the cell');
   });
 
-  h.check('cells: /notebooks/open outside the workspace → 403, the same whether the file exists or not', async ({ signal }) => {
+  it('cells: /notebooks/open outside the workspace → 403, the same whether the file exists or not', async () => {
+    const { signal } = checkRun();
     const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'bridge-outside-'));
     try {
       const real = path.join(outside, 'x.ipynb');
@@ -366,7 +388,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     }
   });
 
-  h.check('cells: run with Accept: text/event-stream streams stdout as printed, then done', async ({ signal }) => {
+  it('cells: run with Accept: text/event-stream streams stdout as printed, then done', async () => {
+    const { signal } = checkRun();
     const cell = await create(
       `import time\nfor i in range(3):\n    print("s${tag}", i, flush=True)\n    time.sleep(0.5)`,
       signal,
@@ -402,7 +425,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // ------------------------------------------------------------------------------- batches
 
-  h.check('cells: a batch whose last op is invalid → 4xx and nothing changes (versions included)', async ({ signal }) => {
+  it('cells: a batch whose last op is invalid → 4xx and nothing changes (versions included)', async () => {
+    const { signal } = checkRun();
     const a = await create(`batch_a_${tag} = 1`, signal);
     const { cells: before } = await list(signal);
     const md = before.find((c) => c.kind === 'markup');
@@ -433,7 +457,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     }
   });
 
-  h.check('cells: a valid batch applies every op at once and runs a cell', async ({ signal }) => {
+  it('cells: a valid batch applies every op at once and runs a cell', async () => {
+    const { signal } = checkRun();
     const a = await create(`batch_ok_${tag} = 1`, signal);
     const gone = await create(`batch_gone_${tag} = 1`, signal);
     const before = (await list(signal)).cells;
@@ -471,7 +496,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // ----------------------------------------------------------------------------- bad input
 
-  h.check('cells: unknown notebook → 404 listing the open notebooks', async ({ signal }) => {
+  it('cells: unknown notebook → 404 listing the open notebooks', async () => {
+    const { signal } = checkRun();
     const missing = `${ctx.workspace}/nope.ipynb`;
     const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(missing)}`, { signal });
     const body = expectError(r, 404, 'GET with an unknown notebook');
@@ -485,7 +511,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     eq((await list(signal)).cells.length, count, 'cell count of analysis.ipynb');
   });
 
-  h.check('cells: unknown cell id or index out of range → 404 with the cell count', async ({ signal }) => {
+  it('cells: unknown cell id or index out of range → 404 with the cell count', async () => {
+    const { signal } = checkRun();
     const count = (await list(signal)).cells.length;
     for (const [method, path, json] of [
       ['GET', `/notebooks/cells/cnope00?${q}`, undefined],
@@ -500,7 +527,8 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
     }
   });
 
-  h.check('cells: wrong types → 400 naming the field, nothing changes', async ({ signal }) => {
+  it('cells: wrong types → 400 naming the field, nothing changes', async () => {
+    const { signal } = checkRun();
     const cell = await create(`typed_${tag} = 1`, signal);
     const before = (await list(signal)).cells;
     for (const [method, path, json, field] of [
@@ -522,70 +550,67 @@ export function registerCellChecks(h: Harness, ctx: CheckContext): void {
 
   // ------------------------------------------------------------------- read-before-write
 
-  h.check(
-    'cells: 409 after a human edit typed in the workbench (Chromium keyboard)',
-    async ({ signal, note }) => {
-      const page = ctx.sandbox.page;
-      const marker = `human_${tag}`;
-      const typed = `typed_${tag}`;
-      const cell = await create(`${marker} = 1`, signal, { index: 1 });
-      const read = await getCell(cell.id, signal); // what the agent was shown
-      const t0 = Date.now();
-      // The person: bring analysis.ipynb to the front, click into the cell's editor, type.
-      await page
-        .getByRole('tab', { name: /analysis\.ipynb/ })
-        .first()
-        .click({ timeout: 5_000 });
-      const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: marker });
-      await editor.first().waitFor({ state: 'visible', timeout: 5_000 });
-      eq(await editor.count(), 1, `editors showing ${marker}`);
-      await editor.first().click({ timeout: 5_000 });
-      await page.keyboard.press('End');
-      await page.keyboard.type(`  # ${typed}`);
-      note(`clicked and typed in ${Date.now() - t0} ms`);
-      // Wait until the extension host has the keystrokes (reading them does not matter: the PATCH
-      // below names the version the agent read before the person typed).
-      let current: Cell | undefined;
-      for (const end = Date.now() + 5_000; Date.now() < end; await sleep(100)) {
-        current = await getCell(cell.id, signal);
-        if (current.code.includes(typed)) break;
-      }
-      if (!current?.code.includes(typed)) fail(`the typed text never reached the bridge; the cell reads ${show(current?.code)}`);
-      note(`bridge saw the typing after ${Date.now() - t0} ms (version ${read.version} → ${current.version})`);
-      const clobber = `agent_${tag} = 2`;
-      const r = await call(
-        'PATCH',
-        `/notebooks/cells/${cell.id}`,
-        { notebook: sid, code: clobber, version: read.version },
-        { signal },
-      );
-      const body = expectError(r, 409, 'PATCH with the version read before the human edit');
-      const shown: Cell | undefined = body.cell;
-      ok(shown, `no current cell in the 409 body: ${show(r.text, 300)}`);
-      eq(shown.id, cell.id, '409 body: cell.id');
-      includes(shown.code, typed, '409 body: cell.code');
-      eq(shown.code, `${marker} = 1  # ${typed}`, '409 body: cell.code');
-      ok(shown.version > read.version, `409 body: version ${shown.version} is not past ${read.version}`);
-      const still = await getCell(cell.id, signal);
-      eq(still.code, shown.code, 'the cell after the 409 (nothing changed)');
-      // Same with a batch edit: refused whole.
-      const batch = await client.post(
-        '/notebooks/edits',
-        { notebook: sid, ops: [{ op: 'edit', ref: cell.id, code: clobber, version: read.version }] },
-        { signal },
-      );
-      expectError(batch, 409, 'batch edit with the stale version');
-      // Having read the person's text, the agent may write (no version: the bridge's own record).
-      const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: clobber }, { signal });
-      eq(ok2.status, 200, `PATCH after re-reading (body ${show(ok2.text, 300)})`);
-      eq((await getCell(cell.id, signal)).code, clobber, 'code after the PATCH that was allowed');
-      // ... and the person sees the agent's text in the same editor.
-      await page
-        .locator('.notebook-editor .monaco-list-row .view-lines', { hasText: `agent_${tag}` })
-        .first()
-        .waitFor({ state: 'visible', timeout: 5_000 })
-        .catch(() => fail(`the workbench does not show the agent's write agent_${tag}`));
-    },
-    { timeoutMs: 20_000 },
-  );
+  it('cells: 409 after a human edit typed in the workbench (Chromium keyboard)', async () => {
+    const { signal, note } = checkRun();
+    const page = ctx.sandbox.page;
+    const marker = `human_${tag}`;
+    const typed = `typed_${tag}`;
+    const cell = await create(`${marker} = 1`, signal, { index: 1 });
+    const read = await getCell(cell.id, signal); // what the agent was shown
+    const t0 = Date.now();
+    // The person: bring analysis.ipynb to the front, click into the cell's editor, type.
+    await page
+      .getByRole('tab', { name: /analysis\.ipynb/ })
+      .first()
+      .click({ timeout: 5_000 });
+    const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: marker });
+    await editor.first().waitFor({ state: 'visible', timeout: 5_000 });
+    eq(await editor.count(), 1, `editors showing ${marker}`);
+    await editor.first().click({ timeout: 5_000 });
+    await page.keyboard.press('End');
+    await page.keyboard.type(`  # ${typed}`);
+    note(`clicked and typed in ${Date.now() - t0} ms`);
+    // Wait until the extension host has the keystrokes (reading them does not matter: the PATCH
+    // below names the version the agent read before the person typed).
+    let current: Cell | undefined;
+    for (const end = Date.now() + 5_000; Date.now() < end; await sleep(100)) {
+      current = await getCell(cell.id, signal);
+      if (current.code.includes(typed)) break;
+    }
+    if (!current?.code.includes(typed)) fail(`the typed text never reached the bridge; the cell reads ${show(current?.code)}`);
+    note(`bridge saw the typing after ${Date.now() - t0} ms (version ${read.version} → ${current.version})`);
+    const clobber = `agent_${tag} = 2`;
+    const r = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: sid, code: clobber, version: read.version },
+      { signal },
+    );
+    const body = expectError(r, 409, 'PATCH with the version read before the human edit');
+    const shown: Cell | undefined = body.cell;
+    ok(shown, `no current cell in the 409 body: ${show(r.text, 300)}`);
+    eq(shown.id, cell.id, '409 body: cell.id');
+    includes(shown.code, typed, '409 body: cell.code');
+    eq(shown.code, `${marker} = 1  # ${typed}`, '409 body: cell.code');
+    ok(shown.version > read.version, `409 body: version ${shown.version} is not past ${read.version}`);
+    const still = await getCell(cell.id, signal);
+    eq(still.code, shown.code, 'the cell after the 409 (nothing changed)');
+    // Same with a batch edit: refused whole.
+    const batch = await client.post(
+      '/notebooks/edits',
+      { notebook: sid, ops: [{ op: 'edit', ref: cell.id, code: clobber, version: read.version }] },
+      { signal },
+    );
+    expectError(batch, 409, 'batch edit with the stale version');
+    // Having read the person's text, the agent may write (no version: the bridge's own record).
+    const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: clobber }, { signal });
+    eq(ok2.status, 200, `PATCH after re-reading (body ${show(ok2.text, 300)})`);
+    eq((await getCell(cell.id, signal)).code, clobber, 'code after the PATCH that was allowed');
+    // ... and the person sees the agent's text in the same editor.
+    await page
+      .locator('.notebook-editor .monaco-list-row .view-lines', { hasText: `agent_${tag}` })
+      .first()
+      .waitFor({ state: 'visible', timeout: 5_000 })
+      .catch(() => fail(`the workbench does not show the agent's write agent_${tag}`));
+  }).timeout(20_000);
 }

@@ -9,9 +9,9 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import { eq, fail, type Harness, includes, match, ok, show, type CheckRun } from '../harness';
+import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
-import type { CheckContext, SessionInfo } from './context';
+import { type CheckContext, type CheckRun, checkRun, context, type SessionInfo } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const MB = 1024 * 1024;
@@ -102,9 +102,16 @@ function expectNothingLost(after: string): void {
   }
 }
 
-export function registerChaosChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const file = path.join(ctx.workspace, 'chaos.ipynb');
+/** The `chaos` suite's checks. */
+export function chaosChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let file: string;
+  before(() => {
+    ctx = context();
+    ({ client } = ctx);
+    file = path.join(ctx.workspace, 'chaos.ipynb');
+  });
   let session: SessionInfo | undefined;
   const sid = () => session?.id ?? fail('chaos.ipynb is not open (the first chaos check failed)');
 
@@ -134,19 +141,16 @@ export function registerChaosChecks(h: Harness, ctx: CheckContext): void {
 
   /** Runs `body` as one case: baseline RSS and file first, the common assertions after. */
   function chaos(name: string, nextWithinMs: 1000 | 5000, body: (run: CheckRun) => Promise<void>, timeoutMs = 60_000): void {
-    h.check(
-      `chaos: ${name}`,
-      async (check) => {
-        const rss = new RssSampler(ctx.advert.pid);
-        try {
-          await body(check);
-          await afterCase(check, rss, nextWithinMs);
-        } finally {
-          rss.stop();
-        }
-      },
-      { timeoutMs },
-    );
+    it(`chaos: ${name}`, async () => {
+      const check = checkRun();
+      const rss = new RssSampler(ctx.advert.pid);
+      try {
+        await body(check);
+        await afterCase(check, rss, nextWithinMs);
+      } finally {
+        rss.stop();
+      }
+    }).timeout(timeoutMs);
   }
 
   /** Cells the cases add go again, unsaved: the file keeps what it had. */
@@ -156,18 +160,15 @@ export function registerChaosChecks(h: Harness, ctx: CheckContext): void {
     ok(del.status === 200 || del.status === 204, `DELETE the cell: ${del.status} ${show(del.text, 200)}`);
   }
 
-  h.check(
-    'chaos: opens its own notebook with the builtin kernel',
-    async ({ signal }) => {
-      fs.writeFileSync(file, `${JSON.stringify(NOTEBOOK, null, 1)}\n`);
-      const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
-      eq(r.status, 200, `POST /notebooks/open chaos.ipynb (body ${show(r.text, 300)})`);
-      session = r.json<{ session: SessionInfo }>().session;
-      const warm = await run('print(1)', signal, 30_000);
-      eq(warm.stdout, '1\n', 'first run');
-    },
-    { timeoutMs: 45_000 },
-  );
+  it('chaos: opens its own notebook with the builtin kernel', async () => {
+    const { signal } = checkRun();
+    fs.writeFileSync(file, `${JSON.stringify(NOTEBOOK, null, 1)}\n`);
+    const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
+    eq(r.status, 200, `POST /notebooks/open chaos.ipynb (body ${show(r.text, 300)})`);
+    session = r.json<{ session: SessionInfo }>().session;
+    const warm = await run('print(1)', signal, 30_000);
+    eq(warm.stdout, '1\n', 'first run');
+  }).timeout(45_000);
 
   chaos('a print loop in a cell keeps head and tail of its output', 1000, async ({ signal }) => {
     const code = "import time\nt = time.time()\nwhile time.time() - t < 5: print('x' * 1000)\nprint('LAST')";

@@ -1,11 +1,15 @@
-/** What every check module gets: the running sandbox, the bridge it found, the opened fixtures. */
+/**
+ * What every check module gets: the running sandbox, the bridge it found and the opened fixtures
+ * (`context()`, set by the root hooks once VS Code is up), and per check an AbortSignal and notes
+ * (`checkRun()`, started and ended by the root hooks around every mocha test).
+ */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BridgeClient, SseResult } from '../http';
 import type { Sandbox } from '../vscode';
 import type { SessionInfo } from '../../src/core/sessions';
 import type { BridgeAdvert } from '../../src/discovery';
-import { eq, fail, ok, show } from '../harness';
+import { eq, fail, ok, show } from '../assert';
 
 // The wire shapes, from the extension's own declarations (the checks assert their values).
 export type { SessionInfo } from '../../src/core/sessions';
@@ -31,8 +35,52 @@ export interface CheckContext {
   client: BridgeClient;
   analysis: OpenedNotebook;
   other: OpenedNotebook;
-  /** Folder with marimo-pair's discover-servers.sh and execute-code.sh, when given. */
-  scriptsDir: string | undefined;
+}
+
+let live: CheckContext | undefined;
+
+/** The running sandbox's context; only inside hooks and tests (suites are declared before it exists). */
+export function context(): CheckContext {
+  return live ?? fail('the sandbox is not up (the root before-hook did not finish)');
+}
+
+export function setContext(ctx: CheckContext | undefined): void {
+  live = ctx;
+}
+
+export interface CheckRun {
+  /** Aborted when the check times out or ends; pass it to requests so they stop too. */
+  signal: AbortSignal;
+  /** Extra detail printed under the check's result (only on failure, or always with VERBOSE=1). */
+  note(message: string): void;
+}
+
+let running: { controller: AbortController; notes: string[] } | undefined;
+
+/** Checks that cannot run here: pending by name, in a suite whose title says why. */
+export function skipped(names: readonly string[], reason: string): void {
+  describe(`skipped: ${reason}`, () => {
+    for (const name of names) it.skip(name);
+  });
+}
+
+/** The running check's signal and notes. */
+export function checkRun(): CheckRun {
+  const run = running ?? fail('checkRun() outside a check');
+  return { signal: run.controller.signal, note: (message) => run.notes.push(message) };
+}
+
+/** Root beforeEach: a fresh signal and no notes. */
+export function beginCheck(): void {
+  running = { controller: new AbortController(), notes: [] };
+}
+
+/** Root afterEach (mocha runs it after a timeout too): aborts the signal, returns the notes. */
+export function endCheck(): string[] {
+  const run = running;
+  running = undefined;
+  run?.controller.abort();
+  return run?.notes ?? [];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checks read arbitrary JSON and assert on it

@@ -2,17 +2,26 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
+import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import type { BridgeClient } from '../http';
 import { carriesMarker } from '../vscode';
-import { type BridgeAdvert, type CheckContext, fileMode, findAdvertCopies, octal, readJson } from './context';
+import { type BridgeAdvert, type CheckContext, checkRun, context, fileMode, findAdvertCopies, octal, readJson } from './context';
 
 const REGISTRY_KEYS = ['base_url', 'host', 'pid', 'port', 'server_id', 'started_at', 'version'];
 
-export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
-  const { client, advert } = ctx;
+/** The `discovery` suite's checks. */
+export function discoveryChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let advert: BridgeAdvert;
+  before(() => {
+    ctx = context();
+    ({ client, advert } = ctx);
+  });
 
   for (const route of ['/health', '/healthz']) {
-    h.check(`discovery: ${route} answers "healthy" without a token`, async ({ signal }) => {
+    it(`discovery: ${route} answers "healthy" without a token`, async () => {
+      const { signal } = checkRun();
       const r = await client.get(route, { token: null, signal, timeoutMs: 2000 });
       eq(r.status, 200, `${route} status`);
       match(String(r.headers['content-type']), /^application\/json/, `${route} content-type`);
@@ -22,7 +31,7 @@ export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
     });
   }
 
-  h.check("discovery: registry entry has exactly marimo's keys and values", () => {
+  it("discovery: registry entry has exactly marimo's keys and values", () => {
     ok(fs.existsSync(ctx.registryFile), `no registry entry at ${ctx.registryFile} (dir has: ${show(safeList(ctx.registryDir))})`);
     const text = fs.readFileSync(ctx.registryFile, 'utf8');
     const entry = readJson(ctx.registryFile);
@@ -39,14 +48,14 @@ export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
     ok(!/token/i.test(text), 'the registry entry mentions a token');
   });
 
-  h.check('discovery: registry entry is 0600 in a 0700 directory', () => {
+  it('discovery: registry entry is 0600 in a 0700 directory', () => {
     eq(octal(fileMode(ctx.registryFile)), '0600', `mode of ${path.basename(ctx.registryFile)}`);
     eq(octal(fileMode(ctx.registryDir)), '0700', 'mode of the registry directory');
     const tmpLeft = safeList(ctx.registryDir).filter((n) => !n.endsWith('.json'));
     deepEq(tmpLeft, [], 'non-.json files left in the registry directory');
   });
 
-  h.check('discovery: registry pid is the live extension host of this sandbox', () => {
+  it('discovery: registry pid is the live extension host of this sandbox', () => {
     const entry = readJson(ctx.registryFile);
     ok(isAlive(entry.pid), `pid ${entry.pid} is not running`);
     ok(carriesMarker(entry.pid, ctx.sandbox.id), `pid ${entry.pid} is not a process of this sandbox`);
@@ -54,7 +63,7 @@ export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
     ok(entry.pid !== ctx.sandbox.codeServerPid, 'the pid is code-server itself, not the extension host');
   });
 
-  h.check('discovery: our discovery file is 0600 with url, port and token', () => {
+  it('discovery: our discovery file is 0600 with url, port and token', () => {
     eq(octal(fileMode(ctx.discoveryFile)), '0600', 'mode of the discovery file');
     const a = readJson<BridgeAdvert>(ctx.discoveryFile);
     eq(a.server, 'agent-bridge', 'server');
@@ -67,7 +76,7 @@ export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
     ok(Array.isArray(a.sessions), 'sessions is not an array');
   });
 
-  h.check('discovery: discovery file lists both opened notebooks', () => {
+  it('discovery: discovery file lists both opened notebooks', () => {
     const a = readJson<BridgeAdvert>(ctx.discoveryFile);
     for (const nb of [ctx.analysis, ctx.other]) {
       const s = a.sessions.find((x) => x.path === nb.path);
@@ -78,23 +87,34 @@ export function registerDiscoveryChecks(h: Harness, ctx: CheckContext): void {
     }
   });
 
-  h.check('discovery: a copy of the discovery file lives in the global storage', () => {
+  it('discovery: a copy of the discovery file lives in the global storage', () => {
     const copies = findAdvertCopies(ctx);
     ok(copies.length > 0, `no JSON with "server":"agent-bridge" under ${ctx.sandbox.dirs.userData}`);
     for (const c of copies) eq(octal(fileMode(c)), '0600', `mode of ${path.relative(ctx.sandbox.root, c)}`);
   });
 }
 
-/** After the sandbox stopped (processes gone, root not yet removed): nothing may be left behind. */
-export function registerAfterStopChecks(h: Harness, ctx: CheckContext, copies: string[]): void {
-  h.check('after stop: marimo registry entry is removed', () => {
+/**
+ * The `after stop` suite: VS Code is stopped (every process gone, its files kept until the root
+ * after-hook removes them) and nothing the bridge wrote may be left behind.
+ */
+export function afterStopChecks(): void {
+  let ctx: CheckContext;
+  let copies: string[];
+  before(async function () {
+    this.timeout(60_000);
+    ctx = context();
+    copies = findAdvertCopies(ctx);
+    await ctx.sandbox.halt();
+  });
+  it('after stop: marimo registry entry is removed', () => {
     ok(!fs.existsSync(ctx.registryFile), `${ctx.registryFile} still exists`);
     deepEq(safeList(ctx.registryDir), [], 'files left in the registry directory');
   });
-  h.check('after stop: our discovery file is removed', () => {
+  it('after stop: our discovery file is removed', () => {
     ok(!fs.existsSync(ctx.discoveryFile), `${ctx.discoveryFile} still exists`);
   });
-  h.check('after stop: the global-storage discovery copy is removed', () => {
+  it('after stop: the global-storage discovery copy is removed', () => {
     if (copies.length === 0) fail('there was no global-storage copy to begin with');
     const left = copies.filter((c) => fs.existsSync(c));
     deepEq(

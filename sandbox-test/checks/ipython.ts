@@ -14,9 +14,9 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type CheckRun, deepEq, eq, fail, Harness, includes, match, ok, show } from '../harness';
-import type { CheckContext, OpenedNotebook, SessionInfo } from './context';
-import { readJson } from './context';
+import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import type { BridgeClient } from '../http';
+import { type CheckContext, type CheckRun, checkRun, context, type OpenedNotebook, readJson, type SessionInfo } from './context';
 
 /** Debian's Python, which `npm run setup` gives IPython, pandas, numpy and matplotlib. */
 const IPYTHON_PYTHON = '/usr/bin/python3';
@@ -60,11 +60,20 @@ function summary(o: SavedOutput): string {
   }
 }
 
-export function registerIPythonChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const file = path.join(ctx.workspace, FIXTURE);
-  const userSettings = path.join(ctx.sandbox.dirs.userData, 'User', 'settings.json');
-  const workspaceSettings = path.join(ctx.workspace, '.vscode', 'settings.json');
+/** The `ipython` suite's checks (run last of the groups with VS Code up: they switch the kernel's Python). */
+export function ipythonChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let file: string;
+  let userSettings: string;
+  let workspaceSettings: string;
+  before(() => {
+    ctx = context();
+    ({ client } = ctx);
+    file = path.join(ctx.workspace, FIXTURE);
+    userSettings = path.join(ctx.sandbox.dirs.userData, 'User', 'settings.json');
+    workspaceSettings = path.join(ctx.workspace, '.vscode', 'settings.json');
+  });
   let opened: Promise<OpenedNotebook> | undefined;
 
   const open = (signal: AbortSignal) =>
@@ -156,94 +165,88 @@ export function registerIPythonChecks(h: Harness, ctx: CheckContext): void {
     return { ids, code };
   };
 
-  h.check(
-    'ipython: a notebook with magics, display(), a DataFrame and a plot saves as Jupyter writes it',
-    async (run) => {
-      const nb = await open(run.signal);
-      try {
-        const { ids, code } = await runAndSave(nb, userSettings, IPYTHON_PYTHON, run);
-        deepEq(
-          code.map((c) => (c.outputs ?? []).map(summary)),
-          [
-            [],
-            ['stream stdout', 'execute_result 2 text/plain'],
-            ['stream stdout'],
-            ['display_data text/markdown,text/plain', 'stream stdout', 'execute_result 4 text/plain'],
-            ['execute_result 5 text/html,text/plain'],
-            ['execute_result 6 text/plain', 'display_data image/png,text/plain'],
-            ['error NameError'],
-          ],
-          'outputs (Jupyter: the value as execute_result with its count, then the figure)',
-        );
-        const out = (i: number, j: number) => code[i]!.outputs![j]!;
-        eq(joined(out(1, 0).text), 'python 3\n', 'print');
-        eq(joined(out(1, 1).data?.['text/plain']), '42', 'value');
-        match(joined(out(2, 0).text), /^shell works\r?\n$/, '!echo');
-        eq(joined(out(3, 0).data?.['text/markdown']), '**shown**', 'display(Markdown)');
-        match(joined(out(3, 1).text), /Wall time/, '%time');
-        eq(joined(out(3, 2).data?.['text/plain']), '45', '%time then the value');
-        const table = joined(out(4, 0).data?.['text/plain']);
-        const header = table.split('\n')[0] ?? '';
-        ok(
-          header.includes('measurement_0') && header.includes('measurement_6') && header.length <= 120,
-          `all 7 columns on the first line (pandas fits 2 to 80 columns), at most 120 characters: ${show(table, 600)}`,
-        );
-        includes(joined(out(4, 0).data?.['text/html']), '<table', 'DataFrame HTML');
-        match(joined(out(5, 0).data?.['text/plain']), /Axes/, 'df.plot() value');
-        const png = Buffer.from(joined(out(5, 1).data?.['image/png']), 'base64');
-        eq(png.subarray(1, 4).toString('latin1'), 'PNG', 'the figure is a PNG');
-        ok(png.length > 5_000, `the PNG is ${png.length} bytes`);
-        const error = out(6, 0);
-        eq(error.evalue, "name 'undefined_name' is not defined", 'error evalue');
-        includes(joined(error.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell by id and index');
-        ok(!joined(error.traceback).includes('In ['), 'no In [n] in the traceback');
-      } finally {
-        setPythonPath(userSettings, undefined);
-      }
-    },
-    { timeoutMs: 120_000 },
-  );
+  it('ipython: a notebook with magics, display(), a DataFrame and a plot saves as Jupyter writes it', async () => {
+    const run = checkRun();
+    const nb = await open(run.signal);
+    try {
+      const { ids, code } = await runAndSave(nb, userSettings, IPYTHON_PYTHON, run);
+      deepEq(
+        code.map((c) => (c.outputs ?? []).map(summary)),
+        [
+          [],
+          ['stream stdout', 'execute_result 2 text/plain'],
+          ['stream stdout'],
+          ['display_data text/markdown,text/plain', 'stream stdout', 'execute_result 4 text/plain'],
+          ['execute_result 5 text/html,text/plain'],
+          ['execute_result 6 text/plain', 'display_data image/png,text/plain'],
+          ['error NameError'],
+        ],
+        'outputs (Jupyter: the value as execute_result with its count, then the figure)',
+      );
+      const out = (i: number, j: number) => code[i]!.outputs![j]!;
+      eq(joined(out(1, 0).text), 'python 3\n', 'print');
+      eq(joined(out(1, 1).data?.['text/plain']), '42', 'value');
+      match(joined(out(2, 0).text), /^shell works\r?\n$/, '!echo');
+      eq(joined(out(3, 0).data?.['text/markdown']), '**shown**', 'display(Markdown)');
+      match(joined(out(3, 1).text), /Wall time/, '%time');
+      eq(joined(out(3, 2).data?.['text/plain']), '45', '%time then the value');
+      const table = joined(out(4, 0).data?.['text/plain']);
+      const header = table.split('\n')[0] ?? '';
+      ok(
+        header.includes('measurement_0') && header.includes('measurement_6') && header.length <= 120,
+        `all 7 columns on the first line (pandas fits 2 to 80 columns), at most 120 characters: ${show(table, 600)}`,
+      );
+      includes(joined(out(4, 0).data?.['text/html']), '<table', 'DataFrame HTML');
+      match(joined(out(5, 0).data?.['text/plain']), /Axes/, 'df.plot() value');
+      const png = Buffer.from(joined(out(5, 1).data?.['image/png']), 'base64');
+      eq(png.subarray(1, 4).toString('latin1'), 'PNG', 'the figure is a PNG');
+      ok(png.length > 5_000, `the PNG is ${png.length} bytes`);
+      const error = out(6, 0);
+      eq(error.evalue, "name 'undefined_name' is not defined", 'error evalue');
+      includes(joined(error.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell by id and index');
+      ok(!joined(error.traceback).includes('In ['), 'no In [n] in the traceback');
+    } finally {
+      setPythonPath(userSettings, undefined);
+    }
+  }).timeout(120_000);
 
-  h.check(
-    'ipython: without IPython the same notebook says what to install, and plain cells still save as Jupyter’s',
-    async (run) => {
-      const nb = await open(run.signal);
-      const venv = fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'no-ipython-'));
-      try {
-        execFileSync(IPYTHON_PYTHON, ['-m', 'venv', '--without-pip', venv]);
-        const python = path.join(venv, 'bin', 'python');
-        const { ids, code } = await runAndSave(nb, workspaceSettings, python, run);
-        deepEq(
-          code.map((c) => (c.outputs ?? []).map(summary)),
-          [
-            ['error SyntaxError'],
-            ['stream stdout', 'execute_result 2 text/plain'],
-            ['error SyntaxError'],
-            ['error SyntaxError'],
-            ['error ModuleNotFoundError'],
-            ['error NameError'],
-            ['error NameError'],
-          ],
-          'outputs',
+  it('ipython: without IPython the same notebook says what to install, and plain cells still save as Jupyter’s', async () => {
+    const run = checkRun();
+    const nb = await open(run.signal);
+    const venv = fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'no-ipython-'));
+    try {
+      execFileSync(IPYTHON_PYTHON, ['-m', 'venv', '--without-pip', venv]);
+      const python = path.join(venv, 'bin', 'python');
+      const { ids, code } = await runAndSave(nb, workspaceSettings, python, run);
+      deepEq(
+        code.map((c) => (c.outputs ?? []).map(summary)),
+        [
+          ['error SyntaxError'],
+          ['stream stdout', 'execute_result 2 text/plain'],
+          ['error SyntaxError'],
+          ['error SyntaxError'],
+          ['error ModuleNotFoundError'],
+          ['error NameError'],
+          ['error NameError'],
+        ],
+        'outputs',
+      );
+      for (const [i, line] of [
+        [0, 1],
+        [2, 1],
+        [3, 3],
+      ] as const) {
+        const evalue = code[i]!.outputs![0]!.evalue ?? '';
+        ok(
+          evalue.startsWith(`line ${line}, `) && evalue.includes(`${python} -m pip install ipython`),
+          `cell ${i + 1}: the error names the line and what to install for ${python}: ${show(evalue, 400)}`,
         );
-        for (const [i, line] of [
-          [0, 1],
-          [2, 1],
-          [3, 3],
-        ] as const) {
-          const evalue = code[i]!.outputs![0]!.evalue ?? '';
-          ok(
-            evalue.startsWith(`line ${line}, `) && evalue.includes(`${python} -m pip install ipython`),
-            `cell ${i + 1}: the error names the line and what to install for ${python}: ${show(evalue, 400)}`,
-          );
-        }
-        eq(joined(code[1]!.outputs![1]!.data?.['text/plain']), '42', 'value');
-        includes(joined(code[6]!.outputs![0]!.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell');
-      } finally {
-        fs.rmSync(path.dirname(workspaceSettings), { recursive: true, force: true });
-        fs.rmSync(venv, { recursive: true, force: true });
       }
-    },
-    { timeoutMs: 120_000 },
-  );
+      eq(joined(code[1]!.outputs![1]!.data?.['text/plain']), '42', 'value');
+      includes(joined(code[6]!.outputs![0]!.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell');
+    } finally {
+      fs.rmSync(path.dirname(workspaceSettings), { recursive: true, force: true });
+      fs.rmSync(venv, { recursive: true, force: true });
+    }
+  }).timeout(120_000);
 }

@@ -16,11 +16,12 @@ import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { eq, includes, type Harness, match, ok, show } from '../harness';
+import { eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
-import { MARKER_VAR, STACK_ROOT } from '../vscode';
-import { expectWellFramed, readJson, type CheckContext } from './context';
-import { runScript } from './scripts';
+import type { Page } from 'playwright-core';
+import { MARKER_VAR, type Sandbox, STACK_ROOT } from '../vscode';
+import { type CheckContext, checkRun, context, expectWellFramed, readJson, skipped } from './context';
+import { runScript, scriptsDir } from './scripts';
 
 export type JupyterExtension = { vsix: string } | { skip: string };
 
@@ -90,15 +91,23 @@ async function callTool(client: BridgeClient, name: string, args: object, signal
   return message.result;
 }
 
-export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: JupyterExtension): void {
-  if ('skip' in extension) {
-    for (const name of Object.values(NAMES)) h.skip(name, extension.skip);
-    return;
-  }
-  const { client, sandbox, workspace } = ctx;
-  const page = sandbox.page;
-  const refusedPath = path.join(workspace, 'jupyter-refused.ipynb');
-  const mainPath = path.join(workspace, 'jupyter.ipynb');
+/** The `jupyter` suite's checks (reported pending by name, with the reason, without the extension). */
+export function jupyterChecks(): void {
+  const extension = findJupyterExtension();
+  if ('skip' in extension) return skipped(Object.values(NAMES), extension.skip);
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let sandbox: Sandbox;
+  let page: Page;
+  let refusedPath: string;
+  let mainPath: string;
+  before(() => {
+    ctx = context();
+    ({ client, sandbox } = ctx);
+    page = sandbox.page;
+    refusedPath = path.join(ctx.workspace, 'jupyter-refused.ipynb');
+    mainPath = path.join(ctx.workspace, 'jupyter.ipynb');
+  });
   let refusedSid = '';
   let sid = '';
   const run = (code: string, signal: AbortSignal, session = sid, timeoutMs = 20_000): Promise<SseResult> => {
@@ -125,26 +134,24 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     );
   const statusText = () => page.locator('.statusbar-item', { hasText: 'Bridge :' }).first().innerText();
 
-  h.check(
-    NAMES.startRefused,
-    async ({ signal }) => {
-      const started = client.post(
-        '/notebooks/kernel/start',
-        { notebook: refusedPath, kernel: 'jupyter' },
-        { signal, timeoutMs: 110_000 },
-      );
-      await pickKernel();
-      const r = await started;
-      eq(r.status, 200, `status (${show(r.text, 400)})`);
-      const body = r.json<{ session: { id: string; path: string }; kernel: string }>();
-      eq(body.kernel, 'jupyter', 'kernel');
-      eq(body.session.path, refusedPath, 'session path');
-      refusedSid = body.session.id;
-    },
-    { timeoutMs: 120_000 },
-  );
+  it(NAMES.startRefused, async () => {
+    const { signal } = checkRun();
+    const started = client.post(
+      '/notebooks/kernel/start',
+      { notebook: refusedPath, kernel: 'jupyter' },
+      { signal, timeoutMs: 110_000 },
+    );
+    await pickKernel();
+    const r = await started;
+    eq(r.status, 200, `status (${show(r.text, 400)})`);
+    const body = r.json<{ session: { id: string; path: string }; kernel: string }>();
+    eq(body.kernel, 'jupyter', 'kernel');
+    eq(body.session.path, refusedPath, 'session path');
+    refusedSid = body.session.id;
+  }).timeout(120_000);
 
-  h.check(NAMES.counted, async ({ signal }) => {
+  it(NAMES.counted, async () => {
+    const { signal } = checkRun();
     ok(refusedSid, 'no session from the start check');
     const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
     eq(sessions[refusedSid]?.path, refusedPath, '/api/sessions entry');
@@ -161,24 +168,21 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     );
   });
 
-  h.check(
-    NAMES.waiting,
-    async ({ note }) => {
-      ok(refusedSid, 'no session from the start check');
-      // Not tied to this check's signal: the Cancel check answers the dialog and reads its end.
-      const stream = client.execute(refusedSid, 'print("ran")', { timeoutMs: 60_000 });
-      pendingRefusal = stream.result;
-      const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
-      ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
-      await dialogShown();
-      await notification('Agent Bridge: an agent is waiting for your permission');
-      note(`stream: ${line.data.data.trim()}`);
-    },
-    { timeoutMs: 40_000 },
-  );
+  it(NAMES.waiting, async () => {
+    const { note } = checkRun();
+    ok(refusedSid, 'no session from the start check');
+    // Not tied to this check's signal: the Cancel check answers the dialog and reads its end.
+    const stream = client.execute(refusedSid, 'print("ran")', { timeoutMs: 60_000 });
+    pendingRefusal = stream.result;
+    const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
+    ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
+    await dialogShown();
+    await notification('Agent Bridge: an agent is waiting for your permission');
+    note(`stream: ${line.data.data.trim()}`);
+  }).timeout(40_000);
   let pendingRefusal: Promise<SseResult> | undefined;
 
-  h.check(NAMES.cancel, async () => {
+  it(NAMES.cancel, async () => {
     ok(pendingRefusal, 'no waiting request from the previous check');
     await dialogButton('Cancel').click({ timeout: 10_000 });
     const r = await pendingRefusal;
@@ -189,7 +193,8 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     ok(!r.stdout.includes('ran'), `the code ran: ${show(r.stdout)}`);
   });
 
-  h.check(NAMES.refused, async ({ signal }) => {
+  it(NAMES.refused, async () => {
+    const { signal } = checkRun();
     const r = await client.execute(refusedSid, 'print("ran")', { signal }).result;
     eq(r.status, 403, `status (${show(r.raw, 300)})`);
     includes(JSON.parse(r.raw).detail, MANAGE, 'detail');
@@ -212,38 +217,33 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     );
   });
 
-  h.check(
-    NAMES.startMcp,
-    async ({ signal }) => {
-      const call = callTool(client, 'start_kernel', { notebook: mainPath, kernel: 'jupyter' }, signal, 110_000);
-      await pickKernel();
-      const result = await call;
-      ok(!result.isError, `start_kernel failed: ${show(result.structuredContent, 400)}`);
-      const started = result.structuredContent as { session: { id: string }; kernel: string };
-      eq(started.kernel, 'jupyter', 'kernel');
-      sid = started.session.id;
-    },
-    { timeoutMs: 120_000 },
-  );
+  it(NAMES.startMcp, async () => {
+    const { signal } = checkRun();
+    const call = callTool(client, 'start_kernel', { notebook: mainPath, kernel: 'jupyter' }, signal, 110_000);
+    await pickKernel();
+    const result = await call;
+    ok(!result.isError, `start_kernel failed: ${show(result.structuredContent, 400)}`);
+    const started = result.structuredContent as { session: { id: string }; kernel: string };
+    eq(started.kernel, 'jupyter', 'kernel');
+    sid = started.session.id;
+  }).timeout(120_000);
 
-  h.check(
-    NAMES.abandoned,
-    async ({ signal }) => {
-      ok(sid, 'no session from start_kernel');
-      const mark = path.join(workspace, 'abandoned-ran.txt');
-      const stream = client.execute(sid, `open(${JSON.stringify(mark)}, "w").write("ran")`, { signal, timeoutMs: 60_000 });
-      ok(await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000), 'no waiting line');
-      await dialogShown();
-      stream.disconnect();
-      await sleep(500);
-      await dialogButton('Allow').click({ timeout: 10_000 });
-      await sleep(3000);
-      ok(!fs.existsSync(mark), 'the abandoned request ran after Allow');
-    },
-    { timeoutMs: 60_000 },
-  );
+  it(NAMES.abandoned, async () => {
+    const { signal } = checkRun();
+    ok(sid, 'no session from start_kernel');
+    const mark = path.join(ctx.workspace, 'abandoned-ran.txt');
+    const stream = client.execute(sid, `open(${JSON.stringify(mark)}, "w").write("ran")`, { signal, timeoutMs: 60_000 });
+    ok(await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000), 'no waiting line');
+    await dialogShown();
+    stream.disconnect();
+    await sleep(500);
+    await dialogButton('Allow').click({ timeout: 10_000 });
+    await sleep(3000);
+    ok(!fs.existsSync(mark), 'the abandoned request ran after Allow');
+  }).timeout(60_000);
 
-  h.check(NAMES.allowed, async ({ signal }) => {
+  it(NAMES.allowed, async () => {
+    const { signal } = checkRun();
     const t0 = Date.now();
     const r = await run('print("allowed")', signal);
     eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
@@ -253,30 +253,29 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
   });
 
-  h.check(
-    NAMES.stdout,
-    async ({ signal }) => {
-      const cell = await client.post(
-        '/notebooks/cells/0/run',
-        { notebook: sid, wait: true, timeoutMs: 30_000 },
-        { signal, timeoutMs: 40_000 },
-      );
-      eq(cell.status, 200, `cell run (${show(cell.text, 300)})`);
-      const r = await run('print(x)', signal);
-      eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
-      eq(r.stdout, '41\n', 'stdout');
-    },
-    { timeoutMs: 45_000 },
-  );
+  it(NAMES.stdout, async () => {
+    const { signal } = checkRun();
+    const cell = await client.post(
+      '/notebooks/cells/0/run',
+      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { signal, timeoutMs: 40_000 },
+    );
+    eq(cell.status, 200, `cell run (${show(cell.text, 300)})`);
+    const r = await run('print(x)', signal);
+    eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
+    eq(r.stdout, '41\n', 'stdout');
+  }).timeout(45_000);
 
-  h.check(NAMES.value, async ({ signal }) => {
+  it(NAMES.value, async () => {
+    const { signal } = checkRun();
     const done = expectWellFramed(await run('x + 1', signal));
     eq(done.success, true, 'success');
     eq(done.output.mimetype, 'text/plain', 'mimetype');
     eq(done.output.data, '42', 'data');
   });
 
-  h.check(NAMES.error, async ({ signal }) => {
+  it(NAMES.error, async () => {
+    const { signal } = checkRun();
     const r = await run('def f():\n    raise ValueError("<b>bad</b>")\nf()', signal);
     eq(expectWellFramed(r).success, false, 'success');
     eq(r.stderr.split('ValueError: <b>bad</b>').length - 1, 1, `the error line appears once in ${show(r.stderr, 600)}`);
@@ -284,7 +283,8 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     ok(!r.stderr.includes('\u001b['), 'colour codes left');
   });
 
-  h.check(NAMES.scratchpad, async ({ signal }) => {
+  it(NAMES.scratchpad, async () => {
+    const { signal } = checkRun();
     const probe = 'ip = get_ipython()\n(ip.execution_count, len(In), len(Out), repr(_))';
     const before = expectWellFramed(await run(probe, signal)).output.data;
     eq(expectWellFramed(await run('y_new = 5\nitems = [1]', signal)).success, true, 'binding run');
@@ -293,7 +293,8 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     eq(expectWellFramed(await run(probe, signal)).output.data, before, 'execution count, In, Out, _');
   });
 
-  h.check(NAMES.rich, async ({ signal }) => {
+  it(NAMES.rich, async () => {
+    const { signal } = checkRun();
     const html = expectWellFramed(await run('from IPython.display import display, HTML\ndisplay(HTML("<b>hi</b>"))', signal));
     eq(html.output.mimetype, 'text/html', 'HTML display mimetype');
     eq(html.output.data, '<b>hi</b>', 'HTML display data');
@@ -307,87 +308,76 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     eq(png.output.data.replace(/\s/g, ''), PNG_B64, 'PNG display data (base64)');
   });
 
-  h.check(
-    NAMES.cells,
-    async ({ signal }) => {
-      const list = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
-        cells: { id: string; code: string; version: number }[];
-      }>();
-      eq(list.cells.length, 2, `cells (${show(list.cells.map((c) => c.code))})`);
-      const target = list.cells[1]!;
-      const code = `import base64\nfrom IPython.display import display, HTML, Image\ndisplay(HTML("<i>rich</i>"))\ndisplay(Image(data=base64.b64decode("${PNG_B64}")))`;
-      const edit = await client.request({
-        method: 'PATCH',
-        path: `/notebooks/cells/${target.id}`,
-        json: { notebook: sid, code },
-        signal,
-      });
-      eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
-      const r = await client.post(
-        `/notebooks/cells/${target.id}/run`,
-        { notebook: sid, wait: true, timeoutMs: 30_000 },
-        { signal, timeoutMs: 40_000 },
-      );
-      eq(r.status, 200, `run (${show(r.text, 300)})`);
-      const text = r.text;
-      includes(text, 'text/html', 'run outputs');
-      includes(text, '<i>rich</i>', 'run outputs');
-      includes(text, 'image/png', 'run outputs');
-    },
-    { timeoutMs: 60_000 },
-  );
+  it(NAMES.cells, async () => {
+    const { signal } = checkRun();
+    const list = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
+      cells: { id: string; code: string; version: number }[];
+    }>();
+    eq(list.cells.length, 2, `cells (${show(list.cells.map((c) => c.code))})`);
+    const target = list.cells[1]!;
+    const code = `import base64\nfrom IPython.display import display, HTML, Image\ndisplay(HTML("<i>rich</i>"))\ndisplay(Image(data=base64.b64decode("${PNG_B64}")))`;
+    const edit = await client.request({
+      method: 'PATCH',
+      path: `/notebooks/cells/${target.id}`,
+      json: { notebook: sid, code },
+      signal,
+    });
+    eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
+    const r = await client.post(
+      `/notebooks/cells/${target.id}/run`,
+      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { signal, timeoutMs: 40_000 },
+    );
+    eq(r.status, 200, `run (${show(r.text, 300)})`);
+    const text = r.text;
+    includes(text, 'text/html', 'run outputs');
+    includes(text, '<i>rich</i>', 'run outputs');
+    includes(text, 'image/png', 'run outputs');
+  }).timeout(60_000);
 
-  h.check(
-    NAMES.interrupt,
-    async ({ signal }) => {
-      const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
-      await sleep(1500);
-      const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
-      eq(r.status, 200, `interrupt (${show(r.text)})`);
-      const end = await stream.result;
-      eq(expectWellFramed(end).success, false, 'interrupted run success');
-      // Jupyter's interrupt cancels the pending request, so the run ends with that message
-      // rather than the KeyboardInterrupt traceback the builtin kernel shows.
-      match(end.stderr, /KeyboardInterrupt|Canceled future for execute_request/, 'interrupted run stderr');
-      ok(!end.stderr.includes('refused'), `a refusal hint on an interrupt: ${show(end.stderr)}`);
-      eq((await run('print("free")', signal)).stdout, 'free\n', 'next run');
-    },
-    { timeoutMs: 45_000 },
-  );
+  it(NAMES.interrupt, async () => {
+    const { signal } = checkRun();
+    const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+    await sleep(1500);
+    const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
+    eq(r.status, 200, `interrupt (${show(r.text)})`);
+    const end = await stream.result;
+    eq(expectWellFramed(end).success, false, 'interrupted run success');
+    // Jupyter's interrupt cancels the pending request, so the run ends with that message
+    // rather than the KeyboardInterrupt traceback the builtin kernel shows.
+    match(end.stderr, /KeyboardInterrupt|Canceled future for execute_request/, 'interrupted run stderr');
+    ok(!end.stderr.includes('refused'), `a refusal hint on an interrupt: ${show(end.stderr)}`);
+    eq((await run('print("free")', signal)).stdout, 'free\n', 'next run');
+  }).timeout(45_000);
 
-  h.check(
-    NAMES.disconnect,
-    async ({ signal }) => {
-      const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
-      await sleep(1000);
-      stream.disconnect();
-      const t0 = Date.now();
-      const r = await run('print("kernel free")', signal);
-      eq(expectWellFramed(r).success, true, `follow-up success (stderr ${show(r.stderr)})`);
-      eq(r.stdout, 'kernel free\n', 'follow-up stdout');
-      ok(Date.now() - t0 < 10_000, `follow-up took ${Date.now() - t0} ms`);
-    },
-    { timeoutMs: 45_000 },
-  );
+  it(NAMES.disconnect, async () => {
+    const { signal } = checkRun();
+    const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+    await sleep(1000);
+    stream.disconnect();
+    const t0 = Date.now();
+    const r = await run('print("kernel free")', signal);
+    eq(expectWellFramed(r).success, true, `follow-up success (stderr ${show(r.stderr)})`);
+    eq(r.stdout, 'kernel free\n', 'follow-up stdout');
+    ok(Date.now() - t0 < 10_000, `follow-up took ${Date.now() - t0} ms`);
+  }).timeout(45_000);
 
-  h.check(
-    NAMES.restart,
-    async ({ signal }) => {
-      const pending = client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 80_000 });
-      // Jupyter asks the person to confirm (jupyter.askForKernelRestart is on by default).
-      await sandbox.waitFor("Jupyter's restart confirmation", () => dialogButton('Restart').isVisible(), 20_000);
-      await dialogButton('Restart').click();
-      const r = await pending;
-      eq(r.status, 200, `restart (${show(r.text)})`);
-      const after = expectWellFramed(await run('"x" in globals()', signal, sid, 30_000));
-      eq(after.output.data, 'False', 'x after the restart');
-      const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
-      ok(sid in sessions, 'the session is gone after the restart');
-    },
-    { timeoutMs: 120_000 },
-  );
+  it(NAMES.restart, async () => {
+    const { signal } = checkRun();
+    const pending = client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 80_000 });
+    // Jupyter asks the person to confirm (jupyter.askForKernelRestart is on by default).
+    await sandbox.waitFor("Jupyter's restart confirmation", () => dialogButton('Restart').isVisible(), 20_000);
+    await dialogButton('Restart').click();
+    const r = await pending;
+    eq(r.status, 200, `restart (${show(r.text)})`);
+    const after = expectWellFramed(await run('"x" in globals()', signal, sid, 30_000));
+    eq(after.output.data, 'False', 'x after the restart');
+    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
+    ok(sid in sessions, 'the session is gone after the restart');
+  }).timeout(120_000);
 
-  h.check(NAMES.mcp, async ({ signal }) => {
+  it(NAMES.mcp, async () => {
+    const { signal } = checkRun();
     const ok1 = (await callTool(client, 'execute_code', { session_id: sid, code: 'print("hi")\n6 * 7' }, signal))
       .structuredContent!;
     eq(ok1['success'], true, `success (${show(ok1, 300)})`);
@@ -398,81 +388,76 @@ export function registerJupyterChecks(h: Harness, ctx: CheckContext, extension: 
     match((bad['stderr'] as string[]).join(''), /ZeroDivisionError/, 'error stderr');
   });
 
-  h.check(
-    NAMES.server,
-    async ({ signal, note }) => {
-      const server = await startJupyterServer(ctx);
-      try {
-        const serverPath = path.join(workspace, 'jupyter-server.ipynb');
-        const opened = await client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
-        eq(opened.status, 200, `open (${show(opened.text)})`);
-        const serverSid = opened.json<{ session: { id: string } }>().session.id;
-        // As the person: the kernel picker, "Existing Jupyter Server...", its URL, a name, the kernel.
-        // Jupyter pre-fills the URL box from the clipboard, which needs the browser's permission.
-        await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
-        await page.keyboard.press('F1');
-        await page.keyboard.type('Notebook: Select Notebook Kernel');
-        await page
-          .locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' })
-          .first()
-          .click();
-        // A notebook with a suggested kernel lists it first, the kernel sources one level down.
-        const existing = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
-        const another = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
-        await existing.or(another).first().waitFor({ timeout: 20_000 });
-        if (await another.isVisible()) await another.click();
-        await existing.click({ timeout: 20_000 });
-        await page
-          .locator('.quick-input-widget', { hasText: 'Enter the URL of the running Jupyter Server' })
-          .waitFor({ timeout: 20_000 });
-        await page.keyboard.type(`${server.url}/?token=${server.token}`);
-        await page.keyboard.press('Enter');
-        await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
-        await page.keyboard.press('Enter');
-        await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
-        // Run All starts the kernel. From the command palette: the toolbar's button hides in an
-        // overflow menu when the editor is narrow (the activity view is open beside it).
-        await page.keyboard.press('F1');
-        await page.keyboard.type('Notebook: Run All');
-        await page.locator('.quick-input-widget').getByText('Notebook: Run All', { exact: true }).first().click();
-        await sandbox.waitFor(
-          'the server kernel in /api/sessions',
-          async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
-          60_000,
-        );
-        // The kernel's connection file is in the server's runtime folder: the server launched it.
-        const code = 'from ipykernel import get_connection_file\nprint(get_connection_file())\n6 * 7';
-        const stream = client.execute(serverSid, code, {
-          signal,
-          timeoutMs: 40_000,
-        });
-        // Run alone (--only), this is the bridge's first request: answer Jupyter's consent dialog.
-        if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
-          await dialogButton('Allow').click({ timeout: 10_000 });
-        const r = await stream.result;
-        const done = expectWellFramed(r);
-        eq(done.success, true, `success (stderr ${show(r.stderr, 600)})`);
-        ok(
-          r.stdout.startsWith(path.join(server.runtime, 'kernel-')),
-          `connection file ${show(r.stdout)}, not in ${server.runtime}`,
-        );
-        eq(done.output.data, '42', 'value');
-        const kernels = (await (await fetch(`${server.url}/api/kernels?token=${server.token}`)).json()) as { id: string }[];
-        eq(kernels.length, 1, 'kernels running on the Jupyter Server');
-        note(`kernel ${kernels[0]!.id} on ${server.url}: ${r.stdout.trim()}`);
-      } finally {
-        server.stop();
-      }
-    },
-    { timeoutMs: 150_000 },
-  );
+  it(NAMES.server, async () => {
+    const { signal, note } = checkRun();
+    const server = await startJupyterServer(ctx);
+    try {
+      const serverPath = path.join(ctx.workspace, 'jupyter-server.ipynb');
+      const opened = await client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
+      eq(opened.status, 200, `open (${show(opened.text)})`);
+      const serverSid = opened.json<{ session: { id: string } }>().session.id;
+      // As the person: the kernel picker, "Existing Jupyter Server...", its URL, a name, the kernel.
+      // Jupyter pre-fills the URL box from the clipboard, which needs the browser's permission.
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+      await page.keyboard.press('F1');
+      await page.keyboard.type('Notebook: Select Notebook Kernel');
+      await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' }).first().click();
+      // A notebook with a suggested kernel lists it first, the kernel sources one level down.
+      const existing = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
+      const another = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
+      await existing.or(another).first().waitFor({ timeout: 20_000 });
+      if (await another.isVisible()) await another.click();
+      await existing.click({ timeout: 20_000 });
+      await page
+        .locator('.quick-input-widget', { hasText: 'Enter the URL of the running Jupyter Server' })
+        .waitFor({ timeout: 20_000 });
+      await page.keyboard.type(`${server.url}/?token=${server.token}`);
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
+      // Run All starts the kernel. From the command palette: the toolbar's button hides in an
+      // overflow menu when the editor is narrow (the activity view is open beside it).
+      await page.keyboard.press('F1');
+      await page.keyboard.type('Notebook: Run All');
+      await page.locator('.quick-input-widget').getByText('Notebook: Run All', { exact: true }).first().click();
+      await sandbox.waitFor(
+        'the server kernel in /api/sessions',
+        async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
+        60_000,
+      );
+      // The kernel's connection file is in the server's runtime folder: the server launched it.
+      const code = 'from ipykernel import get_connection_file\nprint(get_connection_file())\n6 * 7';
+      const stream = client.execute(serverSid, code, {
+        signal,
+        timeoutMs: 40_000,
+      });
+      // Run alone (--only), this is the bridge's first request: answer Jupyter's consent dialog.
+      if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
+        await dialogButton('Allow').click({ timeout: 10_000 });
+      const r = await stream.result;
+      const done = expectWellFramed(r);
+      eq(done.success, true, `success (stderr ${show(r.stderr, 600)})`);
+      ok(
+        r.stdout.startsWith(path.join(server.runtime, 'kernel-')),
+        `connection file ${show(r.stdout)}, not in ${server.runtime}`,
+      );
+      eq(done.output.data, '42', 'value');
+      const kernels = (await (await fetch(`${server.url}/api/kernels?token=${server.token}`)).json()) as { id: string }[];
+      eq(kernels.length, 1, 'kernels running on the Jupyter Server');
+      note(`kernel ${kernels[0]!.id} on ${server.url}: ${r.stdout.trim()}`);
+    } finally {
+      server.stop();
+    }
+  }).timeout(150_000);
 
-  const scripts = ctx.scriptsDir;
+  const scripts = scriptsDir();
   const execute = scripts && path.join(scripts, 'execute-code.sh');
   if (!execute || !fs.existsSync(execute))
-    h.skip(NAMES.script, scripts ? `no execute-code.sh in ${scripts}` : 'MARIMO_PAIR_SCRIPTS is not set');
+    skipped([NAMES.script], scripts ? `no execute-code.sh in ${scripts}` : 'MARIMO_PAIR_SCRIPTS is not set');
   else
-    h.check(NAMES.script, async ({ signal }) => {
+    it(NAMES.script, async () => {
+      const { signal } = checkRun();
       const env: NodeJS.ProcessEnv = { ...process.env, MARIMO_TOKEN: ctx.advert.token ?? '' };
       delete env[MARKER_VAR];
       const good = await runScript(execute, ['--url', ctx.advert.url, '--file', mainPath, '-c', 'print("via script")\n6 * 7'], {

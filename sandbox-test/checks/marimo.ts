@@ -1,21 +1,29 @@
 /** marimo's HTTP surface: /api/sessions and the streamed scratchpad (/api/kernel/execute). */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deepEq, eq, Harness, includes, match, ok, show } from '../harness';
-import type { SseResult } from '../http';
-import { type CheckContext, expectWellFramed } from './context';
+import { deepEq, eq, includes, match, ok, show } from '../assert';
+import type { BridgeClient, SseResult } from '../http';
+import { type CheckContext, checkRun, context, expectWellFramed } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const sid = ctx.analysis.session.id;
+/** The `marimo API` suite's checks. */
+export function marimoChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let sid: string;
+  before(() => {
+    ctx = context();
+    ({ client } = ctx);
+    sid = ctx.analysis.session.id;
+  });
   const run = (code: string, signal: AbortSignal, session = sid, timeoutMs = 10_000): Promise<SseResult> =>
     client.run(session, code, { signal, timeoutMs });
 
   // ------------------------------------------------------------------------- sessions
 
-  h.check('sessions: /api/sessions lists both fixtures with absolute paths and s_ ids', async ({ signal }) => {
+  it('sessions: /api/sessions lists both fixtures with absolute paths and s_ ids', async () => {
+    const { signal } = checkRun();
     const r = await client.get('/api/sessions', { signal });
     eq(r.status, 200, 'status');
     match(String(r.headers['content-type']), /^application\/json/, 'content-type');
@@ -31,7 +39,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     ok(new Set(Object.keys(body)).size === Object.keys(body).length, 'duplicate ids');
   });
 
-  h.check('sessions: ids are stable across calls and match /notebooks/open', async ({ signal }) => {
+  it('sessions: ids are stable across calls and match /notebooks/open', async () => {
+    const { signal } = checkRun();
     const ids = async () => {
       const body = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
       return Object.fromEntries(Object.entries(body).map(([id, v]) => [v.path, id]));
@@ -54,7 +63,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
 
   // -------------------------------------------------------------------------- execute
 
-  h.check('execute: print(2 + 2) streams exactly `event: stdout\\ndata: {"data":"4\\n"}` then done', async ({ signal }) => {
+  it('execute: print(2 + 2) streams exactly `event: stdout\\ndata: {"data":"4\\n"}` then done', async () => {
+    const { signal } = checkRun();
     const r = await run('print(2 + 2)', signal);
     const done = expectWellFramed(r);
     eq(r.stdout, '4\n', 'concatenated stdout');
@@ -71,7 +81,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     deepEq(done.output, { mimetype: 'text/plain', data: '' }, 'done.output (no trailing expression)');
   });
 
-  h.check('execute: trailing expression 1 + 1 gives output "2"', async ({ signal }) => {
+  it('execute: trailing expression 1 + 1 gives output "2"', async () => {
+    const { signal } = checkRun();
     const r = await run('1 + 1', signal);
     const done = expectWellFramed(r);
     eq(done.success, true, 'done.success');
@@ -79,7 +90,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     eq(r.stdout, '', 'stdout');
   });
 
-  h.check('execute: raise ValueError streams the traceback on stderr, success false', async ({ signal }) => {
+  it('execute: raise ValueError streams the traceback on stderr, success false', async () => {
+    const { signal } = checkRun();
     const r = await run("raise ValueError('x')", signal);
     const done = expectWellFramed(r);
     eq(done.success, false, 'done.success');
@@ -89,7 +101,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     deepEq(done.output, { mimetype: 'text/plain', data: '' }, 'done.output');
   });
 
-  h.check('execute: a syntax error (`def :`) reports on stderr, success false', async ({ signal }) => {
+  it('execute: a syntax error (`def :`) reports on stderr, success false', async () => {
+    const { signal } = checkRun();
     const r = await run('def :', signal);
     const done = expectWellFramed(r);
     eq(done.success, false, 'done.success');
@@ -97,7 +110,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     includes(r.stderr, 'SyntaxError', 'stderr');
   });
 
-  h.check('execute: new top-level bindings are not kept (scratchpad)', async ({ signal }) => {
+  it('execute: new top-level bindings are not kept (scratchpad)', async () => {
+    const { signal } = checkRun();
     const first = await run('zz_tmp = 1', signal);
     eq(expectWellFramed(first, 'binding run').success, true, 'binding run success');
     const second = await run('zz_tmp', signal);
@@ -106,7 +120,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     includes(second.stderr, 'NameError', 'stderr of the lookup');
   });
 
-  h.check('execute: in-place mutation of an existing object persists', async ({ signal }) => {
+  it('execute: in-place mutation of an existing object persists', async () => {
+    const { signal } = checkRun();
     // sys.modules is a kernel-level object: registering a module is a mutation, not a binding.
     const setup = await run("import sys, types\nsys.modules['ab_probe_state'] = types.SimpleNamespace(items=[])", signal);
     eq(expectWellFramed(setup, 'setup').success, true, `setup success (stderr ${show(setup.stderr)})`);
@@ -118,7 +133,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     eq(done.output.data, '[42]', 'the list after the mutation');
   });
 
-  h.check('execute: a global defined by running a fixture cell (x = 41) is visible', async ({ signal }) => {
+  it('execute: a global defined by running a fixture cell (x = 41) is visible', async () => {
+    const { signal } = checkRun();
     const cells = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
       cells: { id: string; code: string }[];
     }>().cells;
@@ -136,7 +152,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     eq(r.stdout, '42\n', 'stdout of print(x + 1)');
   });
 
-  h.check('execute: unicode round-trips in stdout and in the output', async ({ signal }) => {
+  it('execute: unicode round-trips in stdout and in the output', async () => {
+    const { signal } = checkRun();
     const text = 'héllo → 世界 🐍 \u00e9\u0301';
     const r = await run(`print(${JSON.stringify(text)})\n${JSON.stringify(text)}`, signal);
     const done = expectWellFramed(r);
@@ -145,7 +162,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     eq(done.output.data, `'${text}'`, 'output (repr of the string)');
   });
 
-  h.check('execute: output streams as it is printed (first line well before done)', async ({ signal }) => {
+  it('execute: output streams as it is printed (first line well before done)', async () => {
+    const { signal } = checkRun();
     const r = await run('import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.5)', signal);
     const done = expectWellFramed(r);
     eq(done.success, true, 'done.success');
@@ -155,7 +173,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     ok(end.at - first.at >= 600, `first stdout at ${first.at} ms, done at ${end.at} ms: output was buffered until the end`);
   });
 
-  h.check('execute: client disconnect interrupts a running `while True` and frees the kernel', async ({ signal }) => {
+  it('execute: client disconnect interrupts a running `while True` and frees the kernel', async () => {
+    const { signal } = checkRun();
     const stream = client.execute(sid, 'while True:\n    pass', { signal, timeoutMs: 12_000 });
     await sleep(500);
     ok(
@@ -172,7 +191,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     ok(ms < 3000, `follow-up took ${ms} ms: the endless run was not interrupted promptly`);
   });
 
-  h.check('execute: two concurrent runs on one session are serialized', async ({ signal }) => {
+  it('execute: two concurrent runs on one session are serialized', async () => {
+    const { signal } = checkRun();
     const code = (tag: string) => `import time\nfor i in range(3):\n    print('${tag}%d' % i, flush=True)\n    time.sleep(0.1)`;
     const a = client.execute(sid, code('A'), { signal });
     const b = client.execute(sid, code('B'), { signal });
@@ -193,7 +213,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
     );
   });
 
-  h.check('sessions: two concurrent /notebooks/open calls both succeed', async ({ signal }) => {
+  it('sessions: two concurrent /notebooks/open calls both succeed', async () => {
+    const { signal } = checkRun();
     // Two more copies of a fixture, opened at the same moment (agents do run in parallel).
     const files = ['concurrent-1.ipynb', 'concurrent-2.ipynb'].map((n) => path.join(ctx.workspace, n));
     for (const f of files) fs.copyFileSync(ctx.analysis.path, f);
@@ -209,7 +230,8 @@ export function registerMarimoChecks(h: Harness, ctx: CheckContext): void {
       );
   });
 
-  h.check('execute: each notebook runs in its own session (other.ipynb works too)', async ({ signal }) => {
+  it('execute: each notebook runs in its own session (other.ipynb works too)', async () => {
+    const { signal } = checkRun();
     const r = await run("print('from other')", signal, ctx.other.session.id);
     eq(expectWellFramed(r).success, true, 'done.success');
     eq(r.stdout, 'from other\n', 'stdout');

@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { eq, Harness, includes, ok, show } from '../harness';
+import { eq, includes, ok, show } from '../assert';
 import { MARKER_VAR } from '../vscode';
-import type { CheckContext } from './context';
+import { type CheckContext, checkRun, context, skipped } from './context';
 
 interface ScriptResult {
   code: number | null;
@@ -65,30 +65,42 @@ const NAMES = [
   'scripts: execute-code.sh without the token fails to connect',
 ] as const;
 
-export function registerScriptChecks(h: Harness, ctx: CheckContext): void {
-  const dir = ctx.scriptsDir;
+/** The folder with marimo-pair's discover-servers.sh and execute-code.sh (MARIMO_PAIR_SCRIPTS), if given. */
+export function scriptsDir(): string | undefined {
+  const dir = process.env['MARIMO_PAIR_SCRIPTS'];
+  return dir ? path.resolve(dir) : undefined;
+}
+
+/** The `scripts` suite's checks (reported pending by name, with the reason, without the scripts). */
+export function scriptChecks(): void {
+  const dir = scriptsDir();
   const missing = !dir
     ? 'MARIMO_PAIR_SCRIPTS is not set'
     : !fs.existsSync(path.join(dir, 'execute-code.sh')) || !fs.existsSync(path.join(dir, 'discover-servers.sh'))
       ? `no discover-servers.sh/execute-code.sh in ${dir}`
       : undefined;
-  if (missing) {
-    for (const name of NAMES) h.skip(name, missing);
-    return;
-  }
+  if (missing) return skipped(NAMES, missing);
   const discover = path.join(dir!, 'discover-servers.sh');
   const execute = path.join(dir!, 'execute-code.sh');
-  const url = ctx.advert.url;
-  // The caller's environment, pointed at the sandbox's registry; never marked as a sandbox process.
-  const baseEnv: NodeJS.ProcessEnv = { ...process.env, HOME: ctx.sandbox.dirs.home, XDG_STATE_HOME: ctx.sandbox.dirs.stateHome };
-  delete baseEnv[MARKER_VAR];
-  delete baseEnv['MARIMO_TOKEN'];
-  const withToken: NodeJS.ProcessEnv = { ...baseEnv, MARIMO_TOKEN: ctx.advert.token ?? '' };
+  let ctx: CheckContext;
+  let url: string;
+  let baseEnv: NodeJS.ProcessEnv;
+  let withToken: NodeJS.ProcessEnv;
+  before(() => {
+    ctx = context();
+    url = ctx.advert.url;
+    // The caller's environment, pointed at the sandbox's registry; never marked as a sandbox process.
+    baseEnv = { ...process.env, HOME: ctx.sandbox.dirs.home, XDG_STATE_HOME: ctx.sandbox.dirs.stateHome };
+    delete baseEnv[MARKER_VAR];
+    delete baseEnv['MARIMO_TOKEN'];
+    withToken = { ...baseEnv, MARIMO_TOKEN: ctx.advert.token ?? '' };
+  });
   const exec = (args: string[], signal: AbortSignal, opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}) =>
     runScript(execute, ['--url', url, ...args], { env: opts.env ?? withToken, stdin: opts.stdin, signal });
   const describe = (r: ScriptResult) => `exit ${r.code}, stdout ${show(r.stdout)}, stderr ${show(r.stderr, 300)}`;
 
-  h.check(NAMES[0], async ({ signal }) => {
+  it(NAMES[0], async () => {
+    const { signal } = checkRun();
     const r = await runScript(discover, [], { env: baseEnv, signal });
     eq(r.code, 0, `exit code (${describe(r)})`);
     let list: { server_id: string; url: string | null }[];
@@ -102,21 +114,24 @@ export function registerScriptChecks(h: Harness, ctx: CheckContext): void {
     eq(entry.url, url, 'url');
   });
 
-  h.check(NAMES[1], async ({ signal }) => {
+  it(NAMES[1], async () => {
+    const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal);
     eq(r.code, 0, `exit code (${describe(r)})`);
     ok(r.stdout.startsWith('1\n'), `stdout ${show(r.stdout)}`);
     eq(r.stderr, '', 'stderr');
   });
 
-  h.check(NAMES[2], async ({ signal }) => {
+  it(NAMES[2], async () => {
+    const { signal } = checkRun();
     const r = await exec(['-c', 'print(1)'], signal);
     eq(r.code, 1, `exit code (${describe(r)})`);
     includes(r.stderr, '--file', 'stderr');
     ok(!r.stdout.includes('1'), `the code ran anyway: ${describe(r)}`);
   });
 
-  h.check(NAMES[3], async ({ signal }) => {
+  it(NAMES[3], async () => {
+    const { signal } = checkRun();
     for (const nb of [ctx.analysis, ctx.other]) {
       const r = await exec(['--file', nb.path, '-c', `print(${JSON.stringify(nb.name)})`], signal);
       eq(r.code, 0, `--file ${nb.name}.ipynb exit code (${describe(r)})`);
@@ -131,20 +146,23 @@ export function registerScriptChecks(h: Harness, ctx: CheckContext): void {
     includes(r.stderr, ctx.other.path, '--file nope.ipynb stderr');
   });
 
-  h.check(NAMES[4], async ({ signal }) => {
+  it(NAMES[4], async () => {
+    const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', "raise ValueError('boom')"], signal);
     eq(r.code, 1, `exit code (${describe(r)})`);
     includes(r.stderr, 'Traceback', 'stderr');
     includes(r.stderr, 'ValueError: boom', 'stderr');
   });
 
-  h.check(NAMES[5], async ({ signal }) => {
+  it(NAMES[5], async () => {
+    const { signal } = checkRun();
     const r = await exec(['--file', ctx.other.path, '-'], signal, { stdin: 'print(3 * 3)\nprint("ü")\n' });
     eq(r.code, 0, `exit code (${describe(r)})`);
     ok(r.stdout.startsWith('9\nü\n'), `stdout ${show(r.stdout)}`);
   });
 
-  h.check(NAMES[6], async ({ signal }) => {
+  it(NAMES[6], async () => {
+    const { signal } = checkRun();
     const file = path.join(ctx.sandbox.dirs.tmp, 'snippet.py');
     fs.writeFileSync(file, "total = sum(range(5))\nprint('total', total)\ntotal * 2\n");
     const r = await exec(['--file', ctx.analysis.path, file], signal);
@@ -152,7 +170,8 @@ export function registerScriptChecks(h: Harness, ctx: CheckContext): void {
     eq(r.stdout, 'total 10\n20\n', 'stdout (printed line, then the trailing expression)');
   });
 
-  h.check(NAMES[7], async ({ signal }) => {
+  it(NAMES[7], async () => {
+    const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: baseEnv });
     eq(r.code, 1, `exit code (${describe(r)})`);
     includes(r.stderr, 'Failed to connect', 'stderr');

@@ -1,7 +1,7 @@
 /** Auth, Host/Origin, content type, body size and request validation (protocol.md §3–§5). */
-import { eq, Harness, match, ok, show } from '../harness';
-import { type HttpResult, responseLog } from '../http';
-import type { CheckContext } from './context';
+import { eq, match, ok, show } from '../assert';
+import { type BridgeClient, type HttpResult, responseLog } from '../http';
+import { checkRun, context } from './context';
 
 /** Asserts a JSON error response `{"detail": ...}` with this status (and detail, when given). */
 function expectError(r: HttpResult, status: number, detail?: string | RegExp): void {
@@ -13,20 +13,30 @@ function expectError(r: HttpResult, status: number, detail?: string | RegExp): v
   else if (detail) match(body.detail, detail, 'detail');
 }
 
-export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
-  const { client } = ctx;
-  const port = client.port;
-  const sid = ctx.analysis.session.id;
-  const token = ctx.advert.token;
+/** The `security` suite's checks. */
+export function securityChecks(): void {
+  let client: BridgeClient;
+  let port: number;
+  let sid: string;
+  let token: string | null;
+  before(() => {
+    const ctx = context();
+    ({ client } = ctx);
+    port = client.port;
+    sid = ctx.analysis.session.id;
+    token = ctx.advert.token;
+  });
   const execBody = { code: "print('must not run')" };
 
-  h.check('security: no token → 401 "Authorization header required"', async ({ signal }) => {
+  it('security: no token → 401 "Authorization header required"', async () => {
+    const { signal } = checkRun();
     expectError(await client.get('/api/sessions', { token: null, signal }), 401, 'Authorization header required');
     const r = await client.post('/api/kernel/execute', execBody, { token: null, signal, headers: { 'marimo-session-id': sid } });
     expectError(r, 401, 'Authorization header required');
   });
 
-  h.check('security: wrong token → 401', async ({ signal }) => {
+  it('security: wrong token → 401', async () => {
+    const { signal } = checkRun();
     const wrong = token ? token.replace(/.$/, (c) => (c === '0' ? '1' : '0')) : 'wrong';
     expectError(await client.get('/api/sessions', { token: wrong, signal }), 401, /^Wrong token: .*Copy Connection Info/);
     expectError(
@@ -39,25 +49,29 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
     );
   });
 
-  h.check('security: token in the query string is not accepted', async ({ signal }) => {
+  it('security: token in the query string is not accepted', async () => {
+    const { signal } = checkRun();
     ok(token, 'the bridge has no token (agentBridge.requireToken off?)');
     expectError(await client.get(`/api/sessions?access_token=${token}`, { token: null, signal }), 401);
   });
 
-  h.check('security: forged Host → 421', async ({ signal }) => {
+  it('security: forged Host → 421', async () => {
+    const { signal } = checkRun();
     expectError(await client.get('/api/sessions', { host: `evil.example:${port}`, signal }), 421);
     expectError(await client.get('/health', { host: `attacker.test`, signal }), 421);
     expectError(await client.get('/api/sessions', { host: `127.0.0.1:${port + 1}`, signal }), 421);
   });
 
-  h.check('security: loopback Host names are accepted (127.0.0.1, localhost, [::1])', async ({ signal }) => {
+  it('security: loopback Host names are accepted (127.0.0.1, localhost, [::1])', async () => {
+    const { signal } = checkRun();
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
       const r = await client.get('/api/sessions', { host, signal });
       eq(r.status, 200, `status with Host ${host}`);
     }
   });
 
-  h.check('security: foreign Origin → 403, and nothing runs', async ({ signal }) => {
+  it('security: foreign Origin → 403, and nothing runs', async () => {
+    const { signal } = checkRun();
     expectError(await client.get('/api/sessions', { origin: 'https://evil.example', signal }), 403);
     const r = await client.post('/api/kernel/execute', execBody, {
       origin: 'http://192.168.1.5:8080',
@@ -68,13 +82,15 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
     expectError(await client.get('/api/sessions', { origin: 'null', signal }), 403);
   });
 
-  h.check('security: loopback Origin is allowed', async ({ signal }) => {
+  it('security: loopback Origin is allowed', async () => {
+    const { signal } = checkRun();
     for (const origin of ['http://localhost:5173', `http://127.0.0.1:${port}`]) {
       eq((await client.get('/api/sessions', { origin, signal })).status, 200, `status with Origin ${origin}`);
     }
   });
 
-  h.check('security: POST with text/plain → 415', async ({ signal }) => {
+  it('security: POST with text/plain → 415', async () => {
+    const { signal } = checkRun();
     const r = await client.request({
       method: 'POST',
       path: '/api/kernel/execute',
@@ -86,7 +102,8 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
     expectError(r, 415);
   });
 
-  h.check('security: body over 1 MiB → 413', async ({ signal }) => {
+  it('security: body over 1 MiB → 413', async () => {
+    const { signal } = checkRun();
     const r = await client.post(
       '/api/kernel/execute',
       { code: `# ${'x'.repeat(1_100_000)}` },
@@ -95,22 +112,26 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
     expectError(r, 413);
   });
 
-  h.check('security: missing Marimo-Session-Id → 400', async ({ signal }) => {
+  it('security: missing Marimo-Session-Id → 400', async () => {
+    const { signal } = checkRun();
     expectError(await client.post('/api/kernel/execute', execBody, { signal }), 400, 'Missing Marimo-Session-Id header');
   });
 
-  h.check('security: unknown session → 404 "Invalid session id: s_nope00"', async ({ signal }) => {
+  it('security: unknown session → 404 "Invalid session id: s_nope00"', async () => {
+    const { signal } = checkRun();
     const r = await client.post('/api/kernel/execute', execBody, { headers: { 'marimo-session-id': 's_nope00' }, signal });
     expectError(r, 404, 'Invalid session id: s_nope00');
   });
 
-  h.check('security: missing or non-string code → 400', async ({ signal }) => {
+  it('security: missing or non-string code → 400', async () => {
+    const { signal } = checkRun();
     for (const body of [{}, { code: 42 }]) {
       expectError(await client.post('/api/kernel/execute', body, { headers: { 'marimo-session-id': sid }, signal }), 400);
     }
   });
 
-  h.check('security: malformed JSON → 400', async ({ signal }) => {
+  it('security: malformed JSON → 400', async () => {
+    const { signal } = checkRun();
     const r = await client.request({
       method: 'POST',
       path: '/api/kernel/execute',
@@ -122,7 +143,8 @@ export function registerSecurityChecks(h: Harness, ctx: CheckContext): void {
     expectError(r, 400);
   });
 
-  h.check('security: no Access-Control-Allow-Origin header on any response', async ({ signal }) => {
+  it('security: no Access-Control-Allow-Origin header on any response', async () => {
+    const { signal } = checkRun();
     // A preflight from a loopback origin, plus every response seen so far in this run.
     await client.request({
       method: 'OPTIONS',
