@@ -137,7 +137,7 @@ export function rootHooks(opts: { vsix: string }): void {
     if (sandbox) {
       const t = Date.now();
       await sandbox.stop();
-      say(`VS Code stopped and cleaned up in ${Date.now() - t} ms`);
+      say(`VS Code stopped (unless the after-stop suite did) and its files removed in ${Date.now() - t} ms`);
     }
     if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
   });
