@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BridgeClient } from './http';
-import { launchSandbox, REPO_ROOT, type Sandbox } from './vscode';
+import { launchSandbox, REPO_ROOT, type Sandbox, SandboxError } from './vscode';
 import { type BridgeAdvert, beginCheck, endCheck, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
 import { findJupyterExtension } from './checks/jupyter';
 
@@ -54,11 +54,6 @@ async function openNotebook(client: BridgeClient, file: string): Promise<OpenedN
   const session = r.json<{ session: SessionInfo }>().session;
   if (!session?.id) throw new Error(`POST /notebooks/open ${path.basename(file)}: no session in ${r.text.slice(0, 300)}`);
   return { name: path.basename(file, '.ipynb'), path: file, session };
-}
-
-/** A long error kept readable: its start says what failed, its end (a browser's log) says why. */
-function headAndTail(text: string, head = 300, tail = 900): string {
-  return text.length <= head + tail ? text : `${text.slice(0, head)} … ${text.slice(-tail)}`;
 }
 
 /** One line per note, indented under the check's result line. */
@@ -117,8 +112,10 @@ export function rootHooks(opts: { vsix: string }): void {
       await (launching = launch());
       checksStart = Date.now();
     } catch (err) {
-      if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
-      throw new Error(headAndTail((err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ')), { cause: err });
+      // A SandboxError's message ends with code-server's log tail; print it for the others.
+      if (sandbox && !(err instanceof SandboxError))
+        process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
+      throw err;
     }
   });
 
