@@ -86,6 +86,10 @@ async function main(): Promise<number> {
   say(
     `${stats.passes} passed, ${stats.failures} failed, ${stats.pending} skipped; total wall time ${((Date.now() - t0) / 1000).toFixed(1)} s`,
   );
+  if (args.only && stats.tests + stats.failures === 0) {
+    say(`no check matches --only ${JSON.stringify(args.only)}`);
+    return 1;
+  }
   return stats.failures > 0 ? 1 : 0;
 }
 

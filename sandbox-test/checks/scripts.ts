@@ -97,12 +97,12 @@ export function scriptChecks(): void {
   });
   const exec = (args: string[], signal: AbortSignal, opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}) =>
     runScript(execute, ['--url', url, ...args], { env: opts.env ?? withToken, stdin: opts.stdin, signal });
-  const describe = (r: ScriptResult) => `exit ${r.code}, stdout ${show(r.stdout)}, stderr ${show(r.stderr, 300)}`;
+  const summarize = (r: ScriptResult) => `exit ${r.code}, stdout ${show(r.stdout)}, stderr ${show(r.stderr, 300)}`;
 
   it(NAMES[0], async () => {
     const { signal } = checkRun();
     const r = await runScript(discover, [], { env: baseEnv, signal });
-    eq(r.code, 0, `exit code (${describe(r)})`);
+    eq(r.code, 0, `exit code (${summarize(r)})`);
     let list: { server_id: string; url: string | null }[];
     try {
       list = JSON.parse(r.stdout);
@@ -117,7 +117,7 @@ export function scriptChecks(): void {
   it(NAMES[1], async () => {
     const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal);
-    eq(r.code, 0, `exit code (${describe(r)})`);
+    eq(r.code, 0, `exit code (${summarize(r)})`);
     ok(r.stdout.startsWith('1\n'), `stdout ${show(r.stdout)}`);
     eq(r.stderr, '', 'stderr');
   });
@@ -125,21 +125,21 @@ export function scriptChecks(): void {
   it(NAMES[2], async () => {
     const { signal } = checkRun();
     const r = await exec(['-c', 'print(1)'], signal);
-    eq(r.code, 1, `exit code (${describe(r)})`);
+    eq(r.code, 1, `exit code (${summarize(r)})`);
     includes(r.stderr, '--file', 'stderr');
-    ok(!r.stdout.includes('1'), `the code ran anyway: ${describe(r)}`);
+    ok(!r.stdout.includes('1'), `the code ran anyway: ${summarize(r)}`);
   });
 
   it(NAMES[3], async () => {
     const { signal } = checkRun();
     for (const nb of [ctx.analysis, ctx.other]) {
       const r = await exec(['--file', nb.path, '-c', `print(${JSON.stringify(nb.name)})`], signal);
-      eq(r.code, 0, `--file ${nb.name}.ipynb exit code (${describe(r)})`);
+      eq(r.code, 0, `--file ${nb.name}.ipynb exit code (${summarize(r)})`);
       ok(r.stdout.startsWith(`${nb.name}\n`), `--file ${nb.name}.ipynb stdout ${show(r.stdout)}`);
     }
     const nope = path.join(ctx.workspace, 'nope.ipynb');
     const r = await exec(['--file', nope, '-c', 'print(1)'], signal);
-    eq(r.code, 1, `--file nope.ipynb exit code (${describe(r)})`);
+    eq(r.code, 1, `--file nope.ipynb exit code (${summarize(r)})`);
     includes(r.stderr, 'No active session matches', '--file nope.ipynb stderr');
     // The script lists the sessions it has: both fixtures, by path.
     includes(r.stderr, ctx.analysis.path, '--file nope.ipynb stderr');
@@ -149,7 +149,7 @@ export function scriptChecks(): void {
   it(NAMES[4], async () => {
     const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', "raise ValueError('boom')"], signal);
-    eq(r.code, 1, `exit code (${describe(r)})`);
+    eq(r.code, 1, `exit code (${summarize(r)})`);
     includes(r.stderr, 'Traceback', 'stderr');
     includes(r.stderr, 'ValueError: boom', 'stderr');
   });
@@ -157,7 +157,7 @@ export function scriptChecks(): void {
   it(NAMES[5], async () => {
     const { signal } = checkRun();
     const r = await exec(['--file', ctx.other.path, '-'], signal, { stdin: 'print(3 * 3)\nprint("ü")\n' });
-    eq(r.code, 0, `exit code (${describe(r)})`);
+    eq(r.code, 0, `exit code (${summarize(r)})`);
     ok(r.stdout.startsWith('9\nü\n'), `stdout ${show(r.stdout)}`);
   });
 
@@ -166,14 +166,14 @@ export function scriptChecks(): void {
     const file = path.join(ctx.sandbox.dirs.tmp, 'snippet.py');
     fs.writeFileSync(file, "total = sum(range(5))\nprint('total', total)\ntotal * 2\n");
     const r = await exec(['--file', ctx.analysis.path, file], signal);
-    eq(r.code, 0, `exit code (${describe(r)})`);
+    eq(r.code, 0, `exit code (${summarize(r)})`);
     eq(r.stdout, 'total 10\n20\n', 'stdout (printed line, then the trailing expression)');
   });
 
   it(NAMES[7], async () => {
     const { signal } = checkRun();
     const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: baseEnv });
-    eq(r.code, 1, `exit code (${describe(r)})`);
+    eq(r.code, 1, `exit code (${summarize(r)})`);
     includes(r.stderr, 'Failed to connect', 'stderr');
   });
 }
