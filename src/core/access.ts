@@ -100,6 +100,16 @@ const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer', string> = {
   'no-answer': 'The person did not answer in time (access mode "ask"), so the action was refused; try again when they are there.',
 };
 
+/**
+ * What an action runs or changes, from the inputs a transport got (the notebook's name left
+ * out): its code, else the change as JSON, else nothing (a bare interrupt has no inputs, and
+ * its summary is then its label rather than "{}").
+ */
+export function actionCode(code: unknown, rest: Record<string, unknown>): string {
+  if (typeof code === 'string') return code;
+  return Object.keys(rest).length ? JSON.stringify(rest) : '';
+}
+
 /** One line naming an action: the first non-empty line of its code, cut, with the rest counted. */
 export function summarize(label: string, code: string): string {
   const lines = code.split('\n').filter((l) => l.trim());

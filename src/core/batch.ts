@@ -1,16 +1,16 @@
-import type { BatchOp, CellKind, CellMetadata, CellRef, MetadataChange, NewCell, NotebookChange, WriteGuard } from './cells';
+import type {
+  BatchOp,
+  CellKind,
+  CellMetadata,
+  CellState,
+  CellRef,
+  MetadataChange,
+  NewCell,
+  NotebookChange,
+  WriteGuard,
+} from './cells';
 import { BridgeError } from './errors';
 import { resolveCellIndex } from './refs';
-
-/** What the planner needs to know of a cell as it is now. */
-export interface CellState {
-  readonly id: string;
-  readonly kind: CellKind;
-  readonly language: string;
-  readonly code: string;
-  readonly version: number;
-  readonly metadata: CellMetadata;
-}
 
 /**
  * A refusal of one op of a batch: `op` is its position in the batch, `reason` the sentence

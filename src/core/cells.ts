@@ -259,13 +259,17 @@ export interface ExecutionState {
   readonly completedRuns: number;
 }
 
-export interface CellSnapshot {
+/** What the batch planner needs to know of a cell as it is now. */
+export interface CellState {
   readonly id: string;
   readonly kind: CellKind;
   readonly language: string;
   readonly code: string;
   readonly version: number;
   readonly metadata: CellMetadata;
+}
+
+export interface CellSnapshot extends CellState {
   readonly execution: ExecutionState;
   readonly outputs: readonly RawOutput[];
 }

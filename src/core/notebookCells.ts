@@ -1,10 +1,11 @@
-import { planBatch, type CellState } from './batch';
+import { planBatch } from './batch';
 import type {
   ActiveNotebook,
   BatchOp,
   CellRef,
   CellService,
   CellSnapshot,
+  CellState,
   CellStatus,
   CellView,
   ExecutionState,

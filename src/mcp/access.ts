@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { IncomingMessage } from 'node:http';
-import { CLIENT_HEADER, clientOf, type AccessKind, type Gate } from '../core/access';
+import { actionCode, CLIENT_HEADER, clientOf, type AccessKind, type Gate } from '../core/access';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { BridgeError } from '../core/errors';
 
@@ -68,7 +68,7 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
           kind,
           label: `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
-          code: typeof code === 'string' ? code : JSON.stringify(rest),
+          code: actionCode(code, rest),
         });
       } catch (error) {
         if (!(error instanceof BridgeError)) throw error;

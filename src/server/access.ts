@@ -1,4 +1,4 @@
-import { clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
@@ -54,7 +54,7 @@ function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string 
 /** The code an action runs or puts in a cell; else the change it asks for (its inputs but the notebook, as JSON). */
 function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
   const { code, notebook: _n, ...rest } = { ...fields(query), ...fields(body), ...params };
-  return typeof code === 'string' ? code : JSON.stringify(rest);
+  return actionCode(code, rest);
 }
 
 /** Runs a handler as its activity, ending it with what the answer says. */

@@ -2,7 +2,16 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Gate, rule, summarize, type AccessMode, type ActionEnd, type AgentAction, type Answer } from '../../src/core/access';
+import {
+  actionCode,
+  Gate,
+  rule,
+  summarize,
+  type AccessMode,
+  type ActionEnd,
+  type AgentAction,
+  type Answer,
+} from '../../src/core/access';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
@@ -44,6 +53,13 @@ describe('access policy (pure rules)', () => {
     assert.ok(typeof ro === 'object' && ro.refuse.includes('person chose read-only'));
     assert.equal(rule('ask', 'read'), 'allow');
     assert.equal(rule('ask', 'run'), 'ask');
+  });
+
+  it("takes an action's code, else its inputs as JSON, else nothing (a bare interrupt is summarized by its label)", () => {
+    assert.equal(actionCode('print(1)', { timeout: 5 }), 'print(1)');
+    assert.equal(actionCode(undefined, { ref: 'c1' }), '{"ref":"c1"}');
+    assert.equal(actionCode(undefined, {}), '');
+    assert.equal(summarize('interrupt', actionCode(undefined, {})), 'interrupt');
   });
 
   it('summarizes code as its first line, cut, with the rest counted', () => {

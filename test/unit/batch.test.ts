@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { longestIncreasing, OpError, planBatch, type CellState, type PlanOptions } from '../../src/core/batch';
-import type { BatchOp, NotebookChange } from '../../src/core/cells';
+import { longestIncreasing, OpError, planBatch, type PlanOptions } from '../../src/core/batch';
+import type { BatchOp, CellState, NotebookChange } from '../../src/core/cells';
 import { BridgeError } from '../../src/core/errors';
 
 const cell = (id: string, code = id, kind: 'code' | 'markup' = 'code'): CellState => ({

@@ -1,4 +1,5 @@
 import type { StreamName } from '../../core/kernel';
+import { RollingTail } from '../../core/rollingTail';
 
 /** Stream output a cell shows as it comes, at most (characters). */
 export const CELL_OUTPUT_HEAD_CHARS = 512 * 1024;
@@ -18,13 +19,14 @@ export interface StreamPiece {
 export class OutputBudget {
   private used = 0;
   private total = 0;
-  private tail: StreamPiece[] = [];
-  private tailChars = 0;
+  private readonly tail: RollingTail<StreamPiece>;
 
   constructor(
     private readonly headChars = CELL_OUTPUT_HEAD_CHARS,
     private readonly tailMax = CELL_OUTPUT_TAIL_CHARS,
-  ) {}
+  ) {
+    this.tail = new RollingTail(tailMax, (piece, text) => ({ name: piece.name, text }));
+  }
 
   /** The part of `text` to show now; what does not fit in the head is held for the tail. */
   take(name: StreamName, text: string): string {
@@ -36,34 +38,19 @@ export class OutputBudget {
     }
     const now = room > 0 ? text.slice(0, room) : '';
     this.used = this.headChars;
-    this.hold(name, now.length ? text.slice(now.length) : text);
+    const held = now.length ? text.slice(now.length) : text;
+    // A piece longer than the whole tail keeps only its end: no need to hold the rest even briefly.
+    this.tail.push({ name, text: held.length > this.tailMax ? held.slice(-this.tailMax) : held });
     return now;
   }
 
   /** After the run: the marker and the tail to show, or null when nothing was held back. */
   finish(): { marker: string; tail: StreamPiece[] } | null {
     if (!this.tail.length) return null;
-    const cut = this.total - this.used - this.tailChars;
+    const cut = this.total - this.used - this.tail.length;
     const marker = cut
       ? `\n[... ${cut} of ${this.total} characters of output cut by Agent Bridge: a cell keeps the first ${this.headChars} and the last ${this.tailMax} ...]\n`
       : '';
-    return { marker, tail: this.tail };
-  }
-
-  private hold(name: StreamName, text: string): void {
-    const kept = text.length > this.tailMax ? text.slice(-this.tailMax) : text;
-    this.tail.push({ name, text: kept });
-    this.tailChars += kept.length;
-    while (this.tailChars > this.tailMax) {
-      const first = this.tail[0]!;
-      const excess = this.tailChars - this.tailMax;
-      if (first.text.length <= excess) {
-        this.tail.shift();
-        this.tailChars -= first.text.length;
-      } else {
-        this.tail[0] = { name: first.name, text: first.text.slice(excess) };
-        this.tailChars -= excess;
-      }
-    }
+    return { marker, tail: this.tail.kept() };
   }
 }
