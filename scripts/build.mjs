@@ -1,4 +1,6 @@
-// Bundles the extension into dist/extension.js and ships the builtin kernel's Python beside it.
+// Bundles the extension into dist/extension.js (what activation loads: settings, the socket,
+// discovery) and dist/composition.js (the rest, loaded once the server listens), and ships the
+// builtin kernel's Python beside them.
 import { copyFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { build } from 'esbuild';
@@ -22,17 +24,29 @@ const zodEnglishOnly = {
   },
 };
 
+/** The entry loads the composition bundle at run time instead of holding a copy of it. */
+const compositionApart = {
+  name: 'composition-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/composition$/ }, (args) =>
+      args.importer.endsWith(path.join('src', 'extension.ts')) ? { path: './composition.js', external: true } : undefined,
+    );
+  },
+};
+
 await build({
-  entryPoints: ['src/extension.ts'],
+  entryPoints: { extension: 'src/extension.ts', composition: 'src/composition.ts' },
   bundle: true,
-  outfile: 'dist/extension.js',
+  outdir: 'dist',
   external: ['vscode'],
   format: 'cjs',
   platform: 'node',
   target: 'node20',
   sourcemap: true,
   minify: true,
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, compositionApart],
+  // import() of the composition bundle as a require(): the extension host loads extensions as CommonJS.
+  supported: { 'dynamic-import': false },
   alias: {
     // Express's dependencies carry tables the bridge never uses (see each stand-in's comment).
     'iconv-lite': './src/server/standIns/utf8Only.ts',

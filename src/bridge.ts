@@ -1,22 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import type { Gate } from './core/access';
-import type { CellService } from './core/cells';
-import { KeyedQueue } from './core/keyedQueue';
-import { cappedLog, type Log } from './core/log';
-import type { NotebookHost, SessionInfo } from './core/sessions';
-import { Discovery, type BridgeAdvert } from './discovery';
-import { lazyMcp } from './mcp/lazy';
+import type { RequestListener } from 'node:http';
+import type { Log } from './core/log';
+import type { SessionInfo } from './core/sessions';
+import type { BridgeAdvert, Discovery } from './discovery';
 import { deferredApp, listen, type RunningServer } from './server/listen';
 
+/** What the request handler of one server start is built with. */
+export interface ServerParams {
+  token: () => string | null;
+  port: () => number;
+  maxBodyBytes: number;
+}
+
 export interface BridgeOptions {
-  host: NotebookHost;
-  cells: CellService;
   version: string;
   log: Log;
   discovery: Discovery;
-  /** The person's access policy and the activity record. */
-  access: Gate;
   settings: () => { port: number; requireToken: boolean; maxBodyBytes: number };
+  /** Builds the request handler (Express, the route table, the services); called once the socket listens. */
+  app: (server: ServerParams) => Promise<RequestListener>;
 }
 
 export interface ConnectionInfo {
@@ -48,29 +50,10 @@ export class Bridge {
     const settings = this.options.settings();
     this.token = settings.requireToken ? this.secret : null;
     let port = 0;
-    const services = {
-      host: this.options.host,
-      cells: this.options.cells,
-      runs: new KeyedQueue(),
-      version: this.options.version,
-      access: this.options.access,
-    };
     // Express and the route table load once the socket listens: activation does not wait for them.
-    const app = deferredApp(async () => {
-      const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
-        import('./server/app'),
-        import('./server/routes'),
-        import('./server/access'),
-      ]);
-      return createApp({
-        routes: guardRoutes(routes),
-        context: { ...services, serveMcp: lazyMcp },
-        token: () => this.token,
-        port: () => port,
-        maxBodyBytes: settings.maxBodyBytes,
-        log: cappedLog(this.options.log),
-      });
-    });
+    const app = deferredApp(() =>
+      this.options.app({ token: () => this.token, port: () => port, maxBodyBytes: settings.maxBodyBytes }),
+    );
     this.server = await listen(app, settings.port, (bound) => (port = bound));
     setImmediate(
       () => void app.warm().catch((error: unknown) => this.options.log.error(`the server could not start: ${String(error)}`)),

@@ -2,7 +2,8 @@ import express from 'express';
 import type { Log } from '../core/log';
 import { errorHandler } from './errors';
 import { mountRoutes, type Route } from './route';
-import { requestLog, requireJsonBody, securityChecks } from './security';
+import { jsonBodies } from './jsonBody';
+import { requestLog, securityChecks } from './security';
 
 export { listen, type RunningServer } from './listen';
 
@@ -28,10 +29,8 @@ export function createApp<Ctx>(options: AppOptions<Ctx>): express.Express {
   app.set('query parser', 'simple');
   app.use(requestLog(options.log));
   app.use(securityChecks(options));
-  app.use(requireJsonBody(options.maxBodyBytes));
-  // UTF-8 only (others are a 415), never inflated: a compressed body is a 415 too.
-  app.use(express.json({ limit: options.maxBodyBytes, type: 'application/json', strict: false, inflate: false }));
+  app.use(jsonBodies(options.maxBodyBytes));
   app.use(mountRoutes(options.routes, options.context));
-  app.use(errorHandler(options));
+  app.use(errorHandler(options.log));
   return app;
 }

@@ -281,6 +281,38 @@ describe('HTTP contract (fake notebook host)', () => {
       const gzip = await post({ 'content-type': 'application/json', 'content-encoding': 'gzip' }, '{"code":"1 + 1"}');
       assert.equal(gzip.status, 415);
     });
+    it('reads UTF-8 only: a UTF-16 or "utf8" charset is a 415 naming it', async () => {
+      for (const charset of ['utf-16', 'UTF8']) {
+        const res = await post({ 'content-type': `application/json; charset=${charset}` }, '{"code":"1"}');
+        assert.deepEqual(
+          [res.status, JSON.parse(res.body).detail],
+          [415, `Charset '${charset.toLowerCase()}' is not supported: send UTF-8 JSON`],
+        );
+      }
+    });
+    it('a chunked body within the limit is read; an empty one is {}', async () => {
+      const chunked = { 'content-type': 'application/json', 'transfer-encoding': 'chunked' };
+      assert.match((await post(chunked, '{"code":"1 + 1"}')).body, /"data":"2"/);
+      const empty = await post(chunked, '');
+      assert.deepEqual(
+        [empty.status, JSON.parse(empty.body).detail],
+        [400, 'Invalid request body: code: "code" must be a string of Python source'],
+      );
+    });
+    it('a POST without a body needs no Content-Type, and its body is {}', async () => {
+      const res = await post({ 'content-length': '0', 'content-type': 'text/plain' }, '');
+      assert.deepEqual(
+        [res.status, JSON.parse(res.body).detail],
+        [400, 'Invalid request body: code: "code" must be a string of Python source'],
+      );
+    });
+    it('checks the declared length before the charset and the encoding', async () => {
+      const res = await post(
+        { 'content-type': 'application/json; charset=latin1', 'content-encoding': 'gzip', 'content-length': '4096' },
+        'x'.repeat(4096),
+      );
+      assert.equal(res.status, 413);
+    });
     it('413 for an oversized chunked body (no Content-Length), and closes that connection', async () => {
       const res = await request(port, {
         method: 'POST',

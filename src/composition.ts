@@ -1,0 +1,128 @@
+import { join } from 'node:path';
+import type { RequestListener } from 'node:http';
+import * as vscode from 'vscode';
+import type { Bridge, ServerParams } from './bridge';
+import { commandTable } from './commands';
+import type { Settings } from './config';
+import { NotebookCells } from './core/notebookCells';
+import { KeyedQueue } from './core/keyedQueue';
+import { cappedLog } from './core/log';
+import { createAgentAccess } from './access';
+import { BuiltinKernels } from './kernels/builtin/controller';
+import type { CallHandler } from './kernels/builtin/kernelProcess';
+import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { JupyterKernels } from './kernels/jupyter';
+import { lazyMcp } from './mcp/lazy';
+import { McpAdvertiser } from './mcpAdvertiser';
+import { EditorNotebooks } from './notebooks/cells';
+import { Sessions } from './notebooks/sessions';
+import { BridgeStatus } from './statusBar';
+
+export interface CompositionDeps {
+  context: vscode.ExtensionContext;
+  log: vscode.LogOutputChannel;
+  settings: Settings;
+  bridge: Bridge;
+  version: string;
+}
+
+export interface Composition {
+  /** The server's request handler: Express, the route table and the access guard over these services. */
+  app(server: ServerParams): Promise<RequestListener>;
+  /** Re-reads the sessions and tells everyone who shows or advertises them (status bar, terminals, discovery files, MCP). */
+  refresh(): Promise<void>;
+}
+
+/**
+ * Everything of the extension but the socket: kernels, notebooks, cells, the person's access
+ * controls, the status bar, MCP advertising and the commands. A bundle of its own
+ * (dist/composition.js), which src/extension.ts loads once the server listens, so activation
+ * does not wait for its code to load.
+ */
+export function compose({ context, log, settings, bridge, version }: CompositionDeps): Composition {
+  const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
+  const builtin = new BuiltinKernels({
+    extensionId: context.extension.id,
+    python: () => settings.current.pythonPath,
+    script: context.asAbsolutePath(join('dist', 'kernel.py')),
+    log,
+    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
+    // `cells` and `notebooks` exist by the time a kernel calls.
+    calls: (notebook): CallHandler => {
+      // Loaded with the first call (its zod schemas are not needed before).
+      const handler = import('./kernels/builtin/codeMode').then((m) =>
+        m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+      );
+      return async (method, params, ctx) => (await handler)(method, params, ctx);
+    },
+    codeModeInCells: () => settings.current.codeModeInCells,
+    cellId: (cell): string => notebooks.cellId(cell),
+  });
+  const jupyter = new JupyterKernels(log);
+  const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+  const sessions = new Sessions(kernels, () => settings.current.openFolders);
+  const notebooks = new EditorNotebooks(sessions, kernels, log);
+  const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
+  const access = createAgentAccess({
+    context,
+    cells,
+    session: (nb) => sessions.info(nb),
+    connection: () => bridge.connection,
+    log,
+    settings,
+  });
+  push(...access.disposables);
+  const status = new BridgeStatus();
+  const mcp = new McpAdvertiser(() => bridge.connection, version, log);
+  push(mcp, builtin, jupyter, sessions, notebooks, status);
+
+  const terminalEnv = context.environmentVariableCollection;
+  terminalEnv.persistent = false;
+  terminalEnv.description = 'Agent Bridge: MARIMO_TOKEN and AGENT_BRIDGE_URL for marimo-pair scripts and agents';
+  // Kernels are resolved once per change (for Jupyter that is an API call), then shared.
+  const refresh = async () => {
+    const connection = bridge.connection;
+    const open = await sessions.sessions();
+    bridge.publish(open);
+    status.update(connection, open.length);
+    mcp.update();
+    terminalEnv.clear();
+    if (!connection) return;
+    terminalEnv.replace('AGENT_BRIDGE_URL', connection.url);
+    if (connection.token) terminalEnv.replace('MARIMO_TOKEN', connection.token);
+  };
+  const restartServer = async () => {
+    try {
+      await bridge.start();
+    } finally {
+      await refresh();
+    }
+  };
+  push(
+    sessions.onDidChange(() => void refresh()),
+    settings.onDidChange((change) => {
+      if (change.restartServer) void restartServer();
+    }),
+  );
+  const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
+  for (const [id, run] of Object.entries(commandTable({ bridge, builtin, log, restartServer, skillDir, settings }))) {
+    push(vscode.commands.registerCommand(id, run));
+  }
+
+  return {
+    refresh,
+    app: async (server) => {
+      const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
+        import('./server/app'),
+        import('./server/routes'),
+        import('./server/access'),
+      ]);
+      return createApp({
+        routes: guardRoutes(routes),
+        context: { host: sessions, cells, runs: new KeyedQueue(), version, access: access.gate, serveMcp: lazyMcp },
+        ...server,
+        log: cappedLog(log),
+      });
+    },
+  };
+}
