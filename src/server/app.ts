@@ -2,8 +2,7 @@ import express from 'express';
 import type { Log } from '../core/log';
 import { errorHandler } from './errors';
 import { mountRoutes, type Route } from './route';
-import { jsonBodies } from './jsonBody';
-import { requestLog, securityChecks } from './security';
+import { requestLog, requireJsonBody, securityChecks } from './security';
 
 export { listen, type RunningServer } from './listen';
 
@@ -29,8 +28,10 @@ export function createApp<Ctx>(options: AppOptions<Ctx>): express.Express {
   app.set('query parser', 'simple');
   app.use(requestLog(options.log));
   app.use(securityChecks(options));
-  app.use(jsonBodies(options.maxBodyBytes));
+  app.use(requireJsonBody(options.maxBodyBytes));
+  // UTF-8 only (others are a 415), never inflated: a compressed body is a 415 too.
+  app.use(express.json({ limit: options.maxBodyBytes, type: 'application/json', strict: false, inflate: false }));
   app.use(mountRoutes(options.routes, options.context));
-  app.use(errorHandler(options.log));
+  app.use(errorHandler(options));
   return app;
 }

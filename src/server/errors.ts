@@ -1,19 +1,35 @@
 import type { ErrorRequestHandler } from 'express';
 import { BridgeError } from '../core/errors';
 import type { Log } from '../core/log';
-import { loggedPath } from './security';
+import { bodyTooLarge, loggedPath } from './security';
 
-/** What the router (and Node's HTTP layer) attach to the client errors they raise. */
+/** What body-parser (express.json) and the router attach to the errors they raise. */
 interface HttpError {
   status: number;
+  type?: string;
+  charset?: string;
+  encoding?: string;
 }
 
 const isHttpError = (e: unknown): e is HttpError & Error =>
   e instanceof Error && typeof (e as Partial<HttpError>).status === 'number';
 
 /** The BridgeError a library's client error stands for, in the bridge's own words. */
-function fromLibrary(error: HttpError & Error): BridgeError | undefined {
+function fromLibrary(error: HttpError & Error, maxBodyBytes: number): BridgeError | undefined {
   if (error.status >= 500) return undefined;
+  switch (error.type) {
+    case 'entity.too.large':
+      return bodyTooLarge(maxBodyBytes);
+    case 'entity.parse.failed':
+      return new BridgeError(400, 'Malformed JSON body: send a JSON object');
+    case 'charset.unsupported':
+      return new BridgeError(415, `Charset '${error.charset ?? ''}' is not supported: send UTF-8 JSON`);
+    case 'encoding.unsupported':
+      return new BridgeError(415, `Content-Encoding '${error.encoding ?? ''}' is not supported: send the JSON uncompressed`);
+    case 'request.aborted':
+      // The client is gone: the answer reaches nobody, but it must not count as the bridge's fault.
+      return new BridgeError(400, 'The request body ended early: the client closed the connection');
+  }
   // The router's "Failed to decode param '%ZZ'".
   if (error instanceof URIError) {
     const segment = /'(.*)'/.exec(error.message)?.[1] ?? '';
@@ -23,17 +39,18 @@ function fromLibrary(error: HttpError & Error): BridgeError | undefined {
 }
 
 /** The one place an error becomes an answer: JSON `{detail, ...extra}` with its status. */
-export function errorHandler(log: Log): ErrorRequestHandler {
+export function errorHandler(options: { maxBodyBytes: number; log: Log }): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     if (res.headersSent) {
       // A stream already under way: all that is left is to end it.
       res.end();
       return;
     }
-    const known = error instanceof BridgeError ? error : isHttpError(error) ? fromLibrary(error) : undefined;
+    const known =
+      error instanceof BridgeError ? error : isHttpError(error) ? fromLibrary(error, options.maxBodyBytes) : undefined;
     if (!known) {
       const message = error instanceof Error ? error.message : String(error);
-      log.error(`${req.method} ${loggedPath(req.path)} failed: ${error instanceof Error ? error.stack : message}`);
+      options.log.error(`${req.method} ${loggedPath(req.path)} failed: ${error instanceof Error ? error.stack : message}`);
       res.status(500).json({ detail: `Internal error: ${message}` });
       return;
     }

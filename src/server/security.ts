@@ -59,6 +59,26 @@ export function securityChecks(options: SecurityOptions): RequestHandler {
   };
 }
 
+/**
+ * Requests that carry a body must declare it as JSON (415 otherwise): a form post from a web
+ * page, which skips the CORS preflight, can never be one. A declared length over the limit is a
+ * 413 before a byte is read (express.json would read the whole body off first).
+ */
+export function requireJsonBody(limit: number): RequestHandler {
+  return (req, _res, next) => {
+    const length = req.headers['content-length'];
+    if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return next();
+    const type = req.headers['content-type'];
+    if ((type ?? '').split(';', 1)[0]!.trim().toLowerCase() !== 'application/json')
+      throw new BridgeError(415, `Content-Type must be application/json (got ${type ?? 'none'})`);
+    if (length !== undefined && Number(length) > limit) throw bodyTooLarge(limit);
+    next();
+  };
+}
+
+export const bodyTooLarge = (limit: number) =>
+  new BridgeError(413, `Request body is larger than ${limit} bytes (setting agentBridge.maxBodyBytes)`);
+
 const WRONG_TOKEN =
   'Wrong token: the Authorization header does not carry the current token (it changes when the VS Code window ' +
   'reloads). Get it from MARIMO_TOKEN in a new VS Code terminal, the "Agent Bridge: Copy Connection Info" ' +
