@@ -48,7 +48,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const extraFile = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
     if (extraFile) ownFiles.push(extraFile);
     const discovery = new Discovery(ownFiles, marimoRegistryDir());
-    const notebooks = new EditorNotebooks(sessions, kernels, log);
+    const versionFile = join((context.storageUri ?? context.globalStorageUri).fsPath, 'cell-versions.json');
+    const notebooks = new EditorNotebooks(sessions, kernels, log, versionFile);
     const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
     const access = createAgentAccess({
       context,
