@@ -26,6 +26,7 @@ import { findJupyterExtension, registerJupyterChecks } from './checks/jupyter';
 import { registerAfterStopChecks, registerDiscoveryChecks } from './checks/discovery';
 import { registerIPythonChecks } from './checks/ipython';
 import { registerMarimoChecks } from './checks/marimo';
+import { registerReloadChecks } from './checks/reload';
 import { registerScriptChecks } from './checks/scripts';
 import { registerSecurityChecks } from './checks/security';
 
@@ -142,7 +143,8 @@ async function main(): Promise<number> {
     registerChaosChecks(harness, ctx);
     registerAccessChecks(harness, ctx);
     registerJupyterChecks(harness, ctx, jupyter);
-    registerIPythonChecks(harness, ctx); // last: it switches the kernel's Python
+    registerIPythonChecks(harness, ctx); // it switches the kernel's Python
+    registerReloadChecks(harness, ctx, jupyter); // last: it restarts the window
     await harness.runPending();
     say(
       `checks took ${((Date.now() - checksStart) / 1000).toFixed(1)} s (${((Date.now() - vscodeUp) / 1000).toFixed(1)} s since the workbench opened, ` +

@@ -1,0 +1,268 @@
+/**
+ * The last phase: a window restart, as a person reloads VS Code ("Developer: Reload Window").
+ * The extension host restarts, so a new bridge comes up on a new port with a new token; the
+ * old one must be gone, its discovery file and registry entry replaced. Cell ids (the notebook
+ * file's nbformat ids) and versions must be the same in the new window. The Jupyter extension
+ * forgets its in-memory answers too, which is how the harness meets its Deny: the person first
+ * takes Agent Bridge's access away in "Jupyter: Manage Access To Jupyter Kernels" (nothing is
+ * stored for it then), so after the restart Jupyter asks again, and Playwright clicks Deny.
+ *
+ * It leaves the window in its new state: the context's advert, client and registry file are
+ * the new bridge's afterwards, for the after-stop checks.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { deepEq, eq, includes, type Harness, ok, show } from '../harness';
+import { BridgeClient } from '../http';
+import { type BridgeAdvert, type CheckContext, expectWellFramed, readJson } from './context';
+import { bridgeLog, expectRefused, type JupyterExtension, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
+
+const NAMES = {
+  revoke:
+    'reload: unchecking Agent Bridge in "Jupyter: Manage Access To Jupyter Kernels" → the next request is refused, then 403 naming the command',
+  restart:
+    'reload: "Developer: Reload Window" starts a new bridge (new extension host, port and token); the old one is gone, its discovery files replaced',
+  ids: 'reload: cell ids and versions are the same after a window restart',
+  start: "reload: POST /notebooks/kernel/start starts jupyter.ipynb's kernel again in the new window",
+  deny: 'reload: Jupyter asks again after the restart; Deny in the dialog → the waiting run fails with the refusal',
+  denied:
+    'reload: after Deny → 403 naming "Jupyter: Manage Access To Jupyter Kernels"; the session shows the refusal; the log says why',
+} as const;
+
+const REFUSED = 'The person refused Agent Bridge access';
+
+interface CellView {
+  id: string;
+  version: number;
+  code: string;
+}
+
+/** True when nothing listens on the port any more. */
+function refusesConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: JupyterExtension): void {
+  const { sandbox, workspace } = ctx;
+  const page = sandbox.page;
+  const ui = jupyterWorkbench(sandbox);
+  const jupyterPath = path.join(workspace, 'jupyter.ipynb');
+  const skipJupyter = (name: string): boolean => {
+    if ('skip' in jupyter) h.skip(name, jupyter.skip);
+    return 'skip' in jupyter;
+  };
+  const cellsOf = async (client: BridgeClient, notebook: string, signal: AbortSignal): Promise<CellView[]> => {
+    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}`, { signal });
+    eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 300)})`);
+    return r.json<{ cells: CellView[] }>().cells.map(({ id, version, code }) => ({ id, version, code }));
+  };
+  /** Runs a command from the command palette, as the person would. */
+  const palette = async (command: string) => {
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
+    await page.keyboard.type(command);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: command }).first().click({ timeout: 20_000 });
+  };
+  const startJupyter = async (signal: AbortSignal): Promise<string> => {
+    const started = ctx.client.post(
+      '/notebooks/kernel/start',
+      { notebook: jupyterPath, kernel: 'jupyter' },
+      { signal, timeoutMs: 110_000 },
+    );
+    await ui.pickKernel();
+    const r = await started;
+    eq(r.status, 200, `kernel start (${show(r.text, 400)})`);
+    const body = r.json<{ session: { id: string }; kernel: string }>();
+    eq(body.kernel, 'jupyter', 'kernel');
+    return body.session.id;
+  };
+  /**
+   * The session of jupyter.ipynb with access allowed: the Jupyter checks leave it so; run alone
+   * (--only), this starts the kernel and clicks Allow as they do.
+   */
+  const allowedJupyterSession = async (signal: AbortSignal): Promise<string> => {
+    const sessions = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+    const sid = Object.entries(sessions).find(([, s]) => s.path === jupyterPath)?.[0] ?? (await startJupyter(signal));
+    const stream = ctx.client.execute(sid, 'print("before")', { signal, timeoutMs: 40_000 });
+    if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
+      await ui.dialogButton('Allow').click({ timeout: 10_000 });
+    const r = await stream.result;
+    eq(expectWellFramed(r).success, true, `a run with access allowed (stderr ${show(r.stderr)})`);
+    return sid;
+  };
+  const refusalsLogged = () => bridgeLog(ctx).split(REFUSED).length - 1;
+
+  // ---------------------------------------------------- (a) access taken away in Manage Access
+  if (!skipJupyter(NAMES.revoke))
+    h.check(
+      NAMES.revoke,
+      async ({ signal, note }) => {
+        const sid = await allowedJupyterSession(signal);
+        const logged = refusalsLogged();
+        await palette(MANAGE);
+        const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Agent Bridge' }).first();
+        await row.waitFor({ state: 'visible', timeout: 20_000 });
+        eq(await row.getAttribute('aria-checked'), 'true', 'Agent Bridge checked in Manage Access (allowed before)');
+        await row.click();
+        eq(await row.getAttribute('aria-checked'), 'false', 'Agent Bridge unchecked');
+        await page.keyboard.press('Enter');
+        await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+        // The bridge learns of it from the next run Jupyter refuses: that one fails saying so
+        // (its stream had begun), and later ones get 403.
+        const first = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
+        note(`first request after the change: ${first.status} ${show(first.stderr || first.raw, 400)}`);
+        eq(expectWellFramed(first).success, false, 'done.success of the first request');
+        includes(first.stderr, REFUSED, 'stderr of the first request');
+        includes(first.stderr, MANAGE, 'the first request names the command');
+        ok(!first.stdout.includes('ran'), `the code ran: ${show(first.stdout)}`);
+        await expectRefused(ctx.client, sid, signal);
+        ok(refusalsLogged() > logged, "the bridge's log does not say that access was refused");
+      },
+      { timeoutMs: 180_000 },
+    );
+
+  // ------------------------------------------------------------------------ the window restart
+  let before: CellView[] = [];
+  h.check(
+    NAMES.restart,
+    async ({ signal, note }) => {
+      const old = ctx.advert;
+      const oldRegistry = ctx.registryFile;
+      // A cell edited twice (version 3) and one the bridge created (its id written to the file).
+      const nb = ctx.other.path;
+      const cells = await cellsOf(ctx.client, nb, signal);
+      const target = cells[cells.length - 1]!;
+      for (const [i, code] of ['# reload 1', '# reload 2'].entries()) {
+        const edit = await ctx.client.request({
+          method: 'PATCH',
+          path: `/notebooks/cells/${target.id}`,
+          json: { notebook: nb, code: `${target.code}\n${code}`, version: target.version + i },
+          signal,
+        });
+        eq(edit.status, 200, `edit ${i + 1} (${show(edit.text, 300)})`);
+      }
+      const created = await ctx.client.post('/notebooks/cells', { notebook: nb, code: 'made_here = 1' }, { signal });
+      eq(created.status, 201, `create (${show(created.text, 300)})`);
+      const saved = await ctx.client.post('/notebooks/save', { notebook: nb }, { signal });
+      eq(saved.status, 200, `save (${show(saved.text, 300)})`);
+      before = await cellsOf(ctx.client, nb, signal);
+      ok(
+        before.some((c) => c.version > 1),
+        `no cell with a version above 1: ${show(before)}`,
+      );
+      const onDisk = readJson<{ cells: { id?: string }[] }>(nb).cells.map((c) => c.id);
+      deepEq(
+        onDisk,
+        before.map((c) => c.id),
+        'the ids in the saved file',
+      );
+
+      await palette('Developer: Reload Window');
+      const fresh = await sandbox.waitFor(
+        'a discovery file from a new extension host',
+        () => {
+          if (!fs.existsSync(ctx.discoveryFile)) return undefined;
+          const a = readJson<BridgeAdvert>(ctx.discoveryFile);
+          return a.pid !== old.pid && Number.isInteger(a.port) && a.port > 0 ? a : undefined;
+        },
+        90_000,
+      );
+      note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
+      ok(fresh.token && fresh.token !== old.token, 'the new bridge has the old token');
+      const client = new BridgeClient(fresh.url, fresh.token);
+      await sandbox.waitFor(
+        `${fresh.url}/health`,
+        async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
+        30_000,
+      );
+      // The old extension host goes once VS Code's reconnection grace time is over.
+      await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !alive(old.pid), 60_000);
+      if (fresh.port !== old.port) {
+        ok(await refusesConnections(old.port), `the old port ${old.port} still accepts connections`);
+        ok(!fs.existsSync(oldRegistry), `the old registry entry ${oldRegistry} is still there`);
+      }
+      // Read again once the old one is gone: its exit must not have taken the new bridge's files.
+      const now = readJson<BridgeAdvert>(ctx.discoveryFile);
+      eq(now.pid, fresh.pid, 'pid in the discovery file after the old host exited');
+      const registryFile = path.join(ctx.registryDir, `127.0.0.1_${fresh.port}.json`);
+      ok(fs.existsSync(registryFile), `no registry entry for the new bridge at ${registryFile}`);
+      eq(readJson<{ pid: number }>(registryFile).pid, fresh.pid, 'pid in the new registry entry');
+      const old401 = await client.get('/api/sessions', { token: old.token, signal });
+      eq(old401.status, 401, 'the old token on the new bridge');
+      Object.assign(ctx, { advert: fresh, client, registryFile });
+    },
+    { timeoutMs: 180_000 },
+  );
+
+  h.check(
+    NAMES.ids,
+    async ({ signal }) => {
+      ok(before.length, 'no cells recorded before the restart');
+      const opened = await ctx.client.post('/notebooks/open', { path: ctx.other.path }, { signal, timeoutMs: 30_000 });
+      eq(opened.status, 200, `open (${show(opened.text, 300)})`);
+      const after = await cellsOf(ctx.client, ctx.other.path, signal);
+      deepEq(after, before, 'cells (id, version, code) after the restart');
+    },
+    { timeoutMs: 45_000 },
+  );
+
+  // --------------------------------------------------------- (b) Jupyter asks again: Deny
+  let sid = '';
+  if (!skipJupyter(NAMES.start))
+    h.check(
+      NAMES.start,
+      async ({ signal }) => {
+        sid = await startJupyter(signal);
+      },
+      { timeoutMs: 120_000 },
+    );
+
+  let logged = 0;
+  if (!skipJupyter(NAMES.deny))
+    h.check(
+      NAMES.deny,
+      async ({ signal, note }) => {
+        ok(sid, 'no session from the start check');
+        logged = refusalsLogged();
+        const stream = ctx.client.execute(sid, 'print("ran")', { signal, timeoutMs: 60_000 });
+        const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
+        ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
+        await ui.dialogShown();
+        await ui.notification('Agent Bridge: an agent is waiting for your permission');
+        const shot = path.join(process.env['KEEP_LOGS'] ?? sandbox.dirs.logs, 'reload-deny-dialog.png');
+        await page.screenshot({ path: shot });
+        note(`the dialog before Deny: ${shot}`);
+        await ui.dialogButton('Deny').click({ timeout: 10_000 });
+        const r = await stream.result;
+        eq(expectWellFramed(r).success, false, 'done.success');
+        includes(r.stderr, REFUSED, 'stderr');
+        includes(r.stderr, MANAGE, 'stderr names the command');
+        ok(!r.stdout.includes('ran'), `the code ran: ${show(r.stdout)}`);
+      },
+      { timeoutMs: 60_000 },
+    );
+
+  if (!skipJupyter(NAMES.denied))
+    h.check(NAMES.denied, async ({ signal }) => {
+      ok(sid, 'no session from the start check');
+      await expectRefused(ctx.client, sid, signal);
+      ok(refusalsLogged() > logged, "the bridge's log does not say that access was refused");
+      eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open (Jupyter must not ask again)');
+    });
+}
