@@ -28,6 +28,8 @@ const NAMES = {
   deny: 'reload: Jupyter asks again after the restart; Deny in the dialog → the waiting run fails with the refusal',
   denied:
     'reload: after Deny → 403 naming "Jupyter: Manage Access To Jupyter Kernels"; the session shows the refusal; the log says why',
+  stored:
+    'reload: Deny is stored (Cancel is not): after another window restart Jupyter refuses at once, without asking; ids and versions still the same',
 } as const;
 
 const REFUSED = 'The person refused Agent Bridge access';
@@ -106,6 +108,47 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
     eq(expectWellFramed(r).success, true, `a run with access allowed (stderr ${show(r.stderr)})`);
     return sid;
   };
+  /**
+   * Restarts the window as the person would, finds the new bridge through the discovery file,
+   * checks that the old one is gone and its files replaced, and points the context at the new one.
+   */
+  const restartWindow = async (signal: AbortSignal, note: (m: string) => void): Promise<void> => {
+    const old = ctx.advert;
+    const oldRegistry = ctx.registryFile;
+    await palette('Developer: Reload Window');
+    const fresh = await sandbox.waitFor(
+      'a discovery file from a new extension host',
+      () => {
+        if (!fs.existsSync(ctx.discoveryFile)) return undefined;
+        const a = readJson<BridgeAdvert>(ctx.discoveryFile);
+        return a.pid !== old.pid && Number.isInteger(a.port) && a.port > 0 ? a : undefined;
+      },
+      90_000,
+    );
+    note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
+    ok(fresh.token && fresh.token !== old.token, 'the new bridge has the old token');
+    const client = new BridgeClient(fresh.url, fresh.token);
+    await sandbox.waitFor(
+      `${fresh.url}/health`,
+      async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
+      30_000,
+    );
+    // The old extension host goes once VS Code's reconnection grace time is over.
+    await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !alive(old.pid), 60_000);
+    if (fresh.port !== old.port) {
+      ok(await refusesConnections(old.port), `the old port ${old.port} still accepts connections`);
+      ok(!fs.existsSync(oldRegistry), `the old registry entry ${oldRegistry} is still there`);
+    }
+    // Read again once the old one is gone: its exit must not have taken the new bridge's files.
+    const now = readJson<BridgeAdvert>(ctx.discoveryFile);
+    eq(now.pid, fresh.pid, 'pid in the discovery file after the old host exited');
+    const registryFile = path.join(ctx.registryDir, `127.0.0.1_${fresh.port}.json`);
+    ok(fs.existsSync(registryFile), `no registry entry for the new bridge at ${registryFile}`);
+    eq(readJson<{ pid: number }>(registryFile).pid, fresh.pid, 'pid in the new registry entry');
+    const old401 = await client.get('/api/sessions', { token: old.token, signal });
+    eq(old401.status, 401, 'the old token on the new bridge');
+    Object.assign(ctx, { advert: fresh, client, registryFile });
+  };
   const refusalsLogged = () => bridgeLog(ctx).split(REFUSED).length - 1;
 
   // ---------------------------------------------------- (a) access taken away in Manage Access
@@ -142,8 +185,6 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
   h.check(
     NAMES.restart,
     async ({ signal, note }) => {
-      const old = ctx.advert;
-      const oldRegistry = ctx.registryFile;
       // A cell edited twice (version 3) and one the bridge created (its id written to the file).
       const nb = ctx.other.path;
       const cells = await cellsOf(ctx.client, nb, signal);
@@ -173,39 +214,7 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
         'the ids in the saved file',
       );
 
-      await palette('Developer: Reload Window');
-      const fresh = await sandbox.waitFor(
-        'a discovery file from a new extension host',
-        () => {
-          if (!fs.existsSync(ctx.discoveryFile)) return undefined;
-          const a = readJson<BridgeAdvert>(ctx.discoveryFile);
-          return a.pid !== old.pid && Number.isInteger(a.port) && a.port > 0 ? a : undefined;
-        },
-        90_000,
-      );
-      note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
-      ok(fresh.token && fresh.token !== old.token, 'the new bridge has the old token');
-      const client = new BridgeClient(fresh.url, fresh.token);
-      await sandbox.waitFor(
-        `${fresh.url}/health`,
-        async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
-        30_000,
-      );
-      // The old extension host goes once VS Code's reconnection grace time is over.
-      await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !alive(old.pid), 60_000);
-      if (fresh.port !== old.port) {
-        ok(await refusesConnections(old.port), `the old port ${old.port} still accepts connections`);
-        ok(!fs.existsSync(oldRegistry), `the old registry entry ${oldRegistry} is still there`);
-      }
-      // Read again once the old one is gone: its exit must not have taken the new bridge's files.
-      const now = readJson<BridgeAdvert>(ctx.discoveryFile);
-      eq(now.pid, fresh.pid, 'pid in the discovery file after the old host exited');
-      const registryFile = path.join(ctx.registryDir, `127.0.0.1_${fresh.port}.json`);
-      ok(fs.existsSync(registryFile), `no registry entry for the new bridge at ${registryFile}`);
-      eq(readJson<{ pid: number }>(registryFile).pid, fresh.pid, 'pid in the new registry entry');
-      const old401 = await client.get('/api/sessions', { token: old.token, signal });
-      eq(old401.status, 401, 'the old token on the new bridge');
-      Object.assign(ctx, { advert: fresh, client, registryFile });
+      await restartWindow(signal, note);
     },
     { timeoutMs: 180_000 },
   );
@@ -265,4 +274,24 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
       ok(refusalsLogged() > logged, "the bridge's log does not say that access was refused");
       eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open (Jupyter must not ask again)');
     });
+
+  if (!skipJupyter(NAMES.stored))
+    h.check(
+      NAMES.stored,
+      async ({ signal, note }) => {
+        ok(sid, 'no session from the start check');
+        await restartWindow(signal, note);
+        const opened = await ctx.client.post('/notebooks/open', { path: ctx.other.path }, { signal, timeoutMs: 30_000 });
+        eq(opened.status, 200, `open (${show(opened.text, 300)})`);
+        deepEq(await cellsOf(ctx.client, ctx.other.path, signal), before, 'cells (id, version, code) after a second restart');
+        sid = await startJupyter(signal);
+        const r = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
+        eq(expectWellFramed(r).success, false, 'done.success');
+        includes(r.stderr, REFUSED, 'stderr');
+        ok(!r.stderr.includes(WAITING), `Jupyter asked again: ${show(r.stderr)}`);
+        eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
+        await expectRefused(ctx.client, sid, signal);
+      },
+      { timeoutMs: 240_000 },
+    );
 }

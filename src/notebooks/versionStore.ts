@@ -37,6 +37,7 @@ export class VersionStore {
 
   /** The version to continue from for a cell this window sees for the first time. */
   restored(notebook: string, id: string, text: string): number | undefined {
+    if (this.pending.size) this.flush(); // a notebook reopened in this window: its latest versions
     this.snapshot ??= readStore(this.file);
     const kept = this.snapshot.get(notebook)?.[id];
     return kept && kept.version + (kept.hash === hashOf(text) ? 0 : 1);
@@ -53,7 +54,8 @@ export class VersionStore {
     this.timer = undefined;
     const stored = readStore(this.file);
     for (const [notebook, cells] of this.pending) {
-      const kept: Record<string, Kept> = {};
+      // Merged: the cells this window has not read yet keep what an earlier window wrote.
+      const kept: Record<string, Kept> = { ...stored.get(notebook) };
       for (const c of cells()) kept[c.id] = { version: c.version, hash: hashOf(c.text) };
       stored.delete(notebook); // set again below, as the most recent
       stored.set(notebook, kept);
@@ -63,6 +65,7 @@ export class VersionStore {
       if (stored.size <= MAX_NOTEBOOKS) break;
       stored.delete(oldest);
     }
+    this.snapshot = stored;
     try {
       mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
       const tmp = `${this.file}.${process.pid}.tmp`;

@@ -40,6 +40,28 @@ describe('cell versions kept across window restarts (VersionStore)', () => {
     assert.equal(new VersionStore(file).restored(nb, 'a1', 'x'), 5);
   });
 
+  it('a notebook closed and reopened in the same window continues from its latest versions', () => {
+    const store = new VersionStore(file);
+    assert.equal(store.restored(nb, 'a1', 'x'), undefined);
+    store.keep(nb, () => [{ id: 'a1', version: 4, text: 'x' }]);
+    assert.equal(store.restored(nb, 'a1', 'x'), 4);
+  });
+
+  it('a window that has read only some cells keeps the versions of the others', () => {
+    const first = new VersionStore(file);
+    first.keep(nb, () => [
+      { id: 'a1', version: 3, text: 'x' },
+      { id: 'a2', version: 5, text: 'y' },
+    ]);
+    first.dispose();
+    const second = new VersionStore(file);
+    assert.equal(second.restored(nb, 'a1', 'x'), 3);
+    second.keep(nb, () => [{ id: 'a1', version: 3, text: 'x' }]);
+    assert.equal(second.restored(nb, 'a2', 'y'), 5);
+    second.dispose();
+    assert.equal(new VersionStore(file).restored(nb, 'a2', 'y'), 5);
+  });
+
   it('keeps what another window wrote for other notebooks', () => {
     const one = new VersionStore(file);
     const two = new VersionStore(file);
