@@ -5,7 +5,8 @@
  * file's nbformat ids) and versions must be the same in the new window. The Jupyter extension
  * forgets its in-memory answers too, which is how the harness meets its Deny: the person first
  * takes Agent Bridge's access away in "Jupyter: Manage Access To Jupyter Kernels" (nothing is
- * stored for it then), so after the restart Jupyter asks again, and Playwright clicks Deny.
+ * stored for it then), so after the restart Jupyter asks again, and Playwright clicks Deny; a
+ * second restart shows that Jupyter stored that answer (it refuses without asking).
  *
  * It leaves the window in its new state: the context's advert, client and registry file are
  * the new bridge's afterwards, for the after-stop checks.
@@ -14,7 +15,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { deepEq, eq, includes, type Harness, ok, show } from '../harness';
-import { BridgeClient } from '../http';
+import { BridgeClient, type SseResult } from '../http';
+import { processAlive } from '../../src/discovery';
 import { type BridgeAdvert, type CheckContext, expectWellFramed, readJson } from './context';
 import { bridgeLog, expectRefused, type JupyterExtension, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
 
@@ -51,13 +53,12 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** A `print("ran")` stream that ended with the refusal on stderr, naming the command, unrun. */
+function expectRefusedRun(r: SseResult, what: string): void {
+  eq(expectWellFramed(r, what).success, false, `${what}: done.success`);
+  includes(r.stderr, REFUSED, `${what}: stderr`);
+  includes(r.stderr, MANAGE, `${what}: stderr names the command`);
+  ok(!r.stdout.includes('ran'), `${what}: the code ran: ${show(r.stdout)}`);
 }
 
 export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: JupyterExtension): void {
@@ -134,7 +135,7 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
       30_000,
     );
     // The old extension host goes once VS Code's reconnection grace time is over.
-    await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !alive(old.pid), 60_000);
+    await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !processAlive(old.pid), 60_000);
     if (fresh.port !== old.port) {
       ok(await refusesConnections(old.port), `the old port ${old.port} still accepts connections`);
       ok(!fs.existsSync(oldRegistry), `the old registry entry ${oldRegistry} is still there`);
@@ -170,10 +171,7 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
         // (its stream had begun), and later ones get 403.
         const first = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
         note(`first request after the change: ${first.status} ${show(first.stderr || first.raw, 400)}`);
-        eq(expectWellFramed(first).success, false, 'done.success of the first request');
-        includes(first.stderr, REFUSED, 'stderr of the first request');
-        includes(first.stderr, MANAGE, 'the first request names the command');
-        ok(!first.stdout.includes('ran'), `the code ran: ${show(first.stdout)}`);
+        expectRefusedRun(first, 'the first request');
         await expectRefused(ctx.client, sid, signal);
         ok(refusalsLogged() > logged, "the bridge's log does not say that access was refused");
       },
@@ -219,14 +217,17 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
     { timeoutMs: 180_000 },
   );
 
+  /** Reopens the notebook through the (new) bridge: the same ids, versions and text as before. */
+  const expectSameCells = async (signal: AbortSignal, when: string) => {
+    ok(before.length, 'no cells recorded before the restart');
+    const opened = await ctx.client.post('/notebooks/open', { path: ctx.other.path }, { signal, timeoutMs: 30_000 });
+    eq(opened.status, 200, `open (${show(opened.text, 300)})`);
+    deepEq(await cellsOf(ctx.client, ctx.other.path, signal), before, `cells (id, version, code) ${when}`);
+  };
   h.check(
     NAMES.ids,
     async ({ signal }) => {
-      ok(before.length, 'no cells recorded before the restart');
-      const opened = await ctx.client.post('/notebooks/open', { path: ctx.other.path }, { signal, timeoutMs: 30_000 });
-      eq(opened.status, 200, `open (${show(opened.text, 300)})`);
-      const after = await cellsOf(ctx.client, ctx.other.path, signal);
-      deepEq(after, before, 'cells (id, version, code) after the restart');
+      await expectSameCells(signal, 'after the restart');
     },
     { timeoutMs: 45_000 },
   );
@@ -254,15 +255,13 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
         ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
         await ui.dialogShown();
         await ui.notification('Agent Bridge: an agent is waiting for your permission');
-        const shot = path.join(process.env['KEEP_LOGS'] ?? sandbox.dirs.logs, 'reload-deny-dialog.png');
+        // The moment before the click, kept with the sandbox's logs (KEEP_LOGS=<dir>).
+        const shot = path.join(sandbox.dirs.logs, 'reload-deny-dialog.png');
         await page.screenshot({ path: shot });
-        note(`the dialog before Deny: ${shot}`);
+        note(`the dialog before Deny: ${path.relative(sandbox.root, shot)}`);
         await ui.dialogButton('Deny').click({ timeout: 10_000 });
         const r = await stream.result;
-        eq(expectWellFramed(r).success, false, 'done.success');
-        includes(r.stderr, REFUSED, 'stderr');
-        includes(r.stderr, MANAGE, 'stderr names the command');
-        ok(!r.stdout.includes('ran'), `the code ran: ${show(r.stdout)}`);
+        expectRefusedRun(r, 'the waiting request');
       },
       { timeoutMs: 60_000 },
     );
@@ -281,13 +280,10 @@ export function registerReloadChecks(h: Harness, ctx: CheckContext, jupyter: Jup
       async ({ signal, note }) => {
         ok(sid, 'no session from the start check');
         await restartWindow(signal, note);
-        const opened = await ctx.client.post('/notebooks/open', { path: ctx.other.path }, { signal, timeoutMs: 30_000 });
-        eq(opened.status, 200, `open (${show(opened.text, 300)})`);
-        deepEq(await cellsOf(ctx.client, ctx.other.path, signal), before, 'cells (id, version, code) after a second restart');
+        await expectSameCells(signal, 'after a second restart');
         sid = await startJupyter(signal);
         const r = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
-        eq(expectWellFramed(r).success, false, 'done.success');
-        includes(r.stderr, REFUSED, 'stderr');
+        expectRefusedRun(r, 'the first request');
         ok(!r.stderr.includes(WAITING), `Jupyter asked again: ${show(r.stderr)}`);
         eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
         await expectRefused(ctx.client, sid, signal);
