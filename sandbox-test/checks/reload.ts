@@ -31,7 +31,7 @@ const NAMES = {
   denied:
     'reload: after Deny → 403 naming "Jupyter: Manage Access To Jupyter Kernels"; the session shows the refusal; the log says why',
   stored:
-    'reload: Deny is stored (Cancel is not): after another window restart Jupyter refuses at once, without asking; ids and versions still the same',
+    'reload: Deny is stored: after another window restart Jupyter refuses at once, without asking; ids and versions still the same',
 } as const;
 
 const REFUSED = 'The person refused Agent Bridge access';
