@@ -37,7 +37,8 @@ export class VersionStore {
 
   /** The version to continue from for a cell this window sees for the first time. */
   restored(notebook: string, id: string, text: string): number | undefined {
-    if (this.pending.size) this.flush(); // a notebook reopened in this window: its latest versions
+    // A notebook reopened in this window before its latest versions were written: take them there.
+    for (const c of this.pending.get(notebook)?.() ?? []) if (c.id === id) return c.version + (c.text === text ? 0 : 1);
     this.snapshot ??= readStore(this.file);
     const kept = this.snapshot.get(notebook)?.[id];
     return kept && kept.version + (kept.hash === hashOf(text) ? 0 : 1);
