@@ -27,6 +27,7 @@ import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
 import { marimoChecks } from './checks/marimo';
+import { reloadChecks } from './checks/reload';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
 
@@ -56,7 +57,8 @@ function suites(): void {
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
   describe('jupyter', jupyterChecks);
-  describe('ipython', ipythonChecks); // last with VS Code up: it switches the kernel's Python
+  describe('ipython', ipythonChecks); // it switches the kernel's Python
+  describe('reload', reloadChecks); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
 }
 

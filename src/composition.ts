@@ -61,7 +61,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const jupyter = new JupyterKernels(log);
   const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
-  const notebooks = new EditorNotebooks(sessions, kernels, log);
+  const versionFile = join((context.storageUri ?? context.globalStorageUri).fsPath, 'cell-versions.json');
+  const notebooks = new EditorNotebooks(sessions, kernels, log, versionFile);
   const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
   const access = createAgentAccess({
     context,

@@ -65,15 +65,15 @@ const NAMES = {
     'jupyter: a kernel on a Jupyter Server (127.0.0.1, token), picked as "Existing Jupyter Server..." in the workbench, runs the scratchpad',
 } as const;
 
-const WAITING = "Waiting for the person's permission in VS Code";
-const MANAGE = 'Jupyter: Manage Access To Jupyter Kernels';
+export const WAITING = "Waiting for the person's permission in VS Code";
+export const MANAGE = 'Jupyter: Manage Access To Jupyter Kernels';
 /** A 1x1 PNG. */
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One MCP tool call over Streamable HTTP; the result (SSE or JSON reply). */
-async function callTool(client: BridgeClient, name: string, args: object, signal: AbortSignal, timeoutMs = 60_000) {
+export async function callTool(client: BridgeClient, name: string, args: object, signal: AbortSignal, timeoutMs = 60_000) {
   const r = await client.post(
     '/mcp/server',
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
@@ -91,6 +91,49 @@ async function callTool(client: BridgeClient, name: string, args: object, signal
   return message.result;
 }
 
+/** The person's side of Jupyter's prompts in the workbench, as Playwright sees and clicks it. */
+export function jupyterWorkbench(sandbox: Sandbox) {
+  const page = sandbox.page;
+  const dialogButton = (text: string) =>
+    page.locator('.monaco-dialog-box .monaco-button').filter({ hasText: new RegExp(`^${text}$`) });
+  const dialogShown = () =>
+    sandbox.waitFor('Jupyter\'s "grant Kernel access" dialog', () => dialogButton('Allow').isVisible(), 20_000);
+  /** Waits for a notification of ours (toasts stack and animate in: poll). */
+  const notification = (text: string) =>
+    sandbox.waitFor(
+      `the notification "${text}"`,
+      async () => (await page.locator('.notifications-toasts').innerText()).includes(text),
+      10_000,
+    );
+  /** Picks the notebook's kernelspec in the list Jupyter shows the person when the bridge starts a kernel. */
+  const pickKernel = async () => {
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3 (ipykernel)' }).first();
+    await row.waitFor({ state: 'visible', timeout: 60_000 });
+    await notification('an agent asks to start a Jupyter kernel');
+    await row.click();
+  };
+  return { dialogButton, dialogShown, notification, pickKernel };
+}
+type Workbench = ReturnType<typeof jupyterWorkbench>;
+
+/** A session whose kernel the person refused: 403 naming the command, no session, MCP says so too. */
+export async function expectRefused(client: BridgeClient, sessionId: string, signal: AbortSignal): Promise<void> {
+  const r = await client.execute(sessionId, 'print("ran")', { signal }).result;
+  eq(r.status, 403, `status (${show(r.raw, 300)})`);
+  includes(JSON.parse(r.raw).detail, MANAGE, 'detail');
+  const notebooks = (await client.get('/notebooks', { signal })).json<{
+    notebooks: { sessionId: string; kernel: string | null; kernelUnavailable?: string }[];
+  }>();
+  const entry = notebooks.notebooks.find((n) => n.sessionId === sessionId);
+  eq(entry?.kernel, null, 'GET /notebooks kernel');
+  includes(entry?.kernelUnavailable, 'refused', 'GET /notebooks kernelUnavailable');
+  const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
+  ok(!(sessionId in sessions), '/api/sessions still lists the refused session');
+  const mcp = await callTool(client, 'execute_code', { session_id: sessionId, code: 'print(1)' }, signal);
+  eq(mcp.structuredContent?.['success'], false, 'MCP execute_code success');
+  includes(String(mcp.structuredContent?.['error']), MANAGE, 'MCP execute_code error');
+}
+
 /** The `jupyter` suite's checks (reported pending by name, with the reason, without the extension). */
 export function jupyterChecks(): void {
   const extension = findJupyterExtension();
@@ -101,12 +144,17 @@ export function jupyterChecks(): void {
   let page: Page;
   let refusedPath: string;
   let mainPath: string;
+  let dialogButton: Workbench['dialogButton'];
+  let dialogShown: Workbench['dialogShown'];
+  let pickKernel: Workbench['pickKernel'];
+  let notification: Workbench['notification'];
   before(() => {
     ctx = context();
     ({ client, sandbox } = ctx);
     page = sandbox.page;
     refusedPath = path.join(ctx.workspace, 'jupyter-refused.ipynb');
     mainPath = path.join(ctx.workspace, 'jupyter.ipynb');
+    ({ dialogButton, dialogShown, pickKernel, notification } = jupyterWorkbench(sandbox));
   });
   let refusedSid = '';
   let sid = '';
@@ -114,24 +162,6 @@ export function jupyterChecks(): void {
     ok(session, 'no Jupyter session (the start check failed)');
     return client.run(session, code, { signal, timeoutMs });
   };
-  const dialogButton = (text: string) =>
-    page.locator('.monaco-dialog-box .monaco-button').filter({ hasText: new RegExp(`^${text}$`) });
-  const dialogShown = () =>
-    sandbox.waitFor('Jupyter\'s "grant Kernel access" dialog', () => dialogButton('Allow').isVisible(), 20_000);
-  /** Picks the notebook's kernelspec in the list Jupyter shows the person when the bridge starts a kernel. */
-  const pickKernel = async () => {
-    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3 (ipykernel)' }).first();
-    await row.waitFor({ state: 'visible', timeout: 60_000 });
-    await notification('an agent asks to start a Jupyter kernel');
-    await row.click();
-  };
-  /** Waits for a notification of ours (toasts stack and animate in: poll). */
-  const notification = (text: string) =>
-    sandbox.waitFor(
-      `the notification "${text}"`,
-      async () => (await page.locator('.notifications-toasts').innerText()).includes(text),
-      10_000,
-    );
   const statusText = () => page.locator('.statusbar-item', { hasText: 'Bridge :' }).first().innerText();
 
   it(NAMES.startRefused, async () => {
@@ -195,20 +225,7 @@ export function jupyterChecks(): void {
 
   it(NAMES.refused, async () => {
     const { signal } = checkRun();
-    const r = await client.execute(refusedSid, 'print("ran")', { signal }).result;
-    eq(r.status, 403, `status (${show(r.raw, 300)})`);
-    includes(JSON.parse(r.raw).detail, MANAGE, 'detail');
-    const notebooks = (await client.get('/notebooks', { signal })).json<{
-      notebooks: { sessionId: string; kernel: string | null; kernelUnavailable?: string }[];
-    }>();
-    const entry = notebooks.notebooks.find((n) => n.sessionId === refusedSid);
-    eq(entry?.kernel, null, 'GET /notebooks kernel');
-    includes(entry?.kernelUnavailable, 'refused', 'GET /notebooks kernelUnavailable');
-    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
-    ok(!(refusedSid in sessions), '/api/sessions still lists the refused session');
-    const mcp = await callTool(client, 'execute_code', { session_id: refusedSid, code: 'print(1)' }, signal);
-    eq(mcp.structuredContent?.['success'], false, 'MCP execute_code success');
-    includes(String(mcp.structuredContent?.['error']), MANAGE, 'MCP execute_code error');
+    await expectRefused(client, refusedSid, signal);
     const log = bridgeLog(ctx);
     includes(
       log,
@@ -528,7 +545,7 @@ async function startJupyterServer(ctx: CheckContext): Promise<{ url: string; tok
 }
 
 /** The bridge's output channel as VS Code writes it to the sandbox's logs. */
-function bridgeLog(ctx: CheckContext): string {
+export function bridgeLog(ctx: Pick<CheckContext, 'sandbox'>): string {
   const found: string[] = [];
   const walk = (dir: string) => {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -53,7 +53,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
   protected override adapt(notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
     const language = kernel.language ?? 'python';
     const python = language.toLowerCase() === 'python';
-    const adapter = new ApiKernelAdapter(JUPYTER_SOURCE, kernel, {
+    const adapter = new ApiKernelAdapter(JUPYTER_SOURCE, this.access.guard(kernel, label(notebook)), {
       wrap: python ? wrapPythonScratchpad : (code) => code,
       ...(python ? { valueMime: VALUE_MIME } : {}),
       admit: async (onStream, signal) =>

@@ -1,12 +1,11 @@
 import * as vscode from 'vscode';
 import type { StreamEvent } from '../core/kernel';
 import type { Log } from '../core/log';
+import { isAccessRevoked, watchRevocation } from './accessRevoked';
 import type { ApiKernel } from './extensionApi';
 
 /** The Jupyter extension's command for changing an earlier answer. */
 export const MANAGE_ACCESS_COMMAND = 'Jupyter: Manage Access To Jupyter Kernels';
-/** The name of the error the Jupyter extension throws while access is refused (stable, per its source). */
-const ACCESS_REVOKED = 'vscode.jupyter.apiAccessRevoked';
 /** A probe still unanswered after this long is waiting on the person's answer (or a busy kernel). */
 const ASKING_AFTER_MS = 400;
 
@@ -20,7 +19,8 @@ type Answer = 'allowed' | 'refused';
  * answer: a request abandoned while the dialog is up never runs. While the person has not
  * answered, the request's stream and a notification of ours say so. A refusal (Deny, Cancel or
  * Escape) is remembered per kernel by the Jupyter extension until the person changes it with
- * "Jupyter: Manage Access To Jupyter Kernels"; the bridge answers 403 meanwhile.
+ * "Jupyter: Manage Access To Jupyter Kernels"; the bridge answers 403 meanwhile. Access taken away
+ * there after an Allow is learnt from the next code Jupyter refuses (`guard`).
  */
 export class JupyterAccess {
   private readonly answers = new WeakMap<ApiKernel, Answer>();
@@ -71,6 +71,14 @@ export class JupyterAccess {
     }
   }
 
+  /** The kernel to send an agent's code to: a refusal there is learnt, and said as ours. */
+  guard(kernel: ApiKernel, label: string): ApiKernel {
+    return watchRevocation(kernel, () => {
+      this.learn(kernel, label, 'refused');
+      return new Error(refusal(label));
+    });
+  }
+
   /** One probe per kernel at a time: every waiting request shares the person's one answer. */
   private probe(kernel: ApiKernel, label: string): Promise<Answer> {
     let probe = this.probes.get(kernel);
@@ -89,18 +97,23 @@ export class JupyterAccess {
       for await (const _output of kernel.executeCode('', never.token)) void _output;
     } catch (error) {
       // Any other failure (a dead kernel, say) is the run's to report, not a refusal.
-      if (error instanceof Error && error.name === ACCESS_REVOKED) answer = 'refused';
+      if (isAccessRevoked(error)) answer = 'refused';
     } finally {
       never.dispose();
     }
+    this.learn(kernel, label, answer);
+    return answer;
+  }
+
+  private learn(kernel: ApiKernel, label: string, answer: Answer): void {
     const before = this.answers.get(kernel);
     this.answers.set(kernel, answer);
-    if (answer !== before) {
-      if (answer === 'refused')
-        this.log.warn(`${refusal(label)} (the person chose Deny or Cancel, now or earlier); agents get 403 until then`);
-      else this.log.info(`the person allowed Agent Bridge access to the Jupyter kernel of ${label}`);
-    }
-    return answer;
+    if (answer === before) return;
+    if (answer === 'refused')
+      this.log.warn(
+        `${refusal(label)} (the person chose Deny or Cancel, now or earlier, or took access away in that command); agents get 403 until then`,
+      );
+    else this.log.info(`the person allowed Agent Bridge access to the Jupyter kernel of ${label}`);
   }
 
   /** Our own notice beside Jupyter's modal, so the person knows who is waiting and why. */

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ExecutionState, ExecutionStatus } from '../core/cells';
+import type { KeptCell, VersionStore } from './versionStore';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
@@ -41,6 +42,7 @@ interface IdHistory {
  * is the nbformat cell `id` its notebook file carries (VS Code's .ipynb support keeps it in the
  * cell metadata, and gives new cells one in nbformat 4.5+), so it survives saves, reloads,
  * window restarts and edits of the file on disk; cells without one get an id for this window.
+ * The versions of cells with file ids outlive the window too, in a `VersionStore`.
  * Records are keyed by the NotebookCell object, which VS Code keeps for as long as the cell
  * exists (edits, outputs, and moves made in the editor keep it). Cells the bridge itself
  * re-creates (a move, a change of kind or language, cleared outputs) are given their old record
@@ -55,7 +57,7 @@ export class CellIds implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   private readonly subscription: vscode.Disposable;
 
-  constructor() {
+  constructor(private readonly store?: VersionStore) {
     this.subscription = vscode.workspace.onDidChangeNotebookDocument((e) => {
       for (const change of e.cellChanges) {
         const cleared = change.outputs?.length === 0;
@@ -90,7 +92,10 @@ export class CellIds implements vscode.Disposable {
       r.docBase = cell.document.version;
     }
     const version = r.base + (cell.document.version - r.docBase);
-    this.histories(cell.notebook).set(r.id, { cell, version, code: cell.document.getText() });
+    const histories = this.histories(cell.notebook);
+    const changed = histories.get(r.id)?.version !== version;
+    histories.set(r.id, { cell, version, code: cell.document.getText() });
+    if (changed && r.fromFile) this.keep(cell.notebook);
     return version;
   }
 
@@ -123,9 +128,11 @@ export class CellIds implements vscode.Disposable {
     const previous = from && this.records.get(from)?.executions;
     const lastEnd = cell.executionSummary?.timing?.endTime;
     this.histories(cell.notebook).set(id, { cell, version, code: cell.document.getText() });
+    const fromFile = fileIdOf(cell) === id;
+    if (fromFile) this.keep(cell.notebook);
     this.records.set(cell, {
       id,
-      fromFile: fileIdOf(cell) === id,
+      fromFile,
       document: cell.document,
       base: version,
       docBase: cell.document.version,
@@ -143,8 +150,7 @@ export class CellIds implements vscode.Disposable {
         id: fileId ?? this.newId(cell.notebook),
         fromFile: fileId !== undefined,
         document: cell.document,
-        // A cell re-created under a known id keeps its count, +1 when its text changed.
-        base: known ? known.version + (known.code === cell.document.getText() ? 0 : 1) : 1,
+        base: this.startingVersion(cell, fileId, known),
         docBase: cell.document.version,
         executions: { status: 'idle', completedRuns: 0, lastEnd: cell.executionSummary?.timing?.endTime },
       };
@@ -173,6 +179,28 @@ export class CellIds implements vscode.Disposable {
     ex.lastEnd = end;
   }
 
+  /**
+   * A cell re-created under a known id keeps its count, +1 when its text changed; so does one
+   * this window sees for the first time, from the count an earlier window kept.
+   */
+  private startingVersion(cell: vscode.NotebookCell, fileId: string | undefined, known: IdHistory | undefined): number {
+    const text = cell.document.getText();
+    if (known) return known.version + (known.code === text ? 0 : 1);
+    return (fileId !== undefined && this.store?.restored(cell.notebook.uri.toString(), fileId, text)) || 1;
+  }
+
+  /** Has the store write down the versions of the notebook's cells that carry file ids. */
+  private keep(notebook: vscode.NotebookDocument): void {
+    this.store?.keep(notebook.uri.toString(), () => {
+      const kept: KeptCell[] = [];
+      for (const [id, h] of this.histories(notebook)) {
+        const r = this.records.get(h.cell);
+        if (r?.id === id && r.fromFile && h.cell.index >= 0) kept.push({ id, version: h.version, text: h.code });
+      }
+      return kept;
+    });
+  }
+
   /** The cell's file id, unless another cell of the notebook holds it (a pasted copy). */
   private claimable(cell: vscode.NotebookCell): string | undefined {
     const id = fileIdOf(cell);
@@ -195,6 +223,7 @@ export class CellIds implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.store?.dispose();
     this.subscription.dispose();
     this.changed.dispose();
   }

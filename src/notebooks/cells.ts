@@ -16,6 +16,7 @@ import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
 import { CellIds } from './cellIds';
 import { FileStamps } from './fileStamps';
+import { VersionStore } from './versionStore';
 import type { Sessions } from './sessions';
 
 const CHANGED_MEANWHILE =
@@ -28,14 +29,18 @@ const CHANGED_MEANWHILE =
  * the person selected does the work.
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
-  private readonly ids = new CellIds();
+  private readonly ids: CellIds;
   private readonly stamps = new FileStamps();
 
   constructor(
     private readonly sessions: Sessions,
     private readonly kernels: readonly KernelProvider[],
     private readonly log: Log,
-  ) {}
+    /** Where cell versions are kept across window restarts (see VersionStore). */
+    versionFile?: string,
+  ) {
+    this.ids = new CellIds(versionFile === undefined ? undefined : new VersionStore(versionFile));
+  }
 
   list(): NotebookEntry[] {
     return vscode.workspace.notebookDocuments.map((notebook) => {
