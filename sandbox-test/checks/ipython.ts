@@ -141,7 +141,12 @@ export function ipythonChecks(): void {
     await page.keyboard.press('Control+S');
     for (const end = Date.now() + 10_000; Date.now() < end && !signal.aborted; await sleep(200)) {
       const now = fs.readFileSync(file, 'utf8');
-      if (now !== before) return (JSON.parse(now) as { cells: SavedCell[] }).cells;
+      if (now === before) continue;
+      try {
+        return (JSON.parse(now) as { cells: SavedCell[] }).cells;
+      } catch {
+        // Read while VS Code was still writing it: read again.
+      }
     }
     return fail(`${FIXTURE} was not written within 10 s of Ctrl+S`);
   };
