@@ -1,4 +1,5 @@
 import type * as vscode from 'vscode';
+import type { RawOutput } from '../core/cells';
 import type { InterruptHow, Kernel } from '../core/kernel';
 
 /**
@@ -33,6 +34,31 @@ export interface KernelProvider {
    * person would from the kernel picker; throws a BridgeError saying why when it cannot.
    */
   start(editor: vscode.NotebookEditor): Promise<void>;
+  /**
+   * Runs the cells through this provider's own notebook controller, as the editor's Run does
+   * (queued, then running, shown in the editor), without waiting for them to end; false when
+   * it does not serve the notebook. Saves VS Code's notebook command, which goes through the
+   * workbench and back before the controller sees the cells; providers without it are run by
+   * the command.
+   */
+  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
+  /**
+   * Fires when a cell run of this provider's controller ended, with what the editor will show
+   * once the workbench has applied it and told the extension host (a round trip later).
+   */
+  readonly onDidEndCellRun?: vscode.Event<CellRunEnd>;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
+}
+
+/** How a cell run ended, as the controller told the editor. */
+export interface CellRunEnd {
+  readonly cell: vscode.NotebookCell;
+  readonly order: number | undefined;
+  /** undefined: cancelled (interrupted). */
+  readonly success: boolean | undefined;
+  readonly startTime: number;
+  readonly endTime: number;
+  /** The outputs the run left; undefined when it never started (the cell keeps its outputs). */
+  readonly outputs: readonly RawOutput[] | undefined;
 }

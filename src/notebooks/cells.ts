@@ -24,18 +24,26 @@ const CHANGED_MEANWHILE =
 /**
  * The open notebooks of this window, for the cell rules. Edits go through
  * `workspace.applyEdit` exactly as the person's own would (one WorkspaceEdit per request, so
- * one undo step); runs and interrupts go through VS Code's notebook commands, so any kernel
- * the person selected does the work.
+ * one undo step); runs go to the kernel's provider where it runs cells itself (the builtin
+ * kernel, which also reports how they ended), else, like interrupts, through VS Code's notebook
+ * commands, so any kernel the person selected does the work.
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids = new CellIds();
   private readonly stamps = new FileStamps();
+  private readonly subscriptions: vscode.Disposable[];
 
   constructor(
     private readonly sessions: Sessions,
     private readonly kernels: readonly KernelProvider[],
     private readonly log: Log,
-  ) {}
+  ) {
+    this.subscriptions = [
+      ...kernels.flatMap((k) => (k.onDidEndCellRun ? [k.onDidEndCellRun((end) => this.ids.reportEnd(end))] : [])),
+      // A save the person starts just after an agent was told a run ended writes that run too.
+      vscode.workspace.onWillSaveNotebookDocument((e) => e.waitUntil(this.ids.settled(e.notebook))),
+    ];
+  }
 
   list(): NotebookEntry[] {
     return vscode.workspace.notebookDocuments.map((notebook) => {
@@ -78,7 +86,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         version: this.ids.version(cell),
         metadata: agentMetadata(cell),
         execution: this.ids.execution(cell),
-        outputs: cell.outputs.map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
+        outputs: this.ids.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
   }
 
@@ -100,6 +108,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async apply(uri: string, change: NotebookChange): Promise<void> {
     const notebook = this.notebook(uri);
+    // Copies of cells (moves, new kinds) take the document's outputs: let it show the last runs.
+    if (change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined))) await this.ids.settled(notebook);
     const cells = notebook.getCells();
     if (cells.map((c) => this.ids.id(c)).join('\n') !== change.expectIds.join('\n'))
       throw new BridgeError(409, CHANGED_MEANWHILE);
@@ -138,8 +148,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   async execute(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
     const cells = notebook.getCells();
-    const ranges = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id)).map((i) => ({ start: i, end: i + 1 }));
+    const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
+    const chosen = indices.map((i) => cells[i]!);
+    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return;
+    const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
@@ -150,6 +163,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
+    await this.ids.settled(notebook);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
@@ -182,6 +196,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         409,
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
+    // What is written is the document: let it show the runs already reported as ended.
+    await this.ids.settled(notebook);
     if (!notebook.isDirty) return;
     if (await this.stamps.changedOnDisk(notebook))
       throw new BridgeError(
@@ -251,6 +267,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
     this.ids.dispose();
     this.stamps.dispose();
   }

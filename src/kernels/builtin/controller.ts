@@ -2,10 +2,12 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
-import type { KernelProvider } from '../kernel';
+import type { CellRunEnd, KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
+import { SavedCounts } from './savedCounts';
+import { ShownOutputs } from './shownOutputs';
 import { BuiltinScratchpad } from './scratchpad';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
@@ -43,6 +45,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
+  private readonly ended = new vscode.EventEmitter<CellRunEnd>();
+  readonly onDidEndCellRun = this.ended.event;
+  private readonly counts: SavedCounts;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly options: BuiltinOptions) {
@@ -53,9 +58,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     controller.executeHandler = (cells, notebook) => this.executeCells(cells, notebook);
     controller.interruptHandler = async (notebook) => void (await this.interrupt(notebook));
     this.controller = controller;
+    this.counts = new SavedCounts(NOTEBOOK_TYPE, options.log);
     this.disposables.push(
       controller,
       this.changed,
+      this.ended,
+      this.counts,
       controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
         if (selected) this.selected.add(notebook);
         else this.selected.delete(notebook);
@@ -126,6 +134,15 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return true;
   }
 
+  /** The controller creates the cells' executions itself: no round trip through the workbench. */
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
+    if (!this.selected.has(notebook)) return false;
+    this.executeCells(cells, notebook).catch((err: unknown) =>
+      this.options.log.warn(`running cells failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+    return true;
+  }
+
   private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {
     let kernel = this.kernels.get(notebook);
     if (!kernel) {
@@ -159,16 +176,15 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
     const kernel = this.kernelOf(notebook);
     // Executions are created at once so queued cells show as pending in the editor. The kernel
     // process keeps the order; it does not make a cell wait behind a run that waits for it
     // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
-    const runs = cells.map((cell) => ({
-      cell,
-      execution: this.controller.createNotebookCellExecution(cell),
-      abort: new AbortController(),
-    }));
+    const runs = cells.flatMap((cell) => {
+      const execution = this.execution(cell);
+      return execution ? [{ cell, execution, abort: new AbortController() }] : [];
+    });
     await Promise.all(
       runs.map((run) => {
         kernel.pending.add(run.abort);
@@ -179,6 +195,19 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         });
       }),
     );
+  }
+
+  /**
+   * A new execution of the cell; undefined when it is queued or running already (VS Code's Run
+   * skips such cells too: the run under way is the one to wait for).
+   */
+  private execution(cell: vscode.NotebookCell): vscode.NotebookCellExecution | undefined {
+    try {
+      return this.controller.createNotebookCellExecution(cell);
+    } catch (err) {
+      this.options.log.debug(`cell ${cell.index} not run again: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
   }
 
   private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
@@ -192,29 +221,35 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
       );
     let appends: Thenable<unknown> = Promise.resolve();
+    const shown = new ShownOutputs();
     let started = false;
+    let startTime = 0;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
       if (started) return;
       started = true;
-      execution.start(Date.now());
+      execution.start((startTime = Date.now()));
       execution.executionOrder = ++kernel.executionOrder;
+      shown.clear();
       emit(() => execution.clearOutput());
     };
-    let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
+    let stream: { name: string; output: vscode.NotebookCellOutput; acknowledged: Thenable<void> } | undefined;
     const budget = new OutputBudget();
     const appendStream = (name: StreamName, text: string) => {
       const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
       if (stream && stream.name === name) {
-        const { output, shown } = stream;
-        appends = Promise.all([appends, shown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
+        const { output, acknowledged } = stream;
+        shown.appendItems(item, output);
+        appends = Promise.all([appends, acknowledged.then(() => emit(() => execution.appendOutputItems(item, output)))]);
       } else {
         const output = new vscode.NotebookCellOutput([item]);
-        stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
+        shown.append([output]);
+        stream = { name, output, acknowledged: emit(() => execution.appendOutput(output)) };
       }
     };
     const append = (outputs: vscode.NotebookCellOutput[]) => {
       stream = undefined;
+      shown.append(outputs);
       if (outputs.length) emit(() => execution.appendOutput(outputs));
     };
     const onOutput = (o: KernelOutput) => {
@@ -251,8 +286,14 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       await appends;
-      if (!started) execution.start(Date.now());
-      execution.end(success, Date.now());
+      if (!started) execution.start((startTime = Date.now()));
+      // A run dropped before its turn has no count (the execution still holds the cell's last one).
+      const order = started ? execution.executionOrder : undefined;
+      await this.counts.cleared(execution.cell, order);
+      const endTime = Date.now();
+      execution.end(success, endTime);
+      this.counts.ended(execution.cell, order, success);
+      this.ended.fire({ cell: execution.cell, order, success, startTime, endTime, outputs: started ? shown.list() : undefined });
     }
   }
 
