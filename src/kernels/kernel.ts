@@ -43,17 +43,21 @@ export interface KernelProvider {
    */
   runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
   /**
-   * Fires when a cell run of this provider's controller ended, with what the editor will show
-   * once the workbench has applied it and told the extension host (a round trip later).
+   * Fires when a cell run of this provider's controller is queued, starts and ends, with what
+   * the editor will show once the workbench has applied it and told the extension host (a round
+   * trip later).
    */
-  readonly onDidEndCellRun?: vscode.Event<CellRunEnd>;
+  readonly onDidChangeCellRun?: vscode.Event<CellRunChange>;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
 }
 
-/** How a cell run ended, as the controller told the editor. */
+/** A cell run queued or started, or how it ended, as the controller told the editor. */
+export type CellRunChange = { readonly cell: vscode.NotebookCell; readonly state: 'queued' | 'running' } | CellRunEnd;
+
 export interface CellRunEnd {
   readonly cell: vscode.NotebookCell;
+  readonly state: 'ended';
   readonly order: number | undefined;
   /** undefined: cancelled (interrupted). */
   readonly success: boolean | undefined;

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ExecutionState, ExecutionStatus, RawOutput } from '../core/cells';
-import type { CellRunEnd } from '../kernels/kernel';
+import type { CellRunChange, CellRunEnd } from '../kernels/kernel';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
@@ -130,10 +130,20 @@ export class CellIds implements vscode.Disposable {
   }
 
   /**
-   * A run of the kernel's controller ended: its cell counts as the controller left it (state,
-   * outputs) now, rather than one workbench round trip later when the document shows it.
+   * A run of the kernel's controller was queued, started or ended: its cell counts as the
+   * controller left it (state, outputs) now, rather than one workbench round trip later when the
+   * document shows it.
    */
-  reportEnd(end: CellRunEnd): void {
+  report(change: CellRunChange): void {
+    if (change.state === 'ended') return this.reportEnd(change);
+    const ex = this.record(change.cell).executions;
+    ex.status = change.state;
+    // A new run: the outputs shown are the document's again (it clears them as the run starts).
+    if (ex.reported && change.state === 'running') ex.reported.last = { ...ex.reported.last, outputs: undefined };
+    this.changed.fire(change.cell.notebook);
+  }
+
+  private reportEnd(end: CellRunEnd): void {
     const ex = this.record(end.cell).executions;
     ex.completedRuns++;
     ex.status = 'idle';
@@ -217,16 +227,18 @@ export class CellIds implements vscode.Disposable {
     const ex = this.record(cell).executions;
     const end = summary.timing?.endTime;
     if (ex.reported) {
-      // The document catching up with runs already reported: their queueing, start and end.
+      // The document catching up with runs the controller reported (it reports their queueing
+      // and start too). Changes of one cell arrive merged, so an end stands for earlier ends too.
       if (end === undefined) return;
-      const at = ex.reported.ends.indexOf(end);
-      if (at >= 0) ex.reported.ends.splice(at, 1);
-      if (!ex.reported.ends.length || at < 0) {
+      const { ends } = ex.reported;
+      const newest = Math.max(...ends);
+      ex.reported.ends = ends.filter((e) => e > end);
+      if (!ex.reported.ends.length) {
         ex.reported = undefined;
         this.catchingUpIn(cell.notebook).delete(cell);
       }
-      if (at >= 0) return;
-      // An end nobody reported: the document is newer than what was reported; count it.
+      if (end <= newest) return;
+      // An end newer than every reported one (a run the controller did not report): count it.
     }
     if (end === undefined) {
       const reset = summary.executionOrder === undefined && summary.success === undefined;

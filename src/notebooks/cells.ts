@@ -39,7 +39,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     private readonly log: Log,
   ) {
     this.subscriptions = [
-      ...kernels.flatMap((k) => (k.onDidEndCellRun ? [k.onDidEndCellRun((end) => this.ids.reportEnd(end))] : [])),
+      ...kernels.flatMap((k) => (k.onDidChangeCellRun ? [k.onDidChangeCellRun((change) => this.ids.report(change))] : [])),
       // A save the person starts just after an agent was told a run ended writes that run too.
       vscode.workspace.onWillSaveNotebookDocument((e) => e.waitUntil(this.ids.settled(e.notebook))),
     ];

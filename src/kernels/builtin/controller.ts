@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
-import type { CellRunEnd, KernelProvider } from '../kernel';
+import type { CellRunChange, KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
@@ -45,8 +45,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
-  private readonly ended = new vscode.EventEmitter<CellRunEnd>();
-  readonly onDidEndCellRun = this.ended.event;
+  private readonly runChanged = new vscode.EventEmitter<CellRunChange>();
+  readonly onDidChangeCellRun = this.runChanged.event;
   private readonly counts: SavedCounts;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -62,7 +62,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     this.disposables.push(
       controller,
       this.changed,
-      this.ended,
+      this.runChanged,
       this.counts,
       controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
         if (selected) this.selected.add(notebook);
@@ -183,6 +183,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
     const runs = cells.flatMap((cell) => {
       const execution = this.execution(cell);
+      if (execution) this.runChanged.fire({ cell, state: 'queued' });
       return execution ? [{ cell, execution, abort: new AbortController() }] : [];
     });
     await Promise.all(
@@ -232,6 +233,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       execution.executionOrder = ++kernel.executionOrder;
       shown.clear();
       emit(() => execution.clearOutput());
+      this.runChanged.fire({ cell: execution.cell, state: 'running' });
     };
     let stream: { name: string; output: vscode.NotebookCellOutput; acknowledged: Thenable<void> } | undefined;
     const budget = new OutputBudget();
@@ -293,7 +295,15 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       const endTime = Date.now();
       execution.end(success, endTime);
       this.counts.ended(execution.cell, order, success);
-      this.ended.fire({ cell: execution.cell, order, success, startTime, endTime, outputs: started ? shown.list() : undefined });
+      this.runChanged.fire({
+        cell: execution.cell,
+        state: 'ended',
+        order,
+        success,
+        startTime,
+        endTime,
+        outputs: started ? shown.list() : undefined,
+      });
     }
   }
 
