@@ -1,5 +1,4 @@
 import type * as vscode from 'vscode';
-import type { RawOutput } from '../core/cells';
 import type { InterruptHow, Kernel } from '../core/kernel';
 
 /**
@@ -42,27 +41,6 @@ export interface KernelProvider {
    * the command.
    */
   runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
-  /**
-   * Fires when a cell run of this provider's controller is queued, starts and ends, with what
-   * the editor will show once the workbench has applied it and told the extension host (a round
-   * trip later).
-   */
-  readonly onDidChangeCellRun?: vscode.Event<CellRunChange>;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
-}
-
-/** A cell run queued or started, or how it ended, as the controller told the editor. */
-export type CellRunChange = { readonly cell: vscode.NotebookCell; readonly state: 'queued' | 'running' } | CellRunEnd;
-
-export interface CellRunEnd {
-  readonly cell: vscode.NotebookCell;
-  readonly state: 'ended';
-  readonly order: number | undefined;
-  /** undefined: cancelled (interrupted). */
-  readonly success: boolean | undefined;
-  readonly startTime: number;
-  readonly endTime: number;
-  /** The outputs the run left; undefined when it never started (the cell keeps its outputs). */
-  readonly outputs: readonly RawOutput[] | undefined;
 }

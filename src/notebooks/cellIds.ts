@@ -1,13 +1,10 @@
 import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { ExecutionState, ExecutionStatus, RawOutput } from '../core/cells';
-import type { CellRunChange, CellRunEnd } from '../kernels/kernel';
+import type { ExecutionState, ExecutionStatus } from '../core/cells';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
 const CLEAR_WINDOW_MS = 500;
-/** Longest wait for the editor to catch up with reported run ends (it takes one workbench round trip). */
-const SETTLE_WAIT_MS = 5_000;
 
 interface Executions {
   status: ExecutionStatus;
@@ -16,12 +13,6 @@ interface Executions {
   lastEnd: number | undefined;
   /** When the outputs were last cleared outside a run ("Clear Outputs" also resets the summary). */
   clearedAt?: number;
-  /**
-   * Run ends the kernel's controller reported that the editor's document does not show yet (the
-   * end times still to come back from the workbench), and the last of them, which stands for
-   * the document's execution state and outputs until then.
-   */
-  reported?: { ends: number[]; last: CellRunEnd };
 }
 
 interface CellRecord {
@@ -59,8 +50,6 @@ export class CellIds implements vscode.Disposable {
   private readonly records = new WeakMap<vscode.NotebookCell, CellRecord>();
   private readonly taken = new WeakMap<vscode.NotebookDocument, Set<string>>();
   private readonly history = new WeakMap<vscode.NotebookDocument, Map<string, IdHistory>>();
-  /** Cells with reported ends the document does not show yet. */
-  private readonly catchingUp = new WeakMap<vscode.NotebookDocument, Set<vscode.NotebookCell>>();
   private readonly changed = new vscode.EventEmitter<vscode.NotebookDocument>();
   /** Fires after a notebook's cells changed, once execution states are up to date. */
   readonly onDidChange = this.changed.event;
@@ -106,12 +95,6 @@ export class CellIds implements vscode.Disposable {
   }
 
   execution(cell: vscode.NotebookCell): ExecutionState {
-    const { status, completedRuns, reported } = this.record(cell).executions;
-    if (reported) {
-      const { order, success, startTime, endTime } = reported.last;
-      const durationMs = Math.max(0, endTime - startTime);
-      return { order: order ?? null, success: success ?? null, ended: true, durationMs, status, completedRuns };
-    }
     const summary = cell.executionSummary;
     const timing = summary?.timing;
     return {
@@ -119,57 +102,9 @@ export class CellIds implements vscode.Disposable {
       success: summary?.success ?? null,
       ended: timing !== undefined,
       durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
-      status,
-      completedRuns,
+      status: this.record(cell).executions.status,
+      completedRuns: this.record(cell).executions.completedRuns,
     };
-  }
-
-  /** The cell's outputs: the document's, or those of a reported run end it does not show yet. */
-  outputs(cell: vscode.NotebookCell): readonly RawOutput[] {
-    return this.record(cell).executions.reported?.last.outputs ?? cell.outputs;
-  }
-
-  /**
-   * A run of the kernel's controller was queued, started or ended: its cell counts as the
-   * controller left it (state, outputs) now, rather than one workbench round trip later when the
-   * document shows it.
-   */
-  report(change: CellRunChange): void {
-    if (change.state === 'ended') return this.reportEnd(change);
-    const ex = this.record(change.cell).executions;
-    ex.status = change.state;
-    // A new run: the outputs shown are the document's again (it clears them as the run starts).
-    if (ex.reported && change.state === 'running') ex.reported.last = { ...ex.reported.last, outputs: undefined };
-    this.changed.fire(change.cell.notebook);
-  }
-
-  private reportEnd(end: CellRunEnd): void {
-    const ex = this.record(end.cell).executions;
-    ex.completedRuns++;
-    ex.status = 'idle';
-    ex.lastEnd = end.endTime;
-    ex.reported = { ends: [...(ex.reported?.ends ?? []), end.endTime], last: end };
-    this.catchingUpIn(end.cell.notebook).add(end.cell);
-    this.changed.fire(end.cell.notebook);
-  }
-
-  /** Resolves once the document shows every reported run end of the notebook (or after 5 s). */
-  async settled(notebook: vscode.NotebookDocument): Promise<void> {
-    const cells = this.catchingUpIn(notebook);
-    const busy = () => {
-      for (const cell of cells) if (cell.index < 0) cells.delete(cell); // deleted: it never catches up
-      return cells.size > 0;
-    };
-    if (!busy()) return;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        sub.dispose();
-        resolve();
-      };
-      const timer = setTimeout(done, SETTLE_WAIT_MS);
-      const sub = this.changed.event((n) => n === notebook && !busy() && done());
-    });
   }
 
   /** An id no cell of this notebook has had. */
@@ -194,8 +129,7 @@ export class CellIds implements vscode.Disposable {
       document: cell.document,
       base: version,
       docBase: cell.document.version,
-      // The copy shows the document's state (the bridge waits for reported ends to show first).
-      executions: previous ? { ...previous, lastEnd, reported: undefined } : { status: 'idle', completedRuns: 0, lastEnd },
+      executions: previous ? { ...previous, lastEnd } : { status: 'idle', completedRuns: 0, lastEnd },
     });
   }
 
@@ -226,20 +160,6 @@ export class CellIds implements vscode.Disposable {
   private observe(cell: vscode.NotebookCell, summary: vscode.NotebookCellExecutionSummary, outputsCleared: boolean): void {
     const ex = this.record(cell).executions;
     const end = summary.timing?.endTime;
-    if (ex.reported) {
-      // The document catching up with runs the controller reported (it reports their queueing
-      // and start too). Changes of one cell arrive merged, so an end stands for earlier ends too.
-      if (end === undefined) return;
-      const { ends } = ex.reported;
-      const newest = Math.max(...ends);
-      ex.reported.ends = ends.filter((e) => e > end);
-      if (!ex.reported.ends.length) {
-        ex.reported = undefined;
-        this.catchingUpIn(cell.notebook).delete(cell);
-      }
-      if (end <= newest) return;
-      // An end newer than every reported one (a run the controller did not report): count it.
-    }
     if (end === undefined) {
       const reset = summary.executionOrder === undefined && summary.success === undefined;
       const clearing = outputsCleared || Date.now() - (ex.clearedAt ?? 0) < CLEAR_WINDOW_MS;
@@ -266,12 +186,6 @@ export class CellIds implements vscode.Disposable {
     let map = this.history.get(notebook);
     if (!map) this.history.set(notebook, (map = new Map()));
     return map;
-  }
-
-  private catchingUpIn(notebook: vscode.NotebookDocument): Set<vscode.NotebookCell> {
-    let cells = this.catchingUp.get(notebook);
-    if (!cells) this.catchingUp.set(notebook, (cells = new Set()));
-    return cells;
   }
 
   private takenIds(notebook: vscode.NotebookDocument): Set<string> {

@@ -25,25 +25,18 @@ const CHANGED_MEANWHILE =
  * The open notebooks of this window, for the cell rules. Edits go through
  * `workspace.applyEdit` exactly as the person's own would (one WorkspaceEdit per request, so
  * one undo step); runs go to the kernel's provider where it runs cells itself (the builtin
- * kernel, which also reports how they ended), else, like interrupts, through VS Code's notebook
- * commands, so any kernel the person selected does the work.
+ * kernel), else, like interrupts, through VS Code's notebook commands, so any kernel the person
+ * selected does the work.
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids = new CellIds();
   private readonly stamps = new FileStamps();
-  private readonly subscriptions: vscode.Disposable[];
 
   constructor(
     private readonly sessions: Sessions,
     private readonly kernels: readonly KernelProvider[],
     private readonly log: Log,
-  ) {
-    this.subscriptions = [
-      ...kernels.flatMap((k) => (k.onDidChangeCellRun ? [k.onDidChangeCellRun((change) => this.ids.report(change))] : [])),
-      // A save the person starts just after an agent was told a run ended writes that run too.
-      vscode.workspace.onWillSaveNotebookDocument((e) => e.waitUntil(this.ids.settled(e.notebook))),
-    ];
-  }
+  ) {}
 
   list(): NotebookEntry[] {
     return vscode.workspace.notebookDocuments.map((notebook) => {
@@ -86,7 +79,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         version: this.ids.version(cell),
         metadata: agentMetadata(cell),
         execution: this.ids.execution(cell),
-        outputs: this.ids.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
+        outputs: cell.outputs.map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
   }
 
@@ -108,8 +101,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async apply(uri: string, change: NotebookChange): Promise<void> {
     const notebook = this.notebook(uri);
-    // Copies of cells (moves, new kinds) take the document's outputs: let it show the last runs.
-    if (change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined))) await this.ids.settled(notebook);
     const cells = notebook.getCells();
     if (cells.map((c) => this.ids.id(c)).join('\n') !== change.expectIds.join('\n'))
       throw new BridgeError(409, CHANGED_MEANWHILE);
@@ -163,7 +154,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
-    await this.ids.settled(notebook);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
@@ -196,8 +186,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         409,
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
-    // What is written is the document: let it show the runs already reported as ended.
-    await this.ids.settled(notebook);
     if (!notebook.isDirty) return;
     if (await this.stamps.changedOnDisk(notebook))
       throw new BridgeError(
@@ -267,7 +255,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   dispose(): void {
-    for (const s of this.subscriptions) s.dispose();
     this.ids.dispose();
     this.stamps.dispose();
   }

@@ -2,12 +2,11 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
-import type { CellRunChange, KernelProvider } from '../kernel';
+import type { KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
-import { SavedCounts } from './savedCounts';
-import { ShownOutputs } from './shownOutputs';
+import { savedCountCleared } from './savedCounts';
 import { BuiltinScratchpad } from './scratchpad';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
@@ -45,9 +44,6 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
-  private readonly runChanged = new vscode.EventEmitter<CellRunChange>();
-  readonly onDidChangeCellRun = this.runChanged.event;
-  private readonly counts: SavedCounts;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly options: BuiltinOptions) {
@@ -58,12 +54,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     controller.executeHandler = (cells, notebook) => this.executeCells(cells, notebook);
     controller.interruptHandler = async (notebook) => void (await this.interrupt(notebook));
     this.controller = controller;
-    this.counts = new SavedCounts(NOTEBOOK_TYPE, options.log);
     this.disposables.push(
       controller,
       this.changed,
-      this.runChanged,
-      this.counts,
       controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
         if (selected) this.selected.add(notebook);
         else this.selected.delete(notebook);
@@ -183,7 +176,6 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
     const runs = cells.flatMap((cell) => {
       const execution = this.execution(cell);
-      if (execution) this.runChanged.fire({ cell, state: 'queued' });
       return execution ? [{ cell, execution, abort: new AbortController() }] : [];
     });
     await Promise.all(
@@ -222,36 +214,29 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
       );
     let appends: Thenable<unknown> = Promise.resolve();
-    const shown = new ShownOutputs();
     let started = false;
-    let startTime = 0;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
       if (started) return;
       started = true;
-      execution.start((startTime = Date.now()));
+      execution.start(Date.now());
       execution.executionOrder = ++kernel.executionOrder;
-      shown.clear();
       emit(() => execution.clearOutput());
-      this.runChanged.fire({ cell: execution.cell, state: 'running' });
     };
-    let stream: { name: string; output: vscode.NotebookCellOutput; acknowledged: Thenable<void> } | undefined;
+    let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
     const budget = new OutputBudget();
     const appendStream = (name: StreamName, text: string) => {
       const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
       if (stream && stream.name === name) {
-        const { output, acknowledged } = stream;
-        shown.appendItems(item, output);
-        appends = Promise.all([appends, acknowledged.then(() => emit(() => execution.appendOutputItems(item, output)))]);
+        const { output, shown } = stream;
+        appends = Promise.all([appends, shown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
       } else {
         const output = new vscode.NotebookCellOutput([item]);
-        shown.append([output]);
-        stream = { name, output, acknowledged: emit(() => execution.appendOutput(output)) };
+        stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
       }
     };
     const append = (outputs: vscode.NotebookCellOutput[]) => {
       stream = undefined;
-      shown.append(outputs);
       if (outputs.length) emit(() => execution.appendOutput(outputs));
     };
     const onOutput = (o: KernelOutput) => {
@@ -288,22 +273,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       await appends;
-      if (!started) execution.start((startTime = Date.now()));
+      if (!started) execution.start(Date.now());
       // A run dropped before its turn has no count (the execution still holds the cell's last one).
       const order = started ? execution.executionOrder : undefined;
-      await this.counts.cleared(execution.cell, order);
-      const endTime = Date.now();
-      execution.end(success, endTime);
-      this.counts.ended(execution.cell, order, success);
-      this.runChanged.fire({
-        cell: execution.cell,
-        state: 'ended',
-        order,
-        success,
-        startTime,
-        endTime,
-        outputs: started ? shown.list() : undefined,
-      });
+      await savedCountCleared(execution.cell, order, this.options.log);
+      execution.end(success, Date.now());
     }
   }
 
