@@ -33,6 +33,14 @@ export interface KernelProvider {
    * person would from the kernel picker; throws a BridgeError saying why when it cannot.
    */
   start(editor: vscode.NotebookEditor): Promise<void>;
+  /**
+   * Runs the cells through this provider's own notebook controller, as the editor's Run does
+   * (queued, then running, shown in the editor), without waiting for them to end; false when
+   * it does not serve the notebook. Saves VS Code's notebook command, which goes through the
+   * workbench and back before the controller sees the cells; providers without it are run by
+   * the command.
+   */
+  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
 }

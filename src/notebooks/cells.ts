@@ -25,8 +25,9 @@ const CHANGED_MEANWHILE =
 /**
  * The open notebooks of this window, for the cell rules. Edits go through
  * `workspace.applyEdit` exactly as the person's own would (one WorkspaceEdit per request, so
- * one undo step); runs and interrupts go through VS Code's notebook commands, so any kernel
- * the person selected does the work.
+ * one undo step); runs go to the kernel's provider where it runs cells itself (the builtin
+ * kernel), else, like interrupts, through VS Code's notebook commands, so any kernel the person
+ * selected does the work.
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
@@ -143,8 +144,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   async execute(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
     const cells = notebook.getCells();
-    const ranges = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id)).map((i) => ({ start: i, end: i + 1 }));
+    const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
+    const chosen = indices.map((i) => cells[i]!);
+    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return;
+    const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })

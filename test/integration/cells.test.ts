@@ -187,6 +187,48 @@ describe('cell routes in VS Code', function () {
     assert.equal(typeof body.cell.execution.order, 'number');
   });
 
+  it('answers a run once the editor shows it; reads and a save right after agree with the answer', async () => {
+    const { doc, session } = await openNotebook([{ kind: 'code', source: 'n = globals().get("n", 0) + 1\nprint(n)\nn' }]);
+    for (const n of [1, 2, 3]) {
+      const res = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
+      assert.equal(res.status, 200, res.text);
+      const answered = res.json().cell;
+      assert.deepEqual(
+        answered.outputs.flatMap((o: Json) => o.items.map((i: Json) => i.text)),
+        [`${n}\n`, `${n}`],
+      );
+      assert.equal(answered.execution.status, 'succeeded');
+      const [read] = await cellsOf(session);
+      assert.deepEqual([read.outputs, read.execution], [answered.outputs, answered.execution], 'a read right after the run');
+    }
+    // The person saves at once: the file has the last run's outputs and count.
+    assert.equal(await doc.save(), true);
+    const saved = JSON.parse(fs.readFileSync(doc.uri.fsPath, 'utf8')).cells[0];
+    assert.equal(saved.execution_count, 3, JSON.stringify(saved));
+    assert.deepEqual(
+      saved.outputs.map((o: Json) => o.output_type),
+      ['stream', 'execute_result'],
+    );
+    const [cell] = await cellsOf(session);
+    assert.deepEqual(
+      [cell.execution.order, cell.execution.status, doc.cellAt(0).executionSummary?.executionOrder],
+      [3, 'succeeded', 3],
+    );
+  });
+
+  it('a run of a cell already running waits for that run, as the Run button skips it', async () => {
+    const { session } = await openNotebook([
+      { kind: 'code', source: 'import time\nm = globals().get("m", 0) + 1\ntime.sleep(0.5)\nprint(m)' },
+      { kind: 'code', source: 'm' },
+    ]);
+    assert.equal((await call('POST', '/notebooks/cells/0/run', { notebook: session })).status, 202);
+    const again = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json().cell.outputs[0].items[0].text, '1\n');
+    const m = await call('POST', '/notebooks/cells/1/run', { notebook: session, wait: true });
+    assert.equal(m.json().cell.outputs[0].items[0].text, '1', 'the cell ran once');
+  });
+
   it("keeps the id of a cell the person moves with the editor's own command", async () => {
     const { doc, session } = await openNotebook([
       { kind: 'code', source: 'a = 1' },

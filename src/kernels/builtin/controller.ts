@@ -6,6 +6,7 @@ import type { KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
+import { savedCountCleared } from './savedCounts';
 import { BuiltinScratchpad } from './scratchpad';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
@@ -126,6 +127,15 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return true;
   }
 
+  /** The controller creates the cells' executions itself: no round trip through the workbench. */
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
+    if (!this.selected.has(notebook)) return false;
+    this.executeCells(cells, notebook).catch((err: unknown) =>
+      this.options.log.warn(`running cells failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+    return true;
+  }
+
   private kernelOf(notebook: vscode.NotebookDocument): NotebookKernel {
     let kernel = this.kernels.get(notebook);
     if (!kernel) {
@@ -159,16 +169,15 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(cells: vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
     const kernel = this.kernelOf(notebook);
     // Executions are created at once so queued cells show as pending in the editor. The kernel
     // process keeps the order; it does not make a cell wait behind a run that waits for it
     // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
-    const runs = cells.map((cell) => ({
-      cell,
-      execution: this.controller.createNotebookCellExecution(cell),
-      abort: new AbortController(),
-    }));
+    const runs = cells.flatMap((cell) => {
+      const execution = this.execution(cell);
+      return execution ? [{ cell, execution, abort: new AbortController() }] : [];
+    });
     await Promise.all(
       runs.map((run) => {
         kernel.pending.add(run.abort);
@@ -179,6 +188,19 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         });
       }),
     );
+  }
+
+  /**
+   * A new execution of the cell; undefined when it is queued or running already (VS Code's Run
+   * skips such cells too: the run under way is the one to wait for).
+   */
+  private execution(cell: vscode.NotebookCell): vscode.NotebookCellExecution | undefined {
+    try {
+      return this.controller.createNotebookCellExecution(cell);
+    } catch (err) {
+      this.options.log.debug(`cell ${cell.index} not run again: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
   }
 
   private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
@@ -252,6 +274,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     } finally {
       await appends;
       if (!started) execution.start(Date.now());
+      // A run dropped before its turn has no count (the execution still holds the cell's last one).
+      const order = started ? execution.executionOrder : undefined;
+      await savedCountCleared(execution.cell, order, this.options.log);
       execution.end(success, Date.now());
     }
   }
