@@ -5,6 +5,7 @@ const ALLOW = 'Allow';
 const ALLOW_10 = 'Allow for 10 Minutes';
 const DENY = 'Deny';
 const SHOW = 'Show Code';
+const EXPIRED = Symbol('expired');
 
 /**
  * The `ask` mode's question: a notification naming the client, the action and the notebook, with
@@ -18,13 +19,14 @@ export async function askPerson(action: AgentAction, where: string, timeoutMs: n
     const left = deadline - Date.now();
     if (left <= 0) return 'no-answer';
     let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), left)));
+    // The timer says so itself: it may fire a millisecond before Date.now() reaches the deadline.
+    const expired = new Promise<typeof EXPIRED>((resolve) => (timer = setTimeout(() => resolve(EXPIRED), left)));
     const choice = await Promise.race([vscode.window.showWarningMessage(message, ALLOW, ALLOW_10, DENY, SHOW), expired]);
     clearTimeout(timer);
+    if (choice === EXPIRED) return 'no-answer';
     if (choice === ALLOW) return 'allow';
     if (choice === ALLOW_10) return 'allow-10-minutes';
-    if (choice === DENY) return 'deny';
-    if (choice === undefined) return Date.now() >= deadline ? 'no-answer' : 'deny';
+    if (choice === DENY || choice === undefined) return 'deny'; // closed with its X: a refusal
     const doc = await vscode.workspace.openTextDocument({
       content: action.code,
       language: action.kind === 'execute' ? 'python' : 'json',
