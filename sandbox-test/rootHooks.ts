@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox, SandboxError } from './vscode';
-import { type BridgeAdvert, beginCheck, endCheck, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
+import { beginCheck, endCheck, findBridge, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
 import { findJupyterExtension } from './checks/jupyter';
 
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
@@ -27,25 +27,6 @@ function makeWorkspace(): string {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-ws-')));
   fs.cpSync(FIXTURES, ws, { recursive: true });
   return ws;
-}
-
-async function findBridge(sandbox: Sandbox, discoveryFile: string): Promise<BridgeAdvert> {
-  const advert = await sandbox.waitFor(
-    `the bridge's discovery file ${discoveryFile}`,
-    () => {
-      if (!fs.existsSync(discoveryFile)) return undefined;
-      const a = JSON.parse(fs.readFileSync(discoveryFile, 'utf8')) as BridgeAdvert;
-      return Number.isInteger(a.port) && a.port > 0 ? a : undefined;
-    },
-    60_000,
-  );
-  const client = new BridgeClient(advert.url, advert.token);
-  await sandbox.waitFor(
-    `${advert.url}/health`,
-    async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
-    15_000,
-  );
-  return advert;
 }
 
 async function openNotebook(client: BridgeClient, file: string): Promise<OpenedNotebook> {

@@ -154,6 +154,20 @@ export function chaosChecks(): void {
   }
 
   /** Cells the cases add go again, unsaved: the file keeps what it had. */
+  /** Creates a cell with `code` and runs it, waiting up to `waitMs`; its id and the run's answer. */
+  async function createAndRun(code: string, waitMs: number, signal: AbortSignal): Promise<{ id: string; text: string }> {
+    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
+    eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
+    const id = created.json<{ cell: { id: string } }>().cell.id;
+    const ran = await client.post(
+      `/notebooks/cells/${id}/run`,
+      { notebook: sid(), wait: true, timeoutMs: waitMs },
+      { signal, timeoutMs: waitMs + 5_000 },
+    );
+    eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);
+    return { id, text: ran.text };
+  }
+
   async function deleteCell(id: string, signal: AbortSignal): Promise<void> {
     const q = `notebook=${encodeURIComponent(sid())}&force=true`;
     const del = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?${q}`, signal });
@@ -172,17 +186,9 @@ export function chaosChecks(): void {
 
   chaos('a print loop in a cell keeps head and tail of its output', 1000, async ({ signal }) => {
     const code = "import time\nt = time.time()\nwhile time.time() - t < 5: print('x' * 1000)\nprint('LAST')";
-    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
-    eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
-    const id = created.json<{ cell: { id: string } }>().cell.id;
-    const ran = await client.post(
-      `/notebooks/cells/${id}/run`,
-      { notebook: sid(), wait: true, timeoutMs: 30_000 },
-      { signal, timeoutMs: 35_000 },
-    );
-    eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);
-    match(ran.text, /characters of output cut by Agent Bridge/, 'the cut marker in the outputs');
-    includes(ran.text, 'LAST', 'the tail of the output');
+    const { id, text } = await createAndRun(code, 30_000, signal);
+    match(text, /characters of output cut by Agent Bridge/, 'the cut marker in the outputs');
+    includes(text, 'LAST', 'the tail of the output');
     await deleteCell(id, signal);
   });
 
@@ -202,16 +208,7 @@ export function chaosChecks(): void {
       '        return {"x": "1", "not a mime": "2", "text/plain\\r\\n": "3", "text/plain": "odd"}',
       'Odd()',
     ].join('\n');
-    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
-    eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
-    const id = created.json<{ cell: { id: string } }>().cell.id;
-    const ran = await client.post(
-      `/notebooks/cells/${id}/run`,
-      { notebook: sid(), wait: true, timeoutMs: 15_000 },
-      { signal, timeoutMs: 20_000 },
-    );
-    eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);
-    const text = ran.text;
+    const { id, text } = await createAndRun(code, 15_000, signal);
     includes(text, 'odd', 'the valid item');
     match(text, /left out the output item/, 'the note about the rejected items');
     const again = await client.post(

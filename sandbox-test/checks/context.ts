@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { BridgeClient, SseResult } from '../http';
+import { BridgeClient, type SseResult } from '../http';
 import type { Sandbox } from '../vscode';
 import type { SessionInfo } from '../../src/core/sessions';
 import type { BridgeAdvert } from '../../src/discovery';
@@ -160,4 +160,32 @@ export function expectWellFramed(
     `${what}: done.output is not {mimetype, data}: ${dones[0]!.rawData}`,
   );
   return done;
+}
+
+/**
+ * The bridge a sandbox's extension host runs, found through its discovery file (never by guessing
+ * ports) once it answers /health; `accept` passes over an advert still there from an earlier one.
+ */
+export async function findBridge(
+  sandbox: Sandbox,
+  discoveryFile: string,
+  accept: (advert: BridgeAdvert) => boolean = () => true,
+  timeoutMs = 60_000,
+): Promise<BridgeAdvert> {
+  const advert = await sandbox.waitFor(
+    `the bridge's discovery file ${discoveryFile}`,
+    () => {
+      if (!fs.existsSync(discoveryFile)) return undefined;
+      const a = readJson<BridgeAdvert>(discoveryFile);
+      return Number.isInteger(a.port) && a.port > 0 && accept(a) ? a : undefined;
+    },
+    timeoutMs,
+  );
+  const client = new BridgeClient(advert.url, advert.token);
+  await sandbox.waitFor(
+    `${advert.url}/health`,
+    async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
+    30_000,
+  );
+  return advert;
 }

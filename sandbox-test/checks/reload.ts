@@ -19,7 +19,16 @@ import { deepEq, eq, includes, ok, show } from '../assert';
 import { BridgeClient, type SseResult } from '../http';
 import { processAlive } from '../../src/discovery';
 import type { Sandbox } from '../vscode';
-import { type BridgeAdvert, type CheckContext, checkRun, context, expectWellFramed, readJson, skipped } from './context';
+import {
+  type BridgeAdvert,
+  type CheckContext,
+  checkRun,
+  context,
+  expectWellFramed,
+  findBridge,
+  readJson,
+  skipped,
+} from './context';
 import { bridgeLog, expectRefused, findJupyterExtension, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
 
 const NAMES = {
@@ -126,23 +135,10 @@ export function reloadChecks(): void {
     const old = ctx.advert;
     const oldRegistry = ctx.registryFile;
     await palette('Developer: Reload Window');
-    const fresh = await sandbox.waitFor(
-      'a discovery file from a new extension host',
-      () => {
-        if (!fs.existsSync(ctx.discoveryFile)) return undefined;
-        const a = readJson<BridgeAdvert>(ctx.discoveryFile);
-        return a.pid !== old.pid && Number.isInteger(a.port) && a.port > 0 ? a : undefined;
-      },
-      90_000,
-    );
+    const fresh = await findBridge(sandbox, ctx.discoveryFile, (a) => a.pid !== old.pid, 90_000);
     note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
     ok(fresh.token && fresh.token !== old.token, 'the new bridge has the old token');
     const client = new BridgeClient(fresh.url, fresh.token);
-    await sandbox.waitFor(
-      `${fresh.url}/health`,
-      async () => (await client.get('/health', { timeoutMs: 2000 })).status === 200,
-      30_000,
-    );
     // The old extension host goes once VS Code's reconnection grace time is over.
     await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !processAlive(old.pid), 60_000);
     if (fresh.port !== old.port) {
