@@ -4,8 +4,8 @@
  * hold their tail in one of these.
  */
 export class RollingTail<P extends { readonly text: string }> {
-  /** Pieces from `first` on; the ones before it fell out. */
-  private pieces: P[] = [];
+  /** Pieces from `first` on; the slots before it fell out and hold nothing (their text is freed at once). */
+  private pieces: (P | undefined)[] = [];
   private first = 0;
   private chars = 0;
   private dropped = 0;
@@ -23,7 +23,7 @@ export class RollingTail<P extends { readonly text: string }> {
       const oldest = this.pieces[this.first]!;
       const excess = this.chars - this.max;
       if (excess >= oldest.text.length) {
-        this.first++;
+        this.pieces[this.first++] = undefined;
         this.chars -= oldest.text.length;
         this.dropped += oldest.text.length;
       } else {
@@ -51,6 +51,6 @@ export class RollingTail<P extends { readonly text: string }> {
 
   /** The kept pieces, oldest first. */
   kept(): P[] {
-    return this.pieces.slice(this.first);
+    return this.pieces.slice(this.first) as P[];
   }
 }
