@@ -13,6 +13,26 @@ export class KernelUnavailable {
 }
 
 /**
+ * A step of a cell's run as the controller running it took it: queued, running (its outputs
+ * cleared), an output shown, ended. `outputs` are the cell's outputs as the controller has set
+ * them (undefined: left as they were, a run dropped before its turn).
+ */
+export type CellRunReport =
+  | { cell: vscode.NotebookCell; phase: 'queued' }
+  | {
+      cell: vscode.NotebookCell;
+      phase: 'running' | 'output';
+      executionOrder: number;
+      outputs: readonly vscode.NotebookCellOutput[];
+    }
+  | {
+      cell: vscode.NotebookCell;
+      phase: 'ended';
+      summary: vscode.NotebookCellExecutionSummary;
+      outputs: readonly vscode.NotebookCellOutput[] | undefined;
+    };
+
+/**
  * One way of reaching a notebook's kernel (our builtin controller, or another extension's
  * exported API). `kernelFor` answers undefined when this provider does not serve that
  * notebook, so the next provider is asked, and KernelUnavailable when it serves it but cannot
@@ -41,6 +61,12 @@ export interface KernelProvider {
    * the command.
    */
   runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
+  /**
+   * Fires as this provider's own controller moves a cell's run along, at the moment it does:
+   * before the workbench has applied the step and echoed it to the extension host's document
+   * (on a busy workbench, a tenth of a second to seconds later).
+   */
+  readonly onDidReportRun?: vscode.Event<CellRunReport>;
   /** Fires when the set of notebooks this provider serves may have changed. */
   readonly onDidChange: vscode.Event<void>;
 }

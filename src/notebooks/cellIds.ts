@@ -1,6 +1,8 @@
 import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ExecutionState, ExecutionStatus } from '../core/cells';
+import type { CellRunReport } from '../kernels/kernel';
+import { ReportedRuns } from './reportedRuns';
 import type { KeptCell, VersionStore } from './versionStore';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -56,10 +58,13 @@ export class CellIds implements vscode.Disposable {
   /** Fires after a notebook's cells changed, once execution states are up to date. */
   readonly onDidChange = this.changed.event;
   private readonly subscription: vscode.Disposable;
+  private readonly reported = new ReportedRuns();
 
   constructor(private readonly store?: VersionStore) {
     this.subscription = vscode.workspace.onDidChangeNotebookDocument((e) => {
       for (const change of e.cellChanges) {
+        // The document catching up with runs their controller reported already.
+        if (this.reported.echoed(change.cell)) continue;
         const cleared = change.outputs?.length === 0;
         if (change.executionSummary) this.observe(change.cell, change.executionSummary, cleared);
         else if (cleared && this.record(change.cell).executions.status === 'idle')
@@ -99,8 +104,31 @@ export class CellIds implements vscode.Disposable {
     return version;
   }
 
+  /** A step of a run as its controller took it: the cell's state moves on now, not at the echo. */
+  report(report: CellRunReport): void {
+    this.reported.take(report);
+    const ex = this.record(report.cell).executions;
+    if (report.phase === 'queued' || report.phase === 'running') ex.status = report.phase;
+    else if (report.phase === 'ended') {
+      ex.completedRuns++;
+      ex.status = 'idle';
+      ex.lastEnd = report.summary.timing?.endTime;
+    }
+    this.changed.fire(report.cell.notebook);
+  }
+
+  /** The cell's outputs, as its controller last reported them when the document lags behind. */
+  outputs(cell: vscode.NotebookCell): readonly vscode.NotebookCellOutput[] {
+    return this.reported.outputs(cell);
+  }
+
+  /** See ReportedRuns.caughtUp. */
+  caughtUp(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+    return this.reported.caughtUp(notebook, timeoutMs);
+  }
+
   execution(cell: vscode.NotebookCell): ExecutionState {
-    const summary = cell.executionSummary;
+    const summary = this.reported.summary(cell) ?? cell.executionSummary;
     const timing = summary?.timing;
     return {
       order: summary?.executionOrder ?? null,
@@ -224,6 +252,7 @@ export class CellIds implements vscode.Disposable {
 
   dispose(): void {
     this.store?.dispose();
+    this.reported.dispose();
     this.subscription.dispose();
     this.changed.dispose();
   }

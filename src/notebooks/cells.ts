@@ -19,6 +19,9 @@ import { FileStamps } from './fileStamps';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './sessions';
 
+/** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
+const CATCH_UP_MS = 10_000;
+
 const CHANGED_MEANWHILE =
   'The notebook changed while the edit was being applied (someone is typing in it?); nothing was changed. Read the cells again and retry.';
 
@@ -32,6 +35,7 @@ const CHANGED_MEANWHILE =
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
   private readonly stamps = new FileStamps();
+  private readonly reports: vscode.Disposable[];
 
   constructor(
     private readonly sessions: Sessions,
@@ -41,6 +45,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     versionFile?: string,
   ) {
     this.ids = new CellIds(versionFile === undefined ? undefined : new VersionStore(versionFile));
+    this.reports = kernels.flatMap((k) => (k.onDidReportRun ? [k.onDidReportRun((r) => this.ids.report(r))] : []));
   }
 
   list(): NotebookEntry[] {
@@ -84,7 +89,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         version: this.ids.version(cell),
         metadata: agentMetadata(cell),
         execution: this.ids.execution(cell),
-        outputs: cell.outputs.map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
+        outputs: this.ids.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
   }
 
@@ -106,6 +111,9 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async apply(uri: string, change: NotebookChange): Promise<void> {
     const notebook = this.notebook(uri);
+    // Copies and metadata are written from the document's cells: with the runs' ends in them.
+    if (change.metadata.length || change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined)))
+      await this.caughtUp(notebook);
     const cells = notebook.getCells();
     if (cells.map((c) => this.ids.id(c)).join('\n') !== change.expectIds.join('\n'))
       throw new BridgeError(409, CHANGED_MEANWHILE);
@@ -159,6 +167,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
+    await this.caughtUp(notebook);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
@@ -191,6 +200,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         409,
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
+    // Saved from the document: with the runs' ends (and the counts the .ipynb support adds) in it.
+    await this.caughtUp(notebook);
     if (!notebook.isDirty) return;
     if (await this.stamps.changedOnDisk(notebook))
       throw new BridgeError(
@@ -244,6 +255,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
+  private async caughtUp(notebook: vscode.NotebookDocument): Promise<void> {
+    if (!(await this.ids.caughtUp(notebook, CATCH_UP_MS)))
+      this.log.warn(`${labelOf(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`);
+  }
+
   /**
    * VS Code's notebook commands act on the editor showing the notebook, or else on the active
    * one: make sure the notebook has an editor (shown without taking focus).
@@ -260,6 +276,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   dispose(): void {
+    for (const r of this.reports) r.dispose();
     this.ids.dispose();
     this.stamps.dispose();
   }

@@ -88,6 +88,43 @@ describe('agent verbs in VS Code', function () {
     assert.deepEqual(fileCells(doc)[0].metadata, { papermill: { parameters: true } });
   });
 
+  it('answers runs before the editor shows them; a move, tags and a save right after still carry them', async () => {
+    const { doc, session } = await bridge.openNotebook(['print("same")', 'y = 2']);
+    const [first] = await cellsOf(session);
+    // Each stream reports its own print, though every run prints what the last one left.
+    for (let k = 0; k < 3; k++) {
+      const streamed = await bridge.client.stream({
+        method: 'POST',
+        path: `/notebooks/cells/${first.id}/run`,
+        json: { notebook: session },
+        headers: { accept: 'text/event-stream' },
+        timeoutMs: 30_000,
+      }).result;
+      const stdout = streamed.events.filter((e) => e.event === 'stdout').map((e) => e.data.data);
+      assert.deepEqual([stdout.join(''), streamed.events.at(-1)?.event], ['same\n', 'done'], streamed.raw);
+    }
+    // Run, then at once: move the cell (a copy of it), tag it and save, before the editor caught up.
+    const ran = await call('POST', `/notebooks/cells/${first.id}/run`, { notebook: session, wait: true });
+    assert.equal(ran.json().cell.execution.order, 4, ran.text);
+    const moved = await call('POST', '/notebooks/edits', {
+      notebook: session,
+      ops: [
+        { op: 'move', ref: first.id, to: 1 },
+        { op: 'edit', ref: first.id, tags: ['moved'] },
+      ],
+    });
+    assert.equal(moved.status, 200, moved.text);
+    assert.equal((await call('POST', '/notebooks/save', { notebook: session })).status, 200);
+    const saved = fileCells(doc)[1];
+    assert.deepEqual(
+      [saved.id, saved.execution_count, saved.metadata.tags, saved.outputs.map((o: Json) => [o.text].flat().join(''))],
+      [first.id, 4, ['moved'], ['same\n']],
+      JSON.stringify(saved),
+    );
+    const [, cell] = await cellsOf(session);
+    assert.deepEqual([cell.id, cell.execution.status, cell.execution.order], [first.id, 'succeeded', 4]);
+  });
+
   it('runs all cells in order, stops at the first error or goes on, and reports states', async () => {
     const { session } = await bridge.openNotebook(['x = 1', 'print(x)', 'raise ValueError("no")', 'print("after")']);
     const stop = await call('POST', '/notebooks/run', { notebook: session, all: true, wait: true });

@@ -187,7 +187,7 @@ describe('cell routes in VS Code', function () {
     assert.equal(typeof body.cell.execution.order, 'number');
   });
 
-  it('answers a run once the editor shows it; reads and a save right after agree with the answer', async () => {
+  it('answers a run when the kernel is done; reads and a save right after agree with the answer', async () => {
     const { doc, session } = await openNotebook([{ kind: 'code', source: 'n = globals().get("n", 0) + 1\nprint(n)\nn' }]);
     for (const n of [1, 2, 3]) {
       const res = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true });
@@ -292,12 +292,15 @@ describe('cell routes in VS Code', function () {
     const slow = await call('POST', '/notebooks/cells/0/run', { notebook: session, wait: true, timeoutMs: 300 });
     assert.equal(slow.status, 504, slow.text);
     assert.ok(['queued', 'running'].includes(slow.json().cell.execution.status), slow.text);
-    // Not interrupted: the run completes and prints 3.
-    await poll('the run to finish', 10_000, () =>
-      doc.cellAt(0).executionSummary?.success === true && doc.cellAt(0).outputs.length ? true : undefined,
-    );
-    const [cell] = await cellsOf(session);
+    // Not interrupted: the run completes and prints 3, and the editor shows it.
+    const cell = await poll('the run to finish', 10_000, async () => {
+      const [now] = await cellsOf(session);
+      return now.execution.status === 'succeeded' ? now : undefined;
+    });
     assert.equal(cell.outputs[0].items[0].text, '3\n');
+    await poll('the editor to show it', 10_000, () =>
+      doc.cellAt(0).executionSummary?.executionOrder === cell.execution.order ? true : undefined,
+    );
   });
 
   it('interrupts a running cell, and restarts the builtin kernel', async () => {

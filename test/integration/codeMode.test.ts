@@ -46,7 +46,12 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.deepEqual(texts(doc), ['a = 20', "b = a + 22\nprint('b is', b)"]);
     const ids = (await bridge.client.get(`/notebooks/cells?notebook=${session}`)).json().cells.map((c: { id: string }) => c.id);
     assert.equal(r.stdout, `b is 42\ncreated cell '${ids[1]}' and ran\nran cell '${ids[0]}'\n`);
-    assert.equal(stdoutOf(doc.cellAt(1)), 'b is 42\n', 'the cell shows its own output');
+    // The answer comes when the kernel is done; the editor shows the runs a moment later.
+    await poll(
+      'the editor to show the new cell its own output',
+      10_000,
+      () => stdoutOf(doc.cellAt(1)) === 'b is 42\n' || undefined,
+    );
     assert.equal(doc.cellAt(1).executionSummary?.success, true);
 
     const later = await execute(session, 'b * 2');
@@ -147,7 +152,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.equal(done(r).success, false);
     assert.match(r.stderr, /ValueError: nope/);
     assert.match(r.stdout, /^start\ncreated cell '[\w-]+' and ran: failed with ValueError: nope\n$/);
-    assert.equal(doc.cellAt(1).executionSummary?.success, false);
+    await poll('the editor to show the failed run', 10_000, () => doc.cellAt(1).executionSummary?.success === false || undefined);
     assert.equal(done(await execute(session, '6 * 7')).output.data, '42', 'the kernel goes on');
   });
 
@@ -206,8 +211,14 @@ describe('code mode (agent_bridge) in VS Code', function () {
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json().success, true, res.text);
       assert.deepEqual(texts(doc).slice(1), ['made_by_cell = 7']);
-      assert.equal(doc.cellAt(1).executionSummary?.success, true, 'the new cell ran (nested in the first)');
-      assert.match(stdoutOf(doc.cellAt(0)), /created cell '[\w-]+' and ran\nsees 7\n$/);
+      assert.match(
+        res.json().cell.outputs[0].items[0].text,
+        /created cell '[\w-]+' and ran\nsees 7\n$/,
+        'the answer shows what the cell printed',
+      );
+      await poll('the editor to show both runs', 10_000, () =>
+        doc.cellAt(1).executionSummary?.success === true && /sees 7\n$/.test(stdoutOf(doc.cellAt(0))) ? true : undefined,
+      );
     } finally {
       await config().update('codeMode.inCells', undefined, vscode.ConfigurationTarget.Global);
     }
@@ -223,11 +234,12 @@ describe('code mode (agent_bridge) in VS Code', function () {
     });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json().success, false);
-    const error = doc
-      .cellAt(0)
-      .outputs.flatMap((o) => o.items)
-      .find((i) => i.mime === 'application/vnd.code.notebook.error');
-    assert.ok(error);
+    const error = await poll('the editor to show the error', 10_000, () =>
+      doc
+        .cellAt(0)
+        .outputs.flatMap((o) => o.items)
+        .find((i) => i.mime === 'application/vnd.code.notebook.error'),
+    );
     assert.match(Buffer.from(error.data).toString('utf8'), /scratchpad runs/);
   });
 });

@@ -2,15 +2,18 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
-import type { KernelProvider } from '../kernel';
+import type { CellRunReport, KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
+import { RunOutputs } from './runOutputs';
 import { savedCountCleared } from './savedCounts';
 import { BuiltinScratchpad } from './scratchpad';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
 const NOTEBOOK_TYPE = 'jupyter-notebook';
+/** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
+const OUTPUT_REPORT_MS = 10;
 
 interface NotebookKernel {
   process: KernelProcess;
@@ -44,6 +47,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly kernels = new Map<vscode.NotebookDocument, NotebookKernel>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
+  private readonly reports = new vscode.EventEmitter<CellRunReport>();
+  readonly onDidReportRun = this.reports.event;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly options: BuiltinOptions) {
@@ -57,6 +62,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     this.disposables.push(
       controller,
       this.changed,
+      this.reports,
       controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
         if (selected) this.selected.add(notebook);
         else this.selected.delete(notebook);
@@ -178,6 +184,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       const execution = this.execution(cell);
       return execution ? [{ cell, execution, abort: new AbortController() }] : [];
     });
+    for (const { cell } of runs) this.reports.fire({ cell, phase: 'queued' });
     await Promise.all(
       runs.map((run) => {
         kernel.pending.add(run.abort);
@@ -214,30 +221,47 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
       );
     let appends: Thenable<unknown> = Promise.resolve();
-    let started = false;
+    const cell = execution.cell;
+    // What the cell shows, told to the editor layer as it changes (see KernelProvider.onDidReportRun).
+    const shown = new RunOutputs();
+    let outputReport: NodeJS.Timeout | undefined;
+    const reportOutputs = (phase: 'running' | 'output') => {
+      clearTimeout(outputReport);
+      outputReport = undefined;
+      this.reports.fire({ cell, phase, executionOrder: execution.executionOrder ?? 0, outputs: shown.current });
+    };
+    let startTime: number | undefined;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
-      if (started) return;
-      started = true;
-      execution.start(Date.now());
+      if (startTime !== undefined) return;
+      startTime = Date.now();
+      execution.start(startTime);
       execution.executionOrder = ++kernel.executionOrder;
       emit(() => execution.clearOutput());
+      shown.cleared();
+      reportOutputs('running');
     };
     let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
     const budget = new OutputBudget();
     const appendStream = (name: StreamName, text: string) => {
       const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
       if (stream && stream.name === name) {
-        const { output, shown } = stream;
-        appends = Promise.all([appends, shown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
+        const { output, shown: streamShown } = stream;
+        appends = Promise.all([appends, streamShown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
+        shown.itemAppended(item, output);
       } else {
         const output = new vscode.NotebookCellOutput([item]);
         stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
+        shown.appended([output]);
       }
+      outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS);
     };
     const append = (outputs: vscode.NotebookCellOutput[]) => {
       stream = undefined;
-      if (outputs.length) emit(() => execution.appendOutput(outputs));
+      if (!outputs.length) return;
+      emit(() => execution.appendOutput(outputs));
+      shown.appended(outputs);
+      outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS);
     };
     const onOutput = (o: KernelOutput) => {
       start();
@@ -254,10 +278,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     let success: boolean | undefined;
     // The execution ends on every path: a cell left running blocks its notebook for good.
     try {
-      const cell = execution.cell;
       const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
       const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name);
-      if (!started) return; // dropped before its turn (interrupted while queued): it never ran
+      if (startTime === undefined) return; // dropped before its turn (interrupted while queued): it never ran
       if (result.executionCount !== undefined) {
         // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
         execution.executionOrder = kernel.executionOrder = result.executionCount;
@@ -272,12 +295,23 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     } catch (err) {
       this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
+      clearTimeout(outputReport);
       await appends;
-      if (!started) execution.start(Date.now());
+      const started = startTime !== undefined;
+      startTime ??= Date.now();
+      if (!started) execution.start(startTime);
       // A run dropped before its turn has no count (the execution still holds the cell's last one).
       const order = started ? execution.executionOrder : undefined;
-      await savedCountCleared(execution.cell, order, this.options.log);
-      execution.end(success, Date.now());
+      await savedCountCleared(cell, order, this.options.log);
+      // After its start, so a cell's end times only grow: the editor layer tells its ends apart by them.
+      const endTime = Math.max(Date.now(), startTime + 1);
+      execution.end(success, endTime);
+      this.reports.fire({
+        cell,
+        phase: 'ended',
+        summary: { executionOrder: order, success, timing: { startTime, endTime } },
+        outputs: started ? shown.current : undefined,
+      });
     }
   }
 
