@@ -123,8 +123,8 @@ export class CellIds implements vscode.Disposable {
   }
 
   /** See ReportedRuns.caughtUp. */
-  caughtUp(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
-    return this.reported.caughtUp(notebook, timeoutMs);
+  caughtUp(notebook: vscode.NotebookDocument, unshown: number, timeoutMs: number): Promise<boolean> {
+    return this.reported.caughtUp(notebook, unshown, timeoutMs);
   }
 
   execution(cell: vscode.NotebookCell): ExecutionState {

@@ -21,6 +21,12 @@ import type { Sessions } from './sessions';
 
 /** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
 const CATCH_UP_MS = 10_000;
+/**
+ * How far the editor may fall behind the runs agents were answered about: a new run waits while
+ * more ended runs than this are yet to show in it. It needs ~0.1 s of renderer time per cell run
+ * on a 2-core VM, so a tight loop of runs would otherwise leave it many seconds behind.
+ */
+const MAX_UNSHOWN_RUNS = 30;
 
 const CHANGED_MEANWHILE =
   'The notebook changed while the edit was being applied (someone is typing in it?); nothing was changed. Read the cells again and retry.';
@@ -151,6 +157,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async execute(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
+    await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
@@ -255,8 +262,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
-  private async caughtUp(notebook: vscode.NotebookDocument): Promise<void> {
-    if (!(await this.ids.caughtUp(notebook, CATCH_UP_MS)))
+  private async caughtUp(notebook: vscode.NotebookDocument, unshown = 0): Promise<void> {
+    if (!(await this.ids.caughtUp(notebook, unshown, CATCH_UP_MS)))
       this.log.warn(`${labelOf(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`);
   }
 

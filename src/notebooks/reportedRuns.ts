@@ -8,9 +8,9 @@ interface Reported {
   summary: vscode.NotebookCellExecutionSummary;
   /** Undefined: as the document has them. */
   outputs: readonly vscode.NotebookCellOutput[] | undefined;
-  /** End time of the last reported end, until the document shows it. */
-  awaiting: number | undefined;
-  /** Set while the document shows that end but not yet the count the .ipynb support writes for it. */
+  /** End times of the reported ends the document does not show yet, oldest first (they only grow). */
+  unshown: number[];
+  /** Set while the document shows the last end but not yet the count the .ipynb support writes for it. */
   countWait?: NodeJS.Timeout;
 }
 
@@ -27,36 +27,39 @@ const COUNT_WAIT_MS = 2_000;
  */
 export class ReportedRuns implements vscode.Disposable {
   private readonly cells = new WeakMap<vscode.NotebookCell, Reported>();
-  /** Per notebook, its cells with a reported end the document does not show yet. */
+  /** Per notebook, its cells with reported ends the document does not show yet. */
   private readonly behind = new WeakMap<vscode.NotebookDocument, Set<vscode.NotebookCell>>();
-  private readonly settled = new vscode.EventEmitter<vscode.NotebookDocument>();
+  /** Fires when a notebook's document showed more of the reported ends. */
+  private readonly shown = new vscode.EventEmitter<vscode.NotebookDocument>();
   private readonly subscriptions = [
-    this.settled,
+    this.shown,
     vscode.workspace.onDidCloseNotebookDocument((notebook) => {
       this.behind.delete(notebook);
-      this.settled.fire(notebook);
+      this.shown.fire(notebook);
     }),
-    // A cell removed before the workbench applied its end never shows it.
+    // A cell removed before the workbench applied its ends never shows them.
     vscode.workspace.onDidChangeNotebookDocument((e) => {
-      for (const change of e.contentChanges) for (const cell of change.removedCells) this.settle(cell);
+      for (const change of e.contentChanges) for (const cell of change.removedCells) this.caughtUpWith(cell);
     }),
   ];
 
   take(report: CellRunReport): void {
     const { cell } = report;
     const now = this.cells.get(cell);
+    const unshown = now?.unshown ?? [];
     const outputs = 'outputs' in report ? report.outputs : now?.outputs;
     if (report.phase === 'ended') {
       clearTimeout(now?.countWait);
-      const awaiting = report.summary.timing?.endTime;
-      this.cells.set(cell, { live: undefined, summary: report.summary, outputs: outputs ?? now?.outputs, awaiting });
+      const end = report.summary.timing?.endTime;
+      if (end !== undefined) unshown.push(end);
+      this.cells.set(cell, { live: undefined, summary: report.summary, outputs: outputs ?? now?.outputs, unshown });
       this.behindOf(cell.notebook).add(cell);
       return;
     }
     // VS Code empties a cell's summary when it queues it, and the order comes with the start.
     const summary = report.phase === 'queued' ? {} : { executionOrder: report.executionOrder };
     const live = report.phase === 'output' ? 'running' : report.phase;
-    this.cells.set(cell, { live, summary, outputs, awaiting: now?.awaiting, countWait: now?.countWait });
+    this.cells.set(cell, { live, summary, outputs, unshown, countWait: now?.countWait });
   }
 
   /**
@@ -67,28 +70,19 @@ export class ReportedRuns implements vscode.Disposable {
   echoed(cell: vscode.NotebookCell): boolean {
     const reported = this.cells.get(cell);
     if (!reported) return false;
-    const awaiting = reported.awaiting;
-    if (awaiting !== undefined && cell.executionSummary?.timing?.endTime === awaiting) {
-      if (countShown(cell)) this.release(cell, awaiting);
+    const shown = cell.executionSummary?.timing?.endTime;
+    const last = reported.unshown.at(-1);
+    if (shown === undefined || last === undefined) return true;
+    const before = reported.unshown.length;
+    // Changes can arrive merged: an end shown also shows the ones before it.
+    reported.unshown = reported.unshown.filter((end) => end > shown || end === last);
+    if (reported.unshown.length < before) this.shown.fire(cell.notebook);
+    if (last <= shown) {
+      if (countShown(cell)) this.release(cell, last);
       // Should the .ipynb support not write the count, the end is enough after a while.
-      else reported.countWait ??= setTimeout(() => this.release(cell, awaiting), COUNT_WAIT_MS);
+      else reported.countWait ??= setTimeout(() => this.release(cell, last), COUNT_WAIT_MS);
     }
     return true;
-  }
-
-  /** The document shows the end at `endTime`: the cell is caught up with it. */
-  private release(cell: vscode.NotebookCell, endTime: number): void {
-    const reported = this.cells.get(cell);
-    if (reported?.awaiting !== endTime) return;
-    clearTimeout(reported.countWait);
-    reported.awaiting = reported.countWait = undefined;
-    if (reported.live === undefined) this.cells.delete(cell);
-    this.settle(cell);
-  }
-
-  private settle(cell: vscode.NotebookCell): void {
-    const behind = this.behind.get(cell.notebook);
-    if (behind?.delete(cell) && !behind.size) this.settled.fire(cell.notebook);
   }
 
   summary(cell: vscode.NotebookCell): vscode.NotebookCellExecutionSummary | undefined {
@@ -100,12 +94,17 @@ export class ReportedRuns implements vscode.Disposable {
   }
 
   /**
-   * Resolves once the notebook's document shows every run end reported so far (or after
-   * `timeoutMs`): what is written from the document's cells (a save, a copy of a cell, its
-   * metadata) then carries those runs.
+   * Resolves once the notebook's document shows all but at most `unshown` of the run ends
+   * reported (0: all of them, so what is then written from the document's cells, a save, a
+   * copy of a cell or its metadata, carries those runs); false after `timeoutMs`.
    */
-  async caughtUp(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
-    if (!this.behind.get(notebook)?.size) return true;
+  async caughtUp(notebook: vscode.NotebookDocument, unshown: number, timeoutMs: number): Promise<boolean> {
+    const within = () => {
+      let n = 0;
+      for (const cell of this.behind.get(notebook) ?? []) n += this.cells.get(cell)?.unshown.length ?? 0;
+      return n <= unshown;
+    };
+    if (within()) return true;
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean) => {
         clearTimeout(timer);
@@ -113,8 +112,26 @@ export class ReportedRuns implements vscode.Disposable {
         resolve(ok);
       };
       const timer = setTimeout(() => done(false), timeoutMs);
-      const sub = this.settled.event((n) => n === notebook && !this.behind.get(notebook)?.size && done(true));
+      const sub = this.shown.event((n) => n === notebook && within() && done(true));
     });
+  }
+
+  /** The document shows the end at `endTime`, the cell's last reported one. */
+  private release(cell: vscode.NotebookCell, endTime: number): void {
+    const reported = this.cells.get(cell);
+    if (reported?.unshown.at(-1) !== endTime) return;
+    this.caughtUpWith(cell);
+    if (reported.live === undefined) this.cells.delete(cell);
+  }
+
+  private caughtUpWith(cell: vscode.NotebookCell): void {
+    const reported = this.cells.get(cell);
+    if (reported) {
+      clearTimeout(reported.countWait);
+      reported.countWait = undefined;
+      reported.unshown = [];
+    }
+    if (this.behind.get(cell.notebook)?.delete(cell)) this.shown.fire(cell.notebook);
   }
 
   private behindOf(notebook: vscode.NotebookDocument): Set<vscode.NotebookCell> {
