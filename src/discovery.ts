@@ -89,6 +89,15 @@ export function removeStaleEntries(advertDir: string, registryDir: string, alive
   return removed;
 }
 
+/**
+ * Removes a file this process wrote, unless another has written it since: a window reloaded with
+ * the same AGENT_BRIDGE_DISCOVERY_FILE, or a bridge now on our old port, must keep its advert
+ * when this one goes (the old window's extension host can exit after the new one published).
+ */
+function removeIfOurs(file: string): void {
+  if ((readJson(file) as { pid?: unknown } | undefined)?.pid === process.pid) rmSync(file, { force: true });
+}
+
 function readJson(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
@@ -114,8 +123,7 @@ export class Discovery {
 
   publish(advert: BridgeAdvert): void {
     const registryFile = join(this.registryDir, marimoRegistryFileName(advert.host, advert.port));
-    for (const stale of this.written)
-      if (stale !== registryFile && !this.ownFiles.includes(stale)) rmSync(stale, { force: true });
+    for (const stale of this.written) if (stale !== registryFile && !this.ownFiles.includes(stale)) removeIfOurs(stale);
     this.written = new Set();
     mkdirSync(this.registryDir, { recursive: true, mode: 0o700 });
     writeFileAtomic(registryFile, JSON.stringify(marimoRegistryEntry(advert)) + '\n');
@@ -128,7 +136,7 @@ export class Discovery {
   }
 
   withdraw(): void {
-    for (const file of this.written) rmSync(file, { force: true });
+    for (const file of this.written) removeIfOurs(file);
     this.written.clear();
   }
 

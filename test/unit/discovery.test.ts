@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -72,6 +72,16 @@ describe('discovery files', () => {
     discovery.withdraw();
     assert.deepEqual(readdirSync(dir), []);
     assert.equal(existsSync(join(root, 'own', 'bridge.json')), false);
+  });
+
+  it("leaves on withdraw the files another bridge has written since (a reloaded window's)", () => {
+    discovery.publish(advert(41234));
+    const own = join(root, 'own', 'bridge.json');
+    const entry = join(root, 'state', 'marimo', 'servers', '127.0.0.1_41234.json');
+    for (const file of [own, entry]) writeFileSync(file, JSON.stringify({ ...advert(41234), pid: 999_002 }));
+    discovery.withdraw();
+    assert.equal(existsSync(own), true);
+    assert.equal(existsSync(entry), true);
   });
 
   it('removes at start what a dead bridge left (its file and its registry entry), nothing else', () => {
