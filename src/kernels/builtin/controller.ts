@@ -230,6 +230,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       outputReport = undefined;
       this.reports.fire({ cell, phase, executionOrder: execution.executionOrder ?? 0, outputs: shown.current });
     };
+    const outputsChanged = () => (outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS));
     let startTime: number | undefined;
     /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
     const start = () => {
@@ -254,14 +255,14 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
         shown.appended([output]);
       }
-      outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS);
+      outputsChanged();
     };
     const append = (outputs: vscode.NotebookCellOutput[]) => {
       stream = undefined;
       if (!outputs.length) return;
       emit(() => execution.appendOutput(outputs));
       shown.appended(outputs);
-      outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS);
+      outputsChanged();
     };
     const onOutput = (o: KernelOutput) => {
       start();
