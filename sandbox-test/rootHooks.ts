@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox, SandboxError } from './vscode';
 import { beginCheck, endCheck, findBridge, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
-import { findJupyterExtension } from './checks/jupyter';
+import { findExtension, type GivenExtension, JUPYTER_ID } from './extensions';
 
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
 /** Launching, installing two extensions, finding the bridge and opening two notebooks, on a slow shared machine. */
@@ -46,7 +46,7 @@ function printNotes(notes: string[]): void {
 }
 
 /** Declares the root hooks; call at the root of the suite tree (see run.ts). */
-export function rootHooks(opts: { vsix: string }): void {
+export function rootHooks(opts: { vsix: string; extensions: readonly GivenExtension[] }): void {
   const verbose = process.env['VERBOSE'] === '1';
   let workspace: string | undefined;
   let sandbox: Sandbox | undefined;
@@ -54,7 +54,6 @@ export function rootHooks(opts: { vsix: string }): void {
   let checksStart = 0;
 
   const launch = async () => {
-    const jupyter = findJupyterExtension();
     const ws = (workspace = makeWorkspace());
     process.on('exit', () => fs.rmSync(ws, { recursive: true, force: true })); // also on Ctrl+C
     say(`launching VS Code (workspace ${ws})`);
@@ -62,7 +61,8 @@ export function rootHooks(opts: { vsix: string }): void {
       workspace: ws,
       vsix: opts.vsix,
       kind: 'harness',
-      otherVsix: 'vsix' in jupyter ? [jupyter.vsix] : [],
+      otherVsix: opts.extensions.map((e) => e.vsix),
+      venvKernelspec: 'extension' in findExtension(opts.extensions, JUPYTER_ID),
       env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
     });
     const discoveryFile = path.join(sandbox.root, 'bridge.json');

@@ -1,5 +1,5 @@
 /**
- * The sandbox harness: `tsx sandbox-test/run.ts [--no-build] [--only TEXT] [--vsix FILE]`.
+ * The sandbox harness: `tsx sandbox-test/run.ts [--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]...`.
  *
  * Builds and packages the extension (unless --no-build), then runs the checks as mocha suites
  * (spec reporter): the root hooks (rootHooks.ts) launch an isolated VS Code with the .vsix
@@ -8,9 +8,11 @@
  * after-hook removes its files. `--only TEXT` runs the checks whose title (suite title included)
  * contains TEXT. Exit code 1 on any failure, a failed hook included.
  *
- * Environment: MARIMO_PAIR_SCRIPTS=<folder with marimo-pair's scripts> enables the script checks;
- * VSCODE_JUPYTER_SOURCE=<vscode-jupyter checkout> (built by `npm run setup`) the Jupyter checks;
- * without them those checks are pending, by name, under a suite title that says why.
+ * Other extensions come in by path: SANDBOX_EXTENSIONS=/a.vsix:/b.vsix (and `--extension FILE`,
+ * repeatable) are installed into the isolated VS Code beside ours; the checks that need one (the
+ * real Jupyter extension, ms-toolsai.jupyter) run when it is among them.
+ * Environment: MARIMO_PAIR_SCRIPTS=<folder with marimo-pair's scripts> enables the script checks.
+ * Without them those checks are pending, by name, under a suite title that says why.
  * KEEP_LOGS=<dir> keeps the sandbox's logs; VERBOSE=1 prints check notes of passing checks too.
  */
 import { spawnSync } from 'node:child_process';
@@ -18,6 +20,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import Mocha from 'mocha';
+import { describeExtensions, type GivenExtension, givenExtensions } from './extensions';
 import { rootHooks, say } from './rootHooks';
 import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
@@ -33,12 +36,22 @@ import { securityChecks } from './checks/security';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
-/** `[--no-build] [--only TEXT] [--vsix FILE]`; a given .vsix is used as it is, not built. */
-function options(): { build: boolean; only: string | undefined; vsix: string } {
+/** `[--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]...`; a given .vsix is used as it is, not built. */
+function options(): { build: boolean; only: string | undefined; vsix: string; extensions: GivenExtension[] } {
   const { values } = parseArgs({
-    options: { 'no-build': { type: 'boolean', default: false }, only: { type: 'string' }, vsix: { type: 'string' } },
+    options: {
+      'no-build': { type: 'boolean', default: false },
+      only: { type: 'string' },
+      vsix: { type: 'string' },
+      extension: { type: 'string', multiple: true },
+    },
   });
-  return { build: !values['no-build'] && !values.vsix, only: values.only, vsix: path.resolve(values.vsix ?? DEFAULT_VSIX) };
+  return {
+    build: !values['no-build'] && !values.vsix,
+    only: values.only,
+    vsix: path.resolve(values.vsix ?? DEFAULT_VSIX),
+    extensions: givenExtensions(values.extension),
+  };
 }
 
 function build(): void {
@@ -48,7 +61,7 @@ function build(): void {
 }
 
 /** The suites, in the order they run. */
-function suites(): void {
+function suites(extensions: readonly GivenExtension[]): void {
   describe('discovery', discoveryChecks);
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
@@ -56,9 +69,9 @@ function suites(): void {
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
-  describe('jupyter', jupyterChecks);
+  describe('jupyter', () => jupyterChecks(extensions));
   describe('ipython', ipythonChecks); // it switches the kernel's Python
-  describe('reload', reloadChecks); // last with VS Code up: it restarts the window
+  describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
 }
 
@@ -76,8 +89,9 @@ async function main(): Promise<number> {
   });
   // Declare the suites as mocha does for a spec file: its `describe`, `it`, ... are set up by this event.
   mocha.suite.emit(Mocha.Suite.constants.EVENT_FILE_PRE_REQUIRE, globalThis, __filename, mocha);
-  rootHooks({ vsix: args.vsix });
-  suites();
+  say(`other extensions: ${describeExtensions(args.extensions)}`);
+  rootHooks({ vsix: args.vsix, extensions: args.extensions });
+  suites(args.extensions);
 
   const t0 = Date.now();
   // A stray async error (a socket emitting 'error' after its check ended, say) fails the runnable

@@ -11,6 +11,9 @@ export const STACK = {
   /** Workspace copies made by sandbox-up (removed with their sandbox). */
   workspacesDir: path.join(STACK_ROOT, 'workspaces'),
   recordsDir: path.join(STACK_ROOT, 'sandboxes'),
+  /** The venv of pinned PyPI packages setup makes (marimo, ipykernel, Jupyter Server, peers). */
+  venvPython: path.join(STACK_ROOT, 'venv', 'bin', 'python'),
+  venvBin: path.join(STACK_ROOT, 'venv', 'bin'),
 };
 /** Environment variable every sandbox process carries; its value is the sandbox id. */
 export const MARKER_VAR = 'AGENT_BRIDGE_SANDBOX';

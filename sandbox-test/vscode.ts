@@ -36,6 +36,7 @@ import {
   writeRecord,
   type SandboxRecord,
 } from './records';
+import { describeExtensions, findExtension, givenExtensions, JUPYTER_ID } from './extensions';
 import { MARKER_VAR, STACK } from './stack';
 
 export * from './stack';
@@ -62,8 +63,13 @@ export interface SandboxOptions {
   workspace: string;
   /** Install this .vsix before starting. */
   vsix?: string;
-  /** Other extensions' .vsix files installed beside it (the Jupyter extension). */
+  /** Other extensions' .vsix files installed beside it (given by path: ./extensions.ts). */
   otherVsix?: readonly string[];
+  /**
+   * Offer the setup venv's ipykernel to the Jupyter extension as the `python3` kernelspec
+   * ("Python 3 (ipykernel)") in the sandbox's own Jupyter data folder, where it looks first.
+   */
+  venvKernelspec?: boolean;
   /** Load this folder as the extension under development (smoke-test-driver payload). */
   extensionDevelopmentPath?: string;
   /** Run this file's `run()` inside the extension host; see `Sandbox.testsExitCode`. */
@@ -257,6 +263,20 @@ function makeDirs(root: string): SandboxDirs {
   return dirs;
 }
 
+function writeVenvKernelspec(dirs: SandboxDirs): void {
+  if (!fs.existsSync(STACK.venvPython))
+    throw new SandboxError(`no venv at ${path.dirname(STACK.venvBin)}; run \`npm run setup\` first`);
+  const dir = path.join(dirs.dataHome, 'jupyter', 'kernels', 'python3');
+  fs.mkdirSync(dir, { recursive: true });
+  const spec = {
+    argv: [STACK.venvPython, '-m', 'ipykernel_launcher', '-f', '{connection_file}'],
+    display_name: 'Python 3 (ipykernel)',
+    language: 'python',
+    metadata: { debugger: true },
+  };
+  fs.writeFileSync(path.join(dir, 'kernel.json'), JSON.stringify(spec, null, 1));
+}
+
 const liveSandboxes = new Set<{ stop: () => Promise<void>; killNow: () => void }>();
 let signalsInstalled = false;
 function installSignalHandlers(): void {
@@ -305,6 +325,7 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const root = path.join(STACK.runsDir, id);
   if (fs.existsSync(root)) throw new SandboxError(`sandbox root already exists: ${root}`);
   const dirs = makeDirs(root);
+  if (opts.venvKernelspec) writeVenvKernelspec(dirs);
   const serverLog = path.join(dirs.logs, 'code-server.log');
   const logTail = (lines = 40) => tailOfFile(serverLog, lines);
 
@@ -610,7 +631,8 @@ export function publishInfo(id: string, info: Record<string, unknown>): void {
 // --------------------------------------------------------------------------------------- CLI
 
 const USAGE = `usage: tsx sandbox-test/vscode.ts --workspace DIR (--vsix FILE | --dev DIR [--tests FILE])
-         [--id ID] [--kind KIND] [--env K=V]... [--timeout SECONDS]
+         [--extension FILE]... [--id ID] [--kind KIND] [--env K=V]... [--timeout SECONDS]
+  Other extensions: --extension FILE and SANDBOX_EXTENSIONS=/a.vsix:/b.vsix (installed first).
   With --tests: runs the tests in the extension host, stops, exits with their exit code.
   Otherwise: keeps the sandbox running until SIGTERM/SIGINT (sandbox-up runs it detached).
   AGENT_BRIDGE_DISCOVERY_FILE defaults to <sandbox root>/bridge.json.`;
@@ -627,6 +649,7 @@ function cliOptions(argv: string[]) {
       options: {
         workspace: { type: 'string' },
         vsix: { type: 'string' },
+        extension: { type: 'string', multiple: true, default: [] },
         dev: { type: 'string' },
         tests: { type: 'string' },
         id: { type: 'string' },
@@ -661,9 +684,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const { workspace, tests, timeoutMs } = values;
   if (!workspace) throw new Error(`--workspace is required\n${USAGE}`);
+  const extensions = givenExtensions(values.extension);
+  console.log(`other extensions: ${describeExtensions(extensions)}`);
   const sandbox = await launchSandbox({
     workspace,
     vsix: values.vsix,
+    otherVsix: extensions.map((e) => e.vsix),
+    venvKernelspec: 'extension' in findExtension(extensions, JUPYTER_ID),
     extensionDevelopmentPath: values.dev,
     extensionTestsPath: tests,
     id: values.id,

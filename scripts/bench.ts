@@ -1,12 +1,13 @@
 /**
- * `npm run bench [-- --no-build] [--vsix FILE] [--only SECTIONS] [--jupyter-vsix FILE]`
+ * `npm run bench [-- --no-build] [--vsix FILE] [--only SECTIONS] [--extension FILE]...`
  *
  * What the bridge costs, each figure beside a baseline measured in the same run: packages the
  * extension (unless --no-build), starts the harness's isolated VS Code (sandbox-test/vscode.ts)
  * with it, opens generated notebooks through the bridge, waits for the machine to go quiet, and
  * runs the sections (scripts/bench/sections.ts): scratchpad and framework cost, kernel modes,
  * cell runs, stalled reader, agents, listing; then the Jupyter row, activation and sizes. Prints
- * a table and writes bench-results/<time>.json. Targets print as met/MISSED and fail nothing:
+ * a table and writes bench-results/<time>.json. The Jupyter row runs when the Jupyter extension is
+ * given by path (SANDBOX_EXTENSIONS or --extension, as for the harness: sandbox-test/extensions.ts). Targets print as met/MISSED and fail nothing:
  * the exit code is 1 only when the run broke.
  *
  * The kernels run on Debian's /usr/bin/python3 for the notebook in ipython/ (IPython importable)
@@ -21,7 +22,8 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KernelProcess } from '../src/kernels/builtin/kernelProcess';
 import { type BridgeAdvert as Advert, findBridge } from '../sandbox-test/checks/context';
-import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox, STACK_ROOT } from '../sandbox-test/vscode';
+import { launchSandbox, listRecords, ownerRunning, REPO_ROOT, type Sandbox } from '../sandbox-test/vscode';
+import { findExtension, givenExtensions, JUPYTER_ID } from '../sandbox-test/extensions';
 import { BenchClient } from './bench/client';
 import { startFloor } from './bench/floor';
 import { waitForQuiet } from './bench/machine';
@@ -30,7 +32,7 @@ import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import * as sections from './bench/sections';
 
 const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'listing', 'jupyter', 'activation'] as const;
-const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--jupyter-vsix FILE]`;
+const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]...`;
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
 const t0 = Date.now();
@@ -42,7 +44,7 @@ function options() {
       'no-build': { type: 'boolean', default: false },
       vsix: { type: 'string' },
       only: { type: 'string' },
-      'jupyter-vsix': { type: 'string' },
+      extension: { type: 'string', multiple: true },
     },
   });
   const only = values.only?.split(',') ?? [...SECTIONS];
@@ -52,7 +54,7 @@ function options() {
     build: !values['no-build'] && !values.vsix,
     vsix: path.resolve(values.vsix ?? path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix')),
     wants: (s: (typeof SECTIONS)[number]) => only.includes(s),
-    jupyter: findJupyterVsix(values['jupyter-vsix']),
+    extensions: givenExtensions(values.extension),
   };
 }
 
@@ -76,19 +78,6 @@ function makeWorkspace(): { dir: string; python: string; plainPython: string } {
   writeNotebook(path.join(dir, 'list-1000.ipynb'), 1000);
   writeNotebook(path.join(dir, 'jupyter.ipynb'), 3);
   return { dir, python, plainPython: path.join(venv, 'bin', 'python') };
-}
-
-/** The Jupyter extension's .vsix: as given, or the newest `npm run setup` built (issue 17), or why there is none. */
-function findJupyterVsix(given: string | undefined): { vsix: string } | { missing: string } {
-  const dir = path.join(STACK_ROOT, 'jupyter');
-  const built = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /^ms-toolsai\.jupyter-.*\.vsix$/.test(f)) : [];
-  const vsix = given ?? built.map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-  if (vsix && fs.existsSync(vsix)) return { vsix: path.resolve(vsix) };
-  return {
-    missing: given
-      ? `${given} not found`
-      : `no Jupyter .vsix in ${dir} (npm run setup builds one when VSCODE_JUPYTER_SOURCE names a vscode-jupyter checkout; or give --jupyter-vsix FILE)`,
-  };
 }
 
 /** The first log line matching `pattern` in any .log under `dir`, and its match. */
@@ -140,7 +129,7 @@ function activationRows(sandbox: Sandbox, advert: Advert, installed: string, vsi
 async function main(): Promise<number> {
   const opts = options();
   // The Jupyter extension shares the extension host with us for the whole run, only when its row is wanted.
-  const jupyter = opts.wants('jupyter') ? opts.jupyter : undefined;
+  const jupyter = opts.wants('jupyter') ? findExtension(opts.extensions, JUPYTER_ID) : undefined;
   const startedAt = new Date().toISOString();
   const others = listRecords()
     .filter(ownerRunning)
@@ -166,7 +155,8 @@ async function main(): Promise<number> {
       vsix: opts.vsix,
       kind: 'bench',
       settings: { 'agentBridge.pythonPath': ws.python },
-      otherVsix: jupyter && 'vsix' in jupyter ? [jupyter.vsix] : [],
+      otherVsix: jupyter && 'extension' in jupyter ? opts.extensions.map((e) => e.vsix) : [],
+      venvKernelspec: Boolean(jupyter && 'extension' in jupyter),
       env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
       onProgress: say,
     });
@@ -215,7 +205,7 @@ async function main(): Promise<number> {
       open: (file) => open(file),
       listFile: path.join(ws.dir, 'list-1000.ipynb'),
       jupyter:
-        jupyter && 'vsix' in jupyter
+        jupyter && 'extension' in jupyter
           ? {
               file: path.join(ws.dir, 'jupyter.ipynb'),
               // As the person would: pick the notebook's kernelspec in the list Jupyter shows when the
@@ -231,7 +221,7 @@ async function main(): Promise<number> {
                   .first()
                   .click({ timeout: 90_000 }),
             }
-          : { missing: jupyter?.missing ?? '' },
+          : { missing: jupyter?.skip ?? '' },
       rows,
       problems,
       say,

@@ -1,6 +1,8 @@
 /**
- * `npm run sandbox-up [-- WORKSPACE] [--build|--no-build]`: starts an isolated VS Code with the
- * packaged extension and leaves it running, for poking at the bridge by hand or with an agent.
+ * `npm run sandbox-up [-- WORKSPACE] [--build|--no-build] [--extension FILE]...`: starts an isolated
+ * VS Code with the packaged extension and leaves it running, for poking at the bridge by hand or
+ * with an agent. Other extensions come in by path: `--extension FILE` and
+ * SANDBOX_EXTENSIONS=/a.vsix:/b.vsix are installed beside ours (sandbox-test/extensions.ts).
  *
  * Packages the extension when dist/agent-bridge.vsix is missing or older than the sources, copies
  * the fixtures into a workspace (or uses WORKSPACE), starts a detached launcher process
@@ -25,6 +27,7 @@ import {
   sleep,
   stopRecorded,
 } from '../sandbox-test/vscode';
+import { describeExtensions, givenExtensions } from '../sandbox-test/extensions';
 import { runMain } from './runMain';
 
 const VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
@@ -95,10 +98,17 @@ function tail(file: string, lines = 30): string {
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
-    options: { build: { type: 'boolean', default: false }, 'no-build': { type: 'boolean', default: false } },
+    options: {
+      build: { type: 'boolean', default: false },
+      'no-build': { type: 'boolean', default: false },
+      extension: { type: 'string', multiple: true, default: [] },
+    },
     allowPositionals: true,
   });
-  if (positionals.length > 1) throw new Error('usage: npm run sandbox-up -- [WORKSPACE] [--build|--no-build]');
+  if (positionals.length > 1)
+    throw new Error('usage: npm run sandbox-up -- [WORKSPACE] [--build|--no-build] [--extension FILE]...');
+  const extensions = givenExtensions(values.extension); // read now: a bad path fails before anything starts
+  say(`other extensions: ${describeExtensions(extensions)}`);
   const buildMode = values['no-build'] ? 'never' : values.build ? 'always' : 'auto';
   const workspaceArg = positionals[0];
   packageIfNeeded(buildMode);
@@ -133,12 +143,14 @@ async function main(): Promise<number> {
       id,
       '--kind',
       'up',
+      ...extensions.flatMap((e) => ['--extension', e.vsix]),
     ],
     {
       cwd: REPO_ROOT,
       detached: true,
       stdio: ['ignore', out, out],
-      env: { ...process.env, [MARKER_VAR]: id, AGENT_BRIDGE_SANDBOX_LOG: logFile },
+      // The flags above already name every given extension.
+      env: { ...process.env, SANDBOX_EXTENSIONS: '', [MARKER_VAR]: id, AGENT_BRIDGE_SANDBOX_LOG: logFile },
     },
   );
   fs.closeSync(out);

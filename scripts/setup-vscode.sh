@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Installs the real VS Code stack the harness and integration tests run on, into the project's
-# gitignored .vscode-test/ folder: Node 24 (npm), code-server (npm, built against Node 24's
-# headers) and Debian's Chromium. Idempotent: each step is skipped when already in place.
+# Installs what the harness, the integration tests, the conformance run and the bench run on,
+# into the project's gitignored .vscode-test/ folder (or $AGENT_BRIDGE_STACK): Node 24 (npm),
+# code-server (npm, built against Node 24's headers), Debian's Chromium, Debian's IPython, numpy,
+# pandas and matplotlib for the builtin kernel's tests (the system python3 a person's
+# `pythonPath` most often names, and no venv in between), and a venv of pinned PyPI packages for
+# marimo, Jupyter and the peers. Other extensions (Jupyter, marimo) are never built here: the
+# harness takes them as .vsix files by path (SANDBOX_EXTENSIONS). Idempotent: each step is skipped
+# when already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="${AGENT_BRIDGE_STACK:-$PWD/.vscode-test}"
@@ -10,6 +15,24 @@ mkdir -p "$ROOT"
 say() { echo "[setup] $*"; }
 # code-server writes a default config under $HOME even for --version: give it a throwaway one.
 cs_version() { mkdir -p "$ROOT/.setup-home"; HOME="$ROOT/.setup-home" XDG_CONFIG_HOME="$ROOT/.setup-home/.config" PATH="$NODE24_DIR/node_modules/.bin:$PATH" "$CS_BIN" --version 2>/dev/null | grep -E '^[0-9]+\.[0-9]+\.[0-9]+' | head -1; }
+
+# apt-get that waits (up to 10 min) while another apt or dpkg process holds the package lock,
+# instead of failing at once; says so while it waits.
+apt_get() {
+  local sudo="" out
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  for _ in $(seq 120); do
+    if out=$(DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 "$@" 2>&1); then
+      [ -z "$out" ] || echo "$out"
+      return 0
+    fi
+    if ! grep -qE 'Could not get lock|Unable to (acquire|lock)' <<<"$out"; then echo "$out" >&2; return 1; fi
+    say "apt: another apt or dpkg process holds the package lock; waiting for it (5 s)"
+    sleep 5
+  done
+  echo "$out" >&2
+  return 1
+}
 
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
@@ -21,9 +44,8 @@ for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib pytho
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt: installing ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq "${need_apt[@]}" >/dev/null
 else
   say "apt: chromium, libkrb5-dev and the Python packages already present"
 fi
@@ -54,38 +76,24 @@ else
   say "code-server $(cs_version)"
 fi
 
-# The Jupyter extension (ms-toolsai.jupyter) for the harness's Jupyter checks, built offline from a
-# local vscode-jupyter checkout or bare mirror named by VSCODE_JUPYTER_SOURCE, and cached per commit
-# (the harness finds it by the same commit). Nothing of it enters this repository.
-if [ -n "${VSCODE_JUPYTER_SOURCE:-}" ]; then
-  JUPYTER_COMMIT="$(git -C "$VSCODE_JUPYTER_SOURCE" rev-parse HEAD)"
-  JUPYTER_VSIX="$ROOT/jupyter/ms-toolsai.jupyter-$JUPYTER_COMMIT.vsix"
-  if ! dpkg -s python3-ipykernel python3-jupyter-server >/dev/null 2>&1; then
-    say "apt: installing python3-ipykernel and python3-jupyter-server (the kernel and the server the Jupyter checks run)"
-    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-ipykernel python3-jupyter-server >/dev/null
-  fi
-  if [ -f "$JUPYTER_VSIX" ]; then
-    say "Jupyter extension ${JUPYTER_COMMIT:0:12} already built"
-  else
-    say "building the Jupyter extension from $VSCODE_JUPYTER_SOURCE at ${JUPYTER_COMMIT:0:12} (~2 min)"
-    build="$ROOT/jupyter/build"
-    rm -rf "$build" && mkdir -p "$build"
-    # One object under the ipywidgets samples is missing from mirrors; the build does not need it.
-    git -C "$VSCODE_JUPYTER_SOURCE" archive "$JUPYTER_COMMIT" -- . ':(exclude)src/test/datascience/ipywidgets/samples' | tar -x -C "$build"
-    vsce="$PWD/node_modules/.bin/vsce"
-    # --ignore-scripts: a plain install downloads a browser and builds natives; postInstall.js
-    # only copies zeromq's bundled binaries.
-    (cd "$build" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
-      && node build/ci/postInstall.js >/dev/null \
-      && npx --no-install tsx build/esbuild/build.ts --production >/dev/null \
-      && "$vsce" package --no-dependencies -o "$build/jupyter.vsix" >/dev/null)
-    mv "$build/jupyter.vsix" "$JUPYTER_VSIX"
-    rm -rf "$build"
-    say "Jupyter extension built: $JUPYTER_VSIX"
-  fi
+# The Python packages the kernels and peers need (marimo, ipykernel, Jupyter Server, uv,
+# jupyter-mcp-server), pinned whole in scripts/venv-requirements.txt, from PyPI into a venv on
+# Debian's python3; reinstalled only when that file changes.
+VENV="$ROOT/venv"
+REQS="$PWD/scripts/venv-requirements.txt"
+REQS_SUM="$(sha256sum "$REQS" | cut -d' ' -f1)"
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" = "$REQS_SUM" ]; then
+  say "venv already matches scripts/venv-requirements.txt ($VENV)"
 else
-  say "VSCODE_JUPYTER_SOURCE not set: no Jupyter extension (the harness reports its Jupyter checks as skipped)"
+  say "pip: installing scripts/venv-requirements.txt into $VENV (~30 s)"
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  if ! pip_out=$("$VENV/bin/pip" install --quiet --require-virtualenv -r "$REQS" 2>&1); then
+    grep -v 'is ignored: it is neither a file nor a directory' <<<"$pip_out" >&2
+    echo "[setup] pip could not install scripts/venv-requirements.txt into $VENV" >&2
+    exit 1
+  fi
+  echo "$REQS_SUM" > "$VENV/.requirements.sha256"
+  say "venv: marimo $("$VENV/bin/marimo" --version), $("$VENV/bin/uv" --version)"
 fi
 say "stack ready in $ROOT"

@@ -4,14 +4,15 @@
  * execute-code.sh, plus the person's consent as they meet it in the workbench (Playwright clicks
  * the buttons of Jupyter's dialog).
  *
- * The extension is built by `npm run setup` from the vscode-jupyter checkout or mirror named by
- * VSCODE_JUPYTER_SOURCE and cached per commit; without it every check here is reported SKIP.
+ * The extension comes in by path (SANDBOX_EXTENSIONS, see ../extensions.ts); without it every
+ * check here is reported pending, by name. The kernel is ipykernel from the setup's venv, offered
+ * to Jupyter through a kernelspec in the sandbox's own Jupyter data folder.
  *
  * Two notebooks, because Jupyter remembers an answer: Allow for good (every kernel), Cancel per
  * kernel. `jupyter-refused.ipynb` meets Cancel first; `jupyter.ipynb` then gets Allow (after a
  * request abandoned while the dialog was up) and carries the functional checks.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import * as fs from 'node:fs';
@@ -19,23 +20,10 @@ import * as path from 'node:path';
 import { eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
 import type { Page } from 'playwright-core';
-import { MARKER_VAR, type Sandbox, STACK_ROOT } from '../vscode';
+import { MARKER_VAR, type Sandbox, STACK } from '../vscode';
+import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
 import { type CheckContext, checkRun, context, expectWellFramed, readJson, skipped } from './context';
 import { runScript, scriptsDir } from './scripts';
-
-export type JupyterExtension = { vsix: string } | { skip: string };
-
-/** The Jupyter .vsix `npm run setup` built for the checkout named by VSCODE_JUPYTER_SOURCE. */
-export function findJupyterExtension(): JupyterExtension {
-  const source = process.env['VSCODE_JUPYTER_SOURCE'];
-  if (!source)
-    return { skip: 'VSCODE_JUPYTER_SOURCE is not set (a vscode-jupyter checkout or mirror to build the extension from)' };
-  const head = spawnSync('git', ['-C', source, 'rev-parse', 'HEAD'], { encoding: 'utf8' });
-  if (head.status !== 0) return { skip: `VSCODE_JUPYTER_SOURCE=${source} is not a git checkout: ${head.stderr.trim()}` };
-  const vsix = path.join(STACK_ROOT, 'jupyter', `ms-toolsai.jupyter-${head.stdout.trim()}.vsix`);
-  if (!fs.existsSync(vsix)) return { skip: `${vsix} is not built: run \`npm run setup\` with VSCODE_JUPYTER_SOURCE set` };
-  return { vsix };
-}
 
 const NAMES = {
   startRefused:
@@ -135,8 +123,8 @@ export async function expectRefused(client: BridgeClient, sessionId: string, sig
 }
 
 /** The `jupyter` suite's checks (reported pending by name, with the reason, without the extension). */
-export function jupyterChecks(): void {
-  const extension = findJupyterExtension();
+export function jupyterChecks(extensions: readonly GivenExtension[]): void {
+  const extension = findExtension(extensions, JUPYTER_ID);
   if ('skip' in extension) return skipped(Object.values(NAMES), extension.skip);
   let ctx: CheckContext;
   let client: BridgeClient;
@@ -510,7 +498,7 @@ async function startJupyterServer(ctx: CheckContext): Promise<{ url: string; tok
   const runtime = path.join(home, 'runtime');
   fs.mkdirSync(home, { recursive: true });
   const server = spawn(
-    '/usr/bin/python3',
+    STACK.venvPython,
     [
       '-m',
       'jupyter_server',

@@ -29,7 +29,8 @@ import {
   readJson,
   skipped,
 } from './context';
-import { bridgeLog, expectRefused, findJupyterExtension, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
+import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
+import { bridgeLog, expectRefused, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
 
 const NAMES = {
   revoke:
@@ -73,8 +74,8 @@ function expectRefusedRun(r: SseResult, what: string): void {
 }
 
 /** The `reload` suite's checks (the Jupyter ones pending by name, with the reason, without the extension). */
-export function reloadChecks(): void {
-  const jupyter = findJupyterExtension();
+export function reloadChecks(extensions: readonly GivenExtension[]): void {
+  const jupyter = findExtension(extensions, JUPYTER_ID);
   const withJupyter = !('skip' in jupyter);
   let ctx: CheckContext;
   let sandbox: Sandbox;
