@@ -29,6 +29,7 @@ import { chaosChecks } from './checks/chaos';
 import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
+import { kernelSandboxChecks } from './checks/kernelSandbox';
 import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
 import { scriptChecks } from './checks/scripts';
@@ -70,6 +71,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
   describe('jupyter', () => jupyterChecks(extensions));
+  describe('kernel sandbox', kernelSandboxChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);

@@ -9,6 +9,8 @@ export interface BridgeConfig {
   pythonPath: string;
   outputTextLimit: number;
   codeModeInCells: boolean;
+  /** Run the builtin kernel under bubblewrap (`agentBridge.kernel.sandbox`). */
+  kernelSandbox: boolean;
   /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
   openFolders: string[];
   /** What agents may do (`agentBridge.access.mode`). */
@@ -31,6 +33,7 @@ function readConfig(): BridgeConfig {
     pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
     outputTextLimit: c.get<number>('outputTextLimit', 20_000),
     codeModeInCells: c.get<boolean>('codeMode.inCells', false),
+    kernelSandbox: c.get<boolean>('kernel.sandbox', false),
     openFolders: c.get<string[]>('openFolders', []),
     accessMode: oneOf(ACCESS_MODES, c.get<string>('access.mode', 'full'), 'full'),
     askTimeoutMs: Math.max(5, c.get<number>('access.askTimeoutSeconds', 60)) * 1000,

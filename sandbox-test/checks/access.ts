@@ -17,7 +17,7 @@ const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
+export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, name);
   await page.screenshot({ path: file });
