@@ -48,13 +48,24 @@ export function writeMarimoTwin(from: string, file: string): void {
     const src = c.source.join('');
     return c.cell_type === 'markdown' ? `import marimo as _mo\n_mo.md(${JSON.stringify(src)})` : src;
   };
-  const indent = (src: string) => src.split('\n').map((l) => (l ? `    ${l}` : l)).join('\n');
+  const indent = (src: string) =>
+    src
+      .split('\n')
+      .map((l) => (l ? `    ${l}` : l))
+      .join('\n');
   const defs = cells.map((c) => `@app.cell\ndef _():\n${indent(body(c))}\n    return\n`).join('\n\n');
   fs.writeFileSync(file, `import marimo\n\napp = marimo.App()\n\n\n${defs}\n\nif __name__ == "__main__":\n    app.run()\n`);
 }
 
 /** A notebook of the given code cells, nothing run yet. */
 export function writeCodeNotebook(file: string, sources: readonly string[]): void {
-  const cells = sources.map((s, i) => ({ cell_type: 'code', id: `m${i}`, metadata: {}, execution_count: null, source: lines(s), outputs: [] }));
+  const cells = sources.map((s, i) => ({
+    cell_type: 'code',
+    id: `m${i}`,
+    metadata: {},
+    execution_count: null,
+    source: lines(s),
+    outputs: [],
+  }));
   save(file, cells);
 }

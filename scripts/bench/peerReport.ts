@@ -90,7 +90,12 @@ export function renderSvg(rows: readonly PeerRow[], cols: readonly PeerColumn[])
 }
 
 /** Writes table.md, ratios.svg and figures.json into `dir`; returns the markdown. */
-export function writePeerResults(dir: string, rows: readonly PeerRow[], cols: readonly PeerColumn[], extra: Record<string, unknown>): string {
+export function writePeerResults(
+  dir: string,
+  rows: readonly PeerRow[],
+  cols: readonly PeerColumn[],
+  extra: Record<string, unknown>,
+): string {
   fs.mkdirSync(dir, { recursive: true });
   const md = renderMarkdown(rows, cols);
   fs.writeFileSync(path.join(dir, 'table.md'), `# Agent Bridge and its peers\n\n${md}\n`);

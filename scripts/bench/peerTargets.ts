@@ -31,6 +31,8 @@ export interface PeerTarget {
   insert(): Promise<Timed>;
   /** Lists the 1,000-cell notebook's cells; `out` holds how many came back. */
   list(): Promise<Timed>;
+  /** print(1)-style code through marimo-pair's execute-code.sh, where the target speaks marimo's HTTP surface. */
+  scriptScratch?(code: string): Promise<Timed>;
   /** A client of its own for one of several agents at once. */
   agent(): Promise<{ scratch(code: string): Promise<Timed>; close(): Promise<void> }>;
   /** The server's process(es): memory is read over each one's process tree. */
@@ -61,7 +63,12 @@ async function timed(call: () => Promise<{ ok: boolean; out: string }>): Promise
 /** A server in a process group of its own, its output kept in `log` for when it fails. */
 function startServer(cmd: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }): ChildProcess {
   const out = fs.openSync(opts.log, 'a');
-  const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', out, out], detached: true });
+  const child = spawn(cmd, args, {
+    cwd: opts.cwd,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', out, out],
+    detached: true,
+  });
   fs.closeSync(out);
   return child;
 }
@@ -87,6 +94,23 @@ async function waitUp(child: ChildProcess, url: string, headers: Record<string, 
   throw new Error(`${url} did not come up (exit ${child.exitCode}):\n${tail}`);
 }
 
+/** Runs code in the notebook `file`'s scratchpad with marimo-pair's execute-code.sh, as an agent would. */
+export function executeCodeSh(scripts: string, url: string, token: string | null, file: string) {
+  return (code: string) =>
+    timed(
+      () =>
+        new Promise<{ ok: boolean; out: string }>((resolve) => {
+          const child = spawn(path.join(scripts, 'execute-code.sh'), ['--url', url, '--file', file, '-c', code], {
+            env: { ...process.env, MARIMO_TOKEN: token ?? '' },
+          });
+          let out = '';
+          child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+          child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+          child.on('exit', (status) => resolve({ ok: status === 0, out }));
+        }),
+    );
+}
+
 // ---- the bridge ---------------------------------------------------------------------------
 
 export interface BridgeSessions {
@@ -95,6 +119,9 @@ export interface BridgeSessions {
   pid: number;
   main: string;
   list: string;
+  /** The main notebook's path, and marimo-pair's scripts folder, for the execute-code.sh row. */
+  mainPath: string;
+  scripts?: string;
 }
 
 export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
@@ -109,16 +136,20 @@ export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
   return {
     name,
     scratch: scratchOn(client),
+    scriptScratch: b.scripts ? executeCodeSh(b.scripts, b.url, b.token, b.mainPath) : undefined,
     runCell: () =>
       timed(async () => {
         first ??= (JSON.parse((await client.request('GET', `/notebooks/cells${q(b.main)}`)).text) as { cells: { id: string }[] })
           .cells[0]!.id;
-        const r = await client.request('POST', `/notebooks/cells/${encodeURIComponent(first)}/run`, { notebook: b.main, wait: true });
+        const r = await client.request('POST', `/notebooks/cells/${encodeURIComponent(first)}/run`, {
+          notebook: b.main,
+          wait: true,
+        });
         return { ok: r.status === 200 && (JSON.parse(r.text) as { success?: boolean }).success === true, out: r.text };
       }),
     insert: () =>
       timed(async () => {
-        const r = await client.request('POST', '/notebooks/cells', { notebook: b.main, code: 'y = 2' });
+        const r = await client.request('POST', '/notebooks/cells', { notebook: b.main, code: 'pass' });
         return { ok: r.status === 201, out: r.text };
       }),
     list: () =>
@@ -158,7 +189,9 @@ export async function marimoTarget(dir: string, scripts: string, marimo: string)
   try {
     await waitUp(server, `${url}/health`, {}, log);
     for (const file of ['main.py', 'list.py']) {
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/ws?session_id=s_${path.parse(file).name}&file=${file}&access_token=${token}`);
+      const ws = new WebSocket(
+        `ws://127.0.0.1:${port}/ws?session_id=s_${path.parse(file).name}&file=${file}&access_token=${token}`,
+      );
       sockets.push(ws);
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no kernel-ready from marimo for ${file} in 90 s`)), 90_000);
@@ -170,25 +203,14 @@ export async function marimoTarget(dir: string, scripts: string, marimo: string)
     await stopGroup(server);
     throw e;
   }
-  const exec = (file: string, code: string) =>
-    timed(
-      () =>
-        new Promise((resolve) => {
-          const child = spawn(path.join(scripts, 'execute-code.sh'), ['--url', url, '--file', path.join(dir, file), '-c', code], {
-            env: { ...process.env, MARIMO_TOKEN: token },
-          });
-          let out = '';
-          child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-          child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-          child.on('exit', (status) => resolve({ ok: status === 0, out }));
-        }),
-    );
+  const exec = (file: string, code: string) => executeCodeSh(scripts, url, token, path.join(dir, file))(code);
   const scratch = (code: string) => exec('main.py', code);
   return {
     name: 'marimo edit + execute-code.sh',
     scratch,
+    scriptScratch: scratch,
     runCell: () => exec('main.py', `${CODE_MODE}    ctx.run_cell(ctx.cells[0].id)`),
-    insert: () => exec('main.py', `${CODE_MODE}    ctx.create_cell("y = 2")`),
+    insert: () => exec('main.py', `${CODE_MODE}    ctx.create_cell("pass")`),
     list: async () => {
       const r = await exec('list.py', `${CODE_MODE}    cells = [(c.id, c.code) for c in ctx.cells]\nprint(len(cells))`);
       return { ...r, out: r.out.trim() };
@@ -221,7 +243,15 @@ export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTa
   const root = process.getuid?.() === 0 ? ['--allow-root'] : [];
   const jupyter = startServer(
     path.join(bin, 'jupyter'),
-    ['server', ...root, '--no-browser', '--ServerApp.ip=127.0.0.1', `--ServerApp.port=${jport}`, `--IdentityProvider.token=${jtoken}`, `--ServerApp.root_dir=${dir}`],
+    [
+      'server',
+      ...root,
+      '--no-browser',
+      '--ServerApp.ip=127.0.0.1',
+      `--ServerApp.port=${jport}`,
+      `--IdentityProvider.token=${jtoken}`,
+      `--ServerApp.root_dir=${dir}`,
+    ],
     { cwd: dir, log },
   );
   const jurl = `http://127.0.0.1:${jport}`;
@@ -274,7 +304,7 @@ export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTa
     name: 'Jupyter Server + jupyter-mcp-server',
     scratch: scratchOn(client),
     runCell: () => call(client, 'execute_cell', { cell_index: 0 }),
-    insert: () => call(client, 'insert_cell', { cell_index: -1, cell_type: 'code', cell_source: 'y = 2' }),
+    insert: () => call(client, 'insert_cell', { cell_index: -1, cell_type: 'code', cell_source: 'pass' }),
     list: async () => {
       const r = await call(client, 'read_notebook', { notebook_name: 'list', limit: 0 });
       // One line per cell after the header lines: count the rows that start with a cell index.

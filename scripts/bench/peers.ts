@@ -21,7 +21,7 @@ import { bridgeTarget, jupyterMcpTarget, marimoTarget, type PeerTarget, type Tim
 import { p50, percentile } from './report';
 
 /** Small samples: a jupyter-mcp-server execute takes about a second, and the whole run stays within minutes. */
-const N = { print: 10, big: 3, frame: 3, run: 6, insert: 6, list: 5, warmup: 2 };
+const N = { print: 10, big: 2, frame: 3, run: 6, insert: 6, list: 5, warmup: 2 };
 const AGENTS = 8;
 const AGENT_RUNS = 3;
 
@@ -40,9 +40,13 @@ function treeMemory(roots: number[]): { pss: number; rss: number } {
     if (m) parent.set(Number(d), Number(m[1]));
   }
   const all = new Set(roots);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
-    for (const [pid, ppid] of parent) if (all.has(ppid) && !all.has(pid)) (all.add(pid), (grew = true));
+    for (const [pid, ppid] of parent) {
+      if (!all.has(ppid) || all.has(pid)) continue;
+      all.add(pid);
+      grew = true;
+    }
   }
   let [pss, rss] = [0, 0];
   for (const pid of all) {
@@ -77,21 +81,25 @@ function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo
 async function rounds(
   targets: readonly (PeerTarget | undefined)[],
   runs: number,
-  step: (t: PeerTarget) => Promise<Timed>,
+  step: (t: PeerTarget) => Promise<Timed> | undefined,
   check: (r: Timed) => boolean,
+  warmup = N.warmup,
 ): Promise<{ ms: number[][]; failed: number[]; first: (string | undefined)[] }> {
   const ms = targets.map(() => [] as number[]);
   const failed = targets.map(() => 0);
   const first: (string | undefined)[] = targets.map(() => undefined);
-  for (let i = 0; i < N.warmup + runs; i++) {
+  for (let i = 0; i < warmup + runs; i++) {
     for (let k = 0; k < targets.length; k++) {
       const j = (i + k) % targets.length;
-      const t = targets[j];
-      if (!t) continue;
-      const r = await step(t);
-      if (i < N.warmup) continue;
+      const pending = targets[j] && step(targets[j]);
+      if (!pending) continue;
+      const r = await pending;
+      if (i < warmup) continue;
       if (check(r)) ms[j]!.push(r.ms);
-      else (failed[j]!++, (first[j] ??= r.out.slice(0, 160).replace(/\s+/g, ' ')));
+      else {
+        failed[j]!++;
+        first[j] ??= r.out.slice(0, 160).replace(/\s+/g, ' ');
+      }
     }
   }
   return { ms, failed, first };
@@ -112,6 +120,23 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
   let sandbox: Sandbox | undefined;
   let exitCode = 0;
   const problems: string[] = [];
+  // The peers start while VS Code does; a peer that cannot start gets its exact error in the table.
+  const startPeer = async (i: number, start: () => Promise<PeerTarget>) => {
+    try {
+      targets[i] = await start();
+    } catch (e) {
+      cols[i]!.missing = e instanceof Error ? e.message : String(e);
+    }
+  };
+  say('starting marimo edit --headless, Jupyter Server and jupyter-mcp-server');
+  const peersStarted = Promise.all([
+    startPeer(1, async () => {
+      if (!scripts || !fs.existsSync(path.join(scripts, 'execute-code.sh')))
+        throw new Error(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh`);
+      return marimoTarget(ws.marimo, scripts, path.join(STACK.venvBin, 'marimo'));
+    }),
+    startPeer(2, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
+  ]);
   try {
     // The bridge, in the harness's isolated VS Code, its builtin kernel on the venv's Python (pandas).
     sandbox = await launchSandbox({
@@ -131,24 +156,16 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
     };
     const list = await open('list.ipynb');
     const main = await open('main.ipynb', 'builtin');
-    if ((await control.execute(main, 'None', 120_000)).done?.success !== true) throw new Error('no builtin kernel for main.ipynb');
+    if ((await control.execute(main, 'None', 120_000)).done?.success !== true)
+      throw new Error('no builtin kernel for main.ipynb');
     await control.close();
-    targets[0] = bridgeTarget(cols[0]!.name, { url: advert.url, token: advert.token, pid: advert.pid, main, list });
+    targets[0] = bridgeTarget(cols[0]!.name, {
+      ...{ url: advert.url, token: advert.token, pid: advert.pid, main, list },
+      mainPath: path.join(ws.bridge, 'main.ipynb'),
+      scripts,
+    });
 
-    say('starting marimo edit --headless');
-    try {
-      if (!scripts || !fs.existsSync(path.join(scripts, 'execute-code.sh')))
-        throw new Error(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh`);
-      targets[1] = await marimoTarget(ws.marimo, scripts, path.join(STACK.venvBin, 'marimo'));
-    } catch (e) {
-      cols[1]!.missing = e instanceof Error ? e.message : String(e);
-    }
-    say('starting Jupyter Server and jupyter-mcp-server');
-    try {
-      targets[2] = await jupyterMcpTarget(ws.jupyter, STACK.venvBin);
-    } catch (e) {
-      cols[2]!.missing = e instanceof Error ? e.message : String(e);
-    }
+    await peersStarted;
     for (const t of targets) if (t) await t.scratch('None'); // every kernel started and warm
 
     const q = await waitForQuiet(0.15, 20_000);
@@ -158,30 +175,58 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
     const timedRows = async (
       workload: string,
       runs: number,
-      step: (t: PeerTarget) => Promise<Timed>,
+      step: (t: PeerTarget) => Promise<Timed> | undefined,
       check: (r: Timed) => boolean,
+      warmup = N.warmup,
     ) => {
-      say(`${workload}: ${N.warmup} + ${runs} rounds`);
-      const r = await rounds(targets, runs, step, check);
+      say(`${workload}: ${warmup} + ${runs} rounds`);
+      const r = await rounds(targets, runs, step, check, warmup);
       const notes = r.failed.map((f, j) => (f ? `${f} failed: ${r.first[j]}` : undefined));
       rows.push(
         { workload: `${workload}, p50`, unit: 'ms', lowerIsBetter: true, values: r.ms.map((s) => p50(s)), notes },
         { workload: `${workload}, p95`, unit: 'ms', lowerIsBetter: true, values: r.ms.map((s) => percentile(s, 95)) },
       );
     };
-    await timedRows('scratchpad print(1)', N.print, (t) => t.scratch(WORKLOADS.print), (r) => r.ok && r.out.trim() === '1');
-    await timedRows('1 MB of stdout', N.big, (t) => t.scratch(WORKLOADS.big), (r) => r.ok && r.out.length >= 1_000_000);
-    await timedRows('trailing value: 1,000-row DataFrame', N.frame, (t) => t.scratch(WORKLOADS.frame), (r) => r.ok);
-    await timedRows('run a cell and wait for it', N.run, (t) => t.runCell(), (r) => r.ok);
-    await timedRows('insert a cell', N.insert, (t) => t.insert(), (r) => r.ok);
-    await timedRows('list 1,000 cells', N.list, (t) => t.list(), (r) => r.ok && r.out === '1000');
+    const printed = (r: Timed) => r.ok && r.out.trim() === '1';
+    await timedRows('scratchpad print(1)', N.print, (t) => t.scratch(WORKLOADS.print), printed);
+    await timedRows('print(1) through execute-code.sh', N.print, (t) => t.scriptScratch?.(WORKLOADS.print), printed);
+    // No warm-up: through execute-code.sh one run takes marimo tens of seconds.
+    const mb = (r: Timed) => r.ok && r.out.length >= 1_000_000;
+    await timedRows('1 MB of stdout', N.big, (t) => t.scratch(WORKLOADS.big), mb, 0);
+    await timedRows(
+      'trailing value: 1,000-row DataFrame',
+      N.frame,
+      (t) => t.scratch(WORKLOADS.frame),
+      (r) => r.ok,
+    );
+    await timedRows(
+      'run a cell and wait for it',
+      N.run,
+      (t) => t.runCell(),
+      (r) => r.ok,
+    );
+    await timedRows(
+      'insert a cell',
+      N.insert,
+      (t) => t.insert(),
+      (r) => r.ok,
+    );
+    await timedRows(
+      'list 1,000 cells',
+      N.list,
+      (t) => t.list(),
+      (r) => r.ok && r.out === '1000',
+    );
 
     say(`${AGENTS} agents × ${AGENT_RUNS} runs at once, each target in turn`);
     const throughput: number[] = [];
     const failures: number[] = [];
     for (const t of targets) {
-      if (!t) (throughput.push(NaN), failures.push(NaN));
-      if (!t) continue;
+      if (!t) {
+        throughput.push(NaN);
+        failures.push(NaN);
+        continue;
+      }
       const agents = await Promise.all(Array.from({ length: AGENTS }, () => t.agent()));
       let failed = 0;
       const start = performance.now();
@@ -209,6 +254,7 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
     problems.push(`run broke: ${err instanceof Error ? err.message : String(err)}`);
     if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
   } finally {
+    await peersStarted;
     for (const t of targets) await t?.stop();
     await sandbox?.stop();
     fs.rmSync(ws.dir, { recursive: true, force: true });
