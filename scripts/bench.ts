@@ -144,7 +144,7 @@ async function main(): Promise<number> {
       throw new Error('npm run package failed');
   }
   if (!fs.existsSync(opts.vsix)) throw new Error(`${opts.vsix} not found (run without --no-build, or npm run package)`);
-  if (opts.peers) return runPeers({ vsix: opts.vsix, say });
+  if (opts.peers) return runPeers({ vsix: opts.vsix, extensions: opts.extensions, say });
   const ws = makeWorkspace();
   process.on('exit', () => fs.rmSync(ws.dir, { recursive: true, force: true }));
 

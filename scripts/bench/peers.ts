@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type BridgeAdvert, findBridge } from '../../sandbox-test/checks/context';
 import { launchSandbox, REPO_ROOT, type Sandbox, STACK } from '../../sandbox-test/vscode';
+import { findExtension, type GivenExtension, JUPYTER_ID } from '../../sandbox-test/extensions';
 import { BenchClient } from './client';
 import { waitForQuiet } from './machine';
 import { writeCodeNotebook, writeMarimoTwin, writeNotebook } from './notebooks';
@@ -71,6 +72,7 @@ function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo
   const [bridge, jupyter, marimo] = ['bridge', 'jupyter', 'marimo'].map((d) => path.join(dir, d)) as [string, string, string];
   for (const d of [bridge, jupyter, marimo]) fs.mkdirSync(d);
   writeCodeNotebook(path.join(bridge, 'main.ipynb'), MAIN_CELLS);
+  writeCodeNotebook(path.join(bridge, 'main-jupyter.ipynb'), MAIN_CELLS);
   writeNotebook(path.join(bridge, 'list.ipynb'), 1000);
   for (const f of ['main.ipynb', 'list.ipynb']) fs.copyFileSync(path.join(bridge, f), path.join(jupyter, f));
   for (const f of ['main', 'list']) writeMarimoTwin(path.join(bridge, `${f}.ipynb`), path.join(marimo, `${f}.py`));
@@ -105,17 +107,37 @@ async function rounds(
   return { ms, failed, first };
 }
 
-export async function runPeers(opts: { vsix: string; say(msg: string): void }): Promise<number> {
+/**
+ * Starts main-jupyter.ipynb's kernel through the Jupyter extension, as the person would: pick the
+ * venv's kernelspec in the list Jupyter shows, allow the bridge's use of its kernels (once).
+ */
+async function startJupyterKernel(sandbox: Sandbox, control: BenchClient, sid: string): Promise<void> {
+  const click = (selector: string, text: string | RegExp) =>
+    sandbox.page.locator(selector, { hasText: text }).first().click({ timeout: 90_000 });
+  const allowed = click('.monaco-dialog-box .monaco-button', /^Allow$/).catch(() => undefined);
+  const picked = click('.quick-input-widget .monaco-list-row', 'Python 3 (ipykernel)').catch(() => undefined);
+  const started = await control.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000);
+  await picked;
+  if (started.status !== 200) throw new Error(`POST /notebooks/kernel/start: ${started.status} ${started.text.slice(0, 300)}`);
+  const first = await control.execute(sid, 'None', 180_000);
+  await allowed;
+  if (first.done?.success !== true)
+    throw new Error(`the first run on the Jupyter kernel: ${first.error ?? first.stderr.slice(0, 300)}`);
+}
+
+export async function runPeers(opts: { vsix: string; extensions: GivenExtension[]; say(msg: string): void }): Promise<number> {
   const { say } = opts;
   const scripts = process.env.MARIMO_PAIR_SCRIPTS;
   const ws = makeWorkspace();
   const startedAt = new Date().toISOString();
+  const jupyter = findExtension(opts.extensions, JUPYTER_ID);
   const cols: PeerColumn[] = [
     { name: 'bridge (builtin kernel)', ours: true },
+    { name: 'bridge (ipykernel via Jupyter ext.)', ours: true, missing: 'skip' in jupyter ? jupyter.skip : undefined },
     { name: 'marimo edit + execute-code.sh', ours: false },
     { name: 'Jupyter Server + jupyter-mcp-server', ours: false },
   ];
-  const targets: (PeerTarget | undefined)[] = [undefined, undefined, undefined];
+  const targets: (PeerTarget | undefined)[] = cols.map(() => undefined);
   const rows: PeerRow[] = [];
   let sandbox: Sandbox | undefined;
   let exitCode = 0;
@@ -130,12 +152,12 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
   };
   say('starting marimo edit --headless, Jupyter Server and jupyter-mcp-server');
   const peersStarted = Promise.all([
-    startPeer(1, async () => {
+    startPeer(2, async () => {
       if (!scripts || !fs.existsSync(path.join(scripts, 'execute-code.sh')))
         throw new Error(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh`);
       return marimoTarget(ws.marimo, scripts, path.join(STACK.venvBin, 'marimo'));
     }),
-    startPeer(2, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
+    startPeer(3, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
   ]);
   try {
     // The bridge, in the harness's isolated VS Code, its builtin kernel on the venv's Python (pandas).
@@ -144,6 +166,8 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
       vsix: opts.vsix,
       kind: 'bench',
       settings: { 'agentBridge.pythonPath': STACK.venvPython },
+      otherVsix: 'extension' in jupyter ? opts.extensions.map((e) => e.vsix) : [],
+      venvKernelspec: 'extension' in jupyter,
       env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
       onProgress: say,
     });
@@ -158,12 +182,19 @@ export async function runPeers(opts: { vsix: string; say(msg: string): void }): 
     const main = await open('main.ipynb', 'builtin');
     if ((await control.execute(main, 'None', 120_000)).done?.success !== true)
       throw new Error('no builtin kernel for main.ipynb');
+    const bridge = { url: advert.url, token: advert.token, pid: advert.pid, list, scripts };
+    targets[0] = bridgeTarget(cols[0]!.name, { ...bridge, main, mainPath: path.join(ws.bridge, 'main.ipynb') });
+    if ('extension' in jupyter) {
+      const mainPath = path.join(ws.bridge, 'main-jupyter.ipynb');
+      const sid = await open('main-jupyter.ipynb');
+      try {
+        await startJupyterKernel(sandbox, control, sid);
+        targets[1] = bridgeTarget(cols[1]!.name, { ...bridge, main: sid, mainPath });
+      } catch (e) {
+        cols[1]!.missing = e instanceof Error ? e.message : String(e);
+      }
+    }
     await control.close();
-    targets[0] = bridgeTarget(cols[0]!.name, {
-      ...{ url: advert.url, token: advert.token, pid: advert.pid, main, list },
-      mainPath: path.join(ws.bridge, 'main.ipynb'),
-      scripts,
-    });
 
     await peersStarted;
     for (const t of targets) if (t) await t.scratch('None'); // every kernel started and warm
