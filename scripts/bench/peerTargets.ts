@@ -81,17 +81,43 @@ function stopGroup(child: ChildProcess): Promise<void> {
   return gone.finally(() => clearTimeout(kill));
 }
 
-/** Polls `url` until it answers `ok` or the server exits; throws with the log's tail. */
-async function waitUp(child: ChildProcess, url: string, headers: Record<string, string>, log: string, timeoutMs = 90_000) {
+const TAKEN = 'address already in use';
+const logSince = (log: string, from: number) => fs.readFileSync(log, 'utf8').slice(from);
+
+/** Polls `url` until it answers below 500, or the server exits or finds its port taken; throws with the log's tail. */
+async function waitUp(child: ChildProcess, url: string, headers: Record<string, string>, log: string, from: number) {
   const start = Date.now();
-  while (Date.now() - start < timeoutMs) {
-    if (child.exitCode !== null) break;
+  while (Date.now() - start < 90_000 && child.exitCode === null && !logSince(log, from).includes(TAKEN)) {
     const r = await fetch(url, { headers }).catch(() => undefined);
     if (r && r.status < 500) return;
     await sleep(250);
   }
-  const tail = fs.readFileSync(log, 'utf8').split('\n').slice(-15).join('\n');
+  const tail = logSince(log, from).split('\n').slice(-15).join('\n');
   throw new Error(`${url} did not come up (exit ${child.exitCode}):\n${tail}`);
+}
+
+/**
+ * Starts a server on a free port, and again on another when something took that port between
+ * asking and binding (Jupyter's kernels pick ports too).
+ */
+async function startOnFreePort(
+  start: (port: number) => ChildProcess,
+  probe: (port: number) => string,
+  headers: Record<string, string>,
+  log: string,
+): Promise<{ child: ChildProcess; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const from = fs.existsSync(log) ? fs.statSync(log).size : 0;
+    const child = start(port);
+    try {
+      await waitUp(child, probe(port), headers, log, from);
+      return { child, port };
+    } catch (e) {
+      await stopGroup(child);
+      if (attempt === 3 || !logSince(log, from).includes(TAKEN)) throw e;
+    }
+  }
 }
 
 /** Runs code in the notebook `file`'s scratchpad with marimo-pair's execute-code.sh, as an agent would. */
@@ -176,18 +202,22 @@ const CODE_MODE = 'import marimo._code_mode as cm\nasync with cm.get_context() a
  * the browser tab a marimo-pair user has open.
  */
 export async function marimoTarget(dir: string, scripts: string, marimo: string): Promise<PeerTarget> {
-  const port = await freePort();
   const token = `bench-${Math.random().toString(36).slice(2)}`;
   const log = path.join(dir, 'marimo.log');
-  const server = startServer(
-    marimo,
-    ['edit', '--headless', '--host', '127.0.0.1', '--port', String(port), '--token-password', token, '--skip-update-check', dir],
-    { cwd: dir, log },
+  const { child: server, port } = await startOnFreePort(
+    (p) =>
+      startServer(
+        marimo,
+        ['edit', '--headless', '--host', '127.0.0.1', '--port', String(p), '--token-password', token, '--skip-update-check', dir],
+        { cwd: dir, log },
+      ),
+    (p) => `http://127.0.0.1:${p}/health`,
+    {},
+    log,
   );
   const url = `http://127.0.0.1:${port}`;
   const sockets: WebSocket[] = [];
   try {
-    await waitUp(server, `${url}/health`, {}, log);
     for (const file of ['main.py', 'list.py']) {
       const ws = new WebSocket(
         `ws://127.0.0.1:${port}/ws?session_id=s_${path.parse(file).name}&file=${file}&access_token=${token}`,
@@ -236,36 +266,43 @@ interface ToolResult {
  * jupyter-mcp-server's streamable-HTTP transport before it, enrolled on main.ipynb.
  */
 export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTarget> {
-  const [jport, mport] = [await freePort(), await freePort()];
   const [jtoken, mtoken] = [`j-${Math.random().toString(36).slice(2)}`, `m-${Math.random().toString(36).slice(2)}`];
   const log = path.join(dir, 'jupyter.log');
   const mlog = path.join(dir, 'jupyter-mcp.log');
   const root = process.getuid?.() === 0 ? ['--allow-root'] : [];
-  const jupyter = startServer(
-    path.join(bin, 'jupyter'),
-    [
-      'server',
-      ...root,
-      '--no-browser',
-      '--ServerApp.ip=127.0.0.1',
-      `--ServerApp.port=${jport}`,
-      `--IdentityProvider.token=${jtoken}`,
-      `--ServerApp.root_dir=${dir}`,
-    ],
-    { cwd: dir, log },
+  const server = (port: number) =>
+    startServer(
+      path.join(bin, 'jupyter'),
+      [
+        'server',
+        ...root,
+        '--no-browser',
+        '--ServerApp.ip=127.0.0.1',
+        `--ServerApp.port=${port}`,
+        '--ServerApp.port_retries=0', // a taken port fails here, rather than moving the server to a port unknown to us
+        `--IdentityProvider.token=${jtoken}`,
+        `--ServerApp.root_dir=${dir}`,
+      ],
+      { cwd: dir, log },
+    );
+  const { child: jupyter, port: jport } = await startOnFreePort(
+    server,
+    (p) => `http://127.0.0.1:${p}/api/status`,
+    { authorization: `token ${jtoken}` },
+    log,
   );
   const jurl = `http://127.0.0.1:${jport}`;
-  let mcp: ChildProcess | undefined;
+  let mcp: { child: ChildProcess; port: number } | undefined;
   const clients: McpClient[] = [];
   const stop = async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-    if (mcp) await stopGroup(mcp);
+    if (mcp) await stopGroup(mcp.child);
     await stopGroup(jupyter);
   };
   const connect = async () => {
     const c = new McpClient({ name: 'agent-bridge-bench', version: '1' });
     await c.connect(
-      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mport}/mcp`), {
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcp!.port}/mcp`), {
         requestInit: { headers: { authorization: `Bearer ${mtoken}` } },
       }),
     );
@@ -274,13 +311,18 @@ export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTa
   };
   let client: McpClient;
   try {
-    await waitUp(jupyter, `${jurl}/api/status`, { authorization: `token ${jtoken}` }, log);
-    mcp = startServer(
-      path.join(bin, 'jupyter-mcp-server'),
-      ['start', '--transport', 'streamable-http', '--port', String(mport), '--jupyter-url', jurl, '--document-id', 'main.ipynb'],
-      { cwd: dir, log: mlog, env: { PATH: `${bin}:${process.env.PATH}`, JUPYTER_TOKEN: jtoken, MCP_TOKEN: mtoken } },
+    const env = { PATH: `${bin}:${process.env.PATH}`, JUPYTER_TOKEN: jtoken, MCP_TOKEN: mtoken };
+    mcp = await startOnFreePort(
+      (p) =>
+        startServer(
+          path.join(bin, 'jupyter-mcp-server'),
+          ['start', '--transport', 'streamable-http', '--port', String(p), '--jupyter-url', jurl, '--document-id', 'main.ipynb'],
+          { cwd: dir, log: mlog, env },
+        ),
+      (p) => `http://127.0.0.1:${p}/mcp`,
+      { authorization: `Bearer ${mtoken}` },
+      mlog,
     );
-    await waitUp(mcp, `http://127.0.0.1:${mport}/mcp`, { authorization: `Bearer ${mtoken}` }, mlog);
     client = await connect();
     // The listing reads list.ipynb by name; then main.ipynb (enrolled as "default") is active again for cell calls.
     for (const args of [
@@ -314,7 +356,7 @@ export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTa
       const c = await connect();
       return { scratch: scratchOn(c), close: () => c.close() };
     },
-    pids: () => [jupyter.pid!, mcp!.pid!],
+    pids: () => [jupyter.pid!, mcp!.child.pid!],
     stop,
   };
 }
