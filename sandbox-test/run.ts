@@ -31,6 +31,7 @@ import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
 import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
+import { reviewChecks } from './checks/review';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
 
@@ -69,6 +70,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
+  describe('review', reviewChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
