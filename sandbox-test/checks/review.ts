@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { REPO_ROOT } from '../vscode';
-import { RESULTS_DIR } from './access';
+import { openAgentBridge, RESULTS_DIR } from './access';
 import { type CheckContext, checkRun, context } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -40,11 +40,12 @@ async function cellsOf(client: BridgeClient, notebook: string, signal: AbortSign
 
 /** The "Agent Changes" view's rows, its container opened in the sidebar. */
 export async function reviewRows(page: Page) {
-  await page.locator('.activitybar .action-item a[aria-label^="Agent Bridge"]').first().click({ timeout: 5_000 });
   const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Agent Changes' }) });
-  const header = pane.locator('.pane-header').first();
+  // A second click on the activity bar icon would close the side bar again.
+  if (!(await pane.first().isVisible())) await openAgentBridge(page);
+  const header = pane.first().locator('.pane-header').first();
   if ((await header.getAttribute('aria-expanded')) === 'false') await header.click({ timeout: 5_000 });
-  return pane.locator('.monaco-list-row');
+  return pane.first().locator('.monaco-list-row');
 }
 
 /** The `review` suite's checks. */
