@@ -32,6 +32,7 @@ import { jupyterChecks } from './checks/jupyter';
 import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
 import { reviewChecks } from './checks/review';
+import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
 
@@ -71,6 +72,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
   describe('review', reviewChecks);
+  describe('walkthrough', walkthroughChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
