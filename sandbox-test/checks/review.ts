@@ -109,16 +109,14 @@ export function reviewChecks(): void {
     await row.click({ timeout: 5_000 });
     const diff = page.locator('.monaco-diff-editor').first();
     await diff.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail('clicking the row opened no diff editor'));
-    const original = diff.locator('.editor.original .view-lines');
-    const modified = diff.locator('.editor.modified .view-lines');
-    await modified.filter({ hasText: changed[0]! }).waitFor({ timeout: 10_000 });
-    const [before, after] = [await original.innerText(), await modified.innerText()];
-    note(`diff before: ${show(before, 300)} after: ${show(after, 300)}`);
+    // Side by side or inline (a narrow window): the diff editor shows both texts either way.
+    await diff.locator('.view-lines', { hasText: changed[0]! }).first().waitFor({ timeout: 10_000 });
     // VS Code renders spaces as non-breaking spaces in the editor's lines.
-    const plain = (s: string) => s.replace(/\u00a0/g, ' ');
-    for (const code of originals) includes(plain(before), code, 'the diff, before');
-    for (const code of changed) includes(plain(after), code, 'the diff, after');
-    includes(plain(before), 'edited · was cell', 'the diff names the kind of change and the place');
+    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    note(`diff: ${show(shown, 600)}`);
+    for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
+    includes(shown, 'edited · was cell', 'the diff, before: the kind of change and the place');
+    includes(shown, 'edited · now cell', 'the diff, after');
     await sleep(500);
     await screenshot(page, 'review-diff.png', note);
 
