@@ -275,6 +275,7 @@ export class Checkpoints {
   private readonly list: Checkpoint[];
   private nextId: number;
   private readonly listeners = new Set<() => void>();
+  private readonly sizes = new WeakMap<Checkpoint, number>();
 
   constructor(
     private readonly cells: () => CellService,
@@ -390,11 +391,17 @@ export class Checkpoints {
     return undefined;
   }
 
+  /** Its size as stored, measured once (an edit loop must not re-measure the whole list). */
+  private sizeOf(checkpoint: Checkpoint): number {
+    let size = this.sizes.get(checkpoint);
+    if (size === undefined) this.sizes.set(checkpoint, (size = JSON.stringify(checkpoint).length));
+    return size;
+  }
+
   private changed(): void {
-    while (this.list.length > MAX_CHECKPOINTS) this.list.shift();
-    for (let size = JSON.stringify(this.list).length; size > MAX_STORED_CHARS && this.list.length > 1;) {
-      size -= JSON.stringify(this.list.shift()).length;
-    }
+    let total = this.list.reduce((sum, c) => sum + this.sizeOf(c), 0);
+    while (this.list.length > MAX_CHECKPOINTS || (total > MAX_STORED_CHARS && this.list.length > 1))
+      total -= this.sizeOf(this.list.shift()!);
     this.file.save(this.list);
     for (const listener of this.listeners) listener();
   }

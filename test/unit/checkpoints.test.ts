@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { asAuthor, Checkpoints, MAX_CHECKPOINTS, type Checkpoint } from '../../src/core/checkpoints';
+import { asAuthor, Checkpoints, MAX_CHECKPOINTS, MAX_CODE_CHARS, type Checkpoint } from '../../src/core/checkpoints';
 import { BridgeError } from '../../src/core/errors';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
@@ -102,6 +102,16 @@ describe('checkpoints (fake notebooks)', () => {
     assert.deepEqual(docs.codes(A), ['a = 5', 'b = 2', 'c = 3', '# notes']);
     checkpoints.keep(checkpoints.pending()[0]!.id);
     assert.equal(checkpoints.pending().length, 0);
+  });
+
+  it('keeps code longer than the cap cut, and leaves that cell alone on revert, saying why', async () => {
+    const long = 'x'.repeat(MAX_CODE_CHARS + 10);
+    await batch([{ op: 'edit', ref: ids[0]!, code: long, force: true }]);
+    await batch([{ op: 'edit', ref: ids[0]!, code: 'short = 1', force: true }]);
+    const result = await checkpoints.revert(checkpoints.pending()[0]!.id);
+    assert.deepEqual(result.reverted, []);
+    assert.match(result.skipped[0]!.why, /longer than/);
+    assert.equal(docs.codes(A)[0], 'short = 1');
   });
 
   it('is bounded in count, and restores its list from the store', async () => {
