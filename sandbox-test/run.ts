@@ -32,6 +32,8 @@ import { jupyterChecks } from './checks/jupyter';
 import { kernelSandboxChecks } from './checks/kernelSandbox';
 import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
+import { reviewChecks } from './checks/review';
+import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
 
@@ -70,6 +72,8 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
+  describe('review', reviewChecks);
+  describe('walkthrough', walkthroughChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('kernel sandbox', kernelSandboxChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python

@@ -122,6 +122,13 @@ export const routes: readonly Route<RouteContext>[] = [
   }),
   route({
     method: 'post',
+    path: '/notebooks/undo',
+    activity: 'undo',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+  }),
+  route({
+    method: 'post',
     path: '/notebooks/run',
     access: 'run',
     activity: 'cells run',
