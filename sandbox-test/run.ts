@@ -26,6 +26,7 @@ import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
 import { cellChecks } from './checks/cells';
 import { chaosChecks } from './checks/chaos';
+import { conformanceChecks } from './checks/conformance';
 import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
@@ -69,6 +70,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
   describe('scripts', scriptChecks);
+  describe('conformance', () => conformanceChecks(extensions));
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
