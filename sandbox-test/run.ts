@@ -33,6 +33,7 @@ import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { guardChecks } from './checks/guard';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
@@ -69,6 +70,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
+  describe('guard', guardChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window

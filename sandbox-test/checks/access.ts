@@ -17,7 +17,7 @@ const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
+export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, name);
   await page.screenshot({ path: file });
@@ -25,7 +25,7 @@ async function screenshot(page: Page, name: string, note: (m: string) => void): 
 }
 
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
-async function pickMode(page: Page, mode: string): Promise<void> {
+export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.locator('.statusbar-item', { hasText: 'Agents:' }).first().click({ timeout: 5_000 });
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 5_000 });

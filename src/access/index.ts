@@ -10,6 +10,7 @@ import { CellMarks } from './cellMarks';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookResolver } from './record';
+import { WorkspaceAttemptWarning } from '../personalSettings';
 
 export interface AccessDeps {
   context: vscode.ExtensionContext;
@@ -48,6 +49,7 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
     clients: () => gate.clients,
   });
   const disposables: vscode.Disposable[] = [
+    new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
     new CellMarks(store),
