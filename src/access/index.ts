@@ -10,7 +10,7 @@ import { CellMarks } from './cellMarks';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookResolver } from './record';
-import { WorkspaceAttemptWarning } from '../personalSettings';
+import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
   context: vscode.ExtensionContext;
