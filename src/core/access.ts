@@ -4,6 +4,7 @@
  * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
+import { ClientRegistry, type Caller } from './clients';
 import { BridgeError } from './errors';
 import type { RunOutcome } from './kernel';
 
@@ -20,11 +21,14 @@ export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'execute' | 'run
 
 export type ActionOutcome = RunOutcome | 'refused';
 
-/** What a transport knows of an action before it runs. */
-export interface ActionRequest {
+/** What a transport knows of an action before it runs; who asked is its `Caller` (clients.ts). */
+export interface ActionRequest extends Caller {
   readonly transport: 'http' | 'mcp';
-  /** Who asked: an optional client header, MCP clientInfo, else the User-Agent. */
-  readonly client: string;
+  /**
+   * Hands a credential the bridge minted to a caller that had none (an HTTP response header), so
+   * that a grant can bind to it; absent where the transport has no way to.
+   */
+  readonly issue?: (credential: string) => void;
   readonly kind: AccessKind;
   /** What the activity view calls it: "scratchpad run", "cell edit", "mcp edit_cells", ... */
   readonly label: string;
@@ -182,8 +186,10 @@ export class Activity {
  */
 export class Gate {
   private nextId = 1;
-  /** Client → end of its "Allow for 10 minutes". */
+  /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
   private readonly grants = new Map<string, number>();
+  /** The credentials minted so far and whom they went to. */
+  readonly identities = new ClientRegistry();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -236,26 +242,26 @@ export class Gate {
   }
 
   private async ask(action: AgentAction): Promise<string | null> {
-    const until = this.grants.get(action.client);
+    const until = action.credential === undefined ? undefined : this.grants.get(action.credential);
     if (until !== undefined && until > this.now()) return null;
     const answer = await this.person.ask(action);
-    if (answer === 'allow-10-minutes') this.grants.set(action.client, this.now() + GRANT_MS);
+    if (answer === 'allow-10-minutes') this.grant(action);
     if (answer === 'allow' || answer === 'allow-10-minutes') return null;
     return REFUSED_BY_ANSWER[answer];
+  }
+
+  /** Binds a 10-minute grant to the caller's credential, minting one first for a caller that can take it. */
+  private grant(action: AgentAction): void {
+    let credential = action.credential;
+    if (credential === undefined && action.issue) {
+      credential = this.identities.mint(action.claim);
+      action.issue(credential);
+    }
+    if (credential !== undefined) this.grants.set(credential, this.now() + GRANT_MS);
   }
 
   private finished(activity: Activity, end: ActionEnd): void {
     this.running.delete(activity);
     for (const sink of this.sinks) sink.ended(activity.action, end);
   }
-}
-
-/** Optional request header naming the agent; else its User-Agent names it. */
-export const CLIENT_HEADER = 'x-agent-bridge-client';
-
-/** The client as a request names itself: one printable line, short. */
-export function clientOf(headers: Readonly<Record<string, string | string[] | undefined>>): string {
-  const named = headers[CLIENT_HEADER] ?? headers['user-agent'];
-  const text = (Array.isArray(named) ? named[0] : named)?.replace(/[^\x20-\x7e]/g, '').trim();
-  return text ? text.slice(0, 80) : 'unknown client';
 }

@@ -1,4 +1,5 @@
-import { actionCode, clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, type AccessKind, type Activity, type Gate } from '../core/access';
+import { CREDENTIAL_HEADER, httpCaller } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
@@ -26,7 +27,10 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
         const activity = await ctx.access.enter({
           transport: 'http',
-          client: clientOf(input.req.headers),
+          ...httpCaller(ctx.access.identities, input.req.headers),
+          issue: (credential) => {
+            if (!input.res.headersSent) input.res.setHeader(CREDENTIAL_HEADER, credential);
+          },
           kind,
           label,
           notebook: notebookOf(input),
