@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { eq, fail, includes, show } from '../assert';
+import { eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
 import { type CheckContext, checkRun, context } from './context';
@@ -103,6 +103,47 @@ export function guardChecks(): void {
       workspaceSettings(ctx, undefined);
       await pickMode(page(), 'full');
       await sleep(500);
+    }
+  }).timeout(90_000);
+
+  it('guard: "Allow for 10 Minutes" binds to the client approved; another process with the same name is asked', async () => {
+    const { note } = checkRun();
+    const named = { 'x-agent-bridge-client': 'guard-agent' };
+    await pickMode(page(), 'ask');
+    try {
+      const first = client.execute(sid, 'print("approved")', { headers: named, timeoutMs: 30_000 });
+      const toast = page().locator('.notification-toast', { hasText: 'says it is guard-agent wants a scratchpad run' });
+      await toast.first().waitFor({ state: 'visible', timeout: 15_000 });
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Allow for 10 Minutes$/ })
+        .click({ timeout: 5_000 });
+      const approved = await first.result;
+      eq(approved.status, 200, 'the approved run');
+      const credential = approved.headers['x-agent-bridge-credential'];
+      ok(typeof credential === 'string' && credential.length >= 20, `no credential handed back: ${show(approved.headers)}`);
+      // The approved client, with what it was handed: no prompt (one would hold the run past its timeout).
+      const again = await client.run(sid, 'print("again")', {
+        headers: { ...named, 'x-agent-bridge-credential': credential as string },
+        timeoutMs: 15_000,
+      });
+      eq(again.status, 200, `the approved client's next run (${show(again.raw, 200)})`);
+      eq(again.stdout, 'again\n', "the approved client's next run");
+      // Another process naming itself the same: asked, and Deny refuses it.
+      const impostor = client.execute(sid, 'print("impostor")', { headers: named, timeoutMs: 30_000 });
+      const asked = page().locator('.notification-toast', { hasText: 'print("impostor")' });
+      await asked
+        .first()
+        .waitFor({ state: 'visible', timeout: 15_000 })
+        .catch(async () => fail(`the same name ran without a prompt (${show((await impostor.result).raw, 200)})`));
+      await asked
+        .first()
+        .locator('.monaco-button', { hasText: /^Deny$/ })
+        .click({ timeout: 5_000 });
+      eq((await impostor.result).status, 403, 'the impostor after Deny');
+      note('approved client ran unprompted; the same name without the credential was asked');
+    } finally {
+      await pickMode(page(), 'full');
     }
   }).timeout(90_000);
 }
