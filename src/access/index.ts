@@ -38,7 +38,8 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action) => askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs),
+    ask: (action, left) =>
+      askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs, left),
   };
   const gate = new Gate(person, [store]);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;

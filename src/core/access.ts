@@ -29,6 +29,8 @@ export interface ActionRequest extends Caller {
    * that a grant can bind to it; absent where the transport has no way to.
    */
   readonly issue?: (credential: string) => void;
+  /** Aborted when the client goes away (its connection closed): a prompt still open is withdrawn. */
+  readonly left?: AbortSignal;
   readonly kind: AccessKind;
   /** What the activity view calls it: "scratchpad run", "cell edit", "mcp edit_cells", ... */
   readonly label: string;
@@ -55,13 +57,14 @@ export interface ActionEnd {
   readonly output: string;
 }
 
-/** The person's answer to an `ask`. */
-export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer';
+/** The person's answer to an `ask`; `withdrawn`: the client left before they answered. */
+export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer' | 'withdrawn';
 
 /** The person's side of the policy: the current mode, a way to ask, and the cap on agent runs. */
 export interface Person {
   mode(): AccessMode;
-  ask(action: AgentAction): Promise<Answer>;
+  /** Asks about `action`; once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`. */
+  ask(action: AgentAction, left?: AbortSignal): Promise<Answer>;
   /** Longest an agent's run may take before it is interrupted as timed out; 0: no cap. */
   maxRunMs(): number;
 }
@@ -99,7 +102,8 @@ export function rule(mode: AccessMode, kind: AccessKind): Ruling {
   return 'ask';
 }
 
-const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer', string> = {
+const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
+  withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
   deny: 'The person denied this action in VS Code (access mode "ask").',
   'no-answer': 'The person did not answer in time (access mode "ask"), so the action was refused; try again when they are there.',
 };
@@ -226,7 +230,9 @@ export class Gate {
     const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
     this.running.add(activity);
     for (const sink of this.sinks) sink.started(action);
-    const refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
+    let refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
+    // An approval that lands after the client left starts nothing.
+    if (!refusal && request.left?.aborted) refusal = REFUSED_BY_ANSWER.withdrawn;
     if (refusal) {
       activity.end('refused', refusal);
       throw new BridgeError(403, refusal);
@@ -244,7 +250,8 @@ export class Gate {
   private async ask(action: AgentAction): Promise<string | null> {
     const until = action.credential === undefined ? undefined : this.grants.get(action.credential);
     if (until !== undefined && until > this.now()) return null;
-    const answer = await this.person.ask(action);
+    if (action.left?.aborted) return REFUSED_BY_ANSWER.withdrawn;
+    const answer = await this.person.ask(action, action.left);
     if (answer === 'allow-10-minutes') this.grant(action);
     if (answer === 'allow' || answer === 'allow-10-minutes') return null;
     return REFUSED_BY_ANSWER[answer];

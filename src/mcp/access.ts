@@ -39,6 +39,7 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
         activity = await gate.enter({
           transport: 'mcp',
           ...caller,
+          left: extra.signal,
           kind,
           label: `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,

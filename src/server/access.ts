@@ -26,6 +26,7 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
         const activity = await ctx.access.enter({
+          left: leaving(input.res),
           transport: 'http',
           ...httpCaller(ctx.access.identities, input.req.headers),
           issue: (credential) => {
@@ -48,6 +49,15 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       },
     };
   });
+}
+
+/** Aborted if the client closes its connection before the answer is sent (listened for before any wait). */
+function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
+  const left = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) left.abort();
+  });
+  return left.signal;
 }
 
 function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string | undefined {

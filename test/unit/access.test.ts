@@ -25,7 +25,7 @@ class FakePerson {
   limitMs = 0;
   mode = () => this.current;
   maxRunMs = () => this.limitMs;
-  ask = async (action: AgentAction): Promise<Answer> => {
+  ask = async (action: AgentAction, _left?: AbortSignal): Promise<Answer> => {
     this.asked.push(action);
     return this.answers.shift() ?? 'no-answer';
   };
@@ -149,6 +149,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   let person: FakePerson;
   let ended: { action: AgentAction; end: ActionEnd }[];
   let gate: Gate;
+  let kernel: FakeKernel;
   const auth = { authorization: `Bearer ${TEST_TOKEN}` };
   const execute = (code: string, abortAfterMs?: number) =>
     request(port, {
@@ -169,7 +170,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     person = new FakePerson();
     ended = [];
     gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
-    const kernel = new FakeKernel({
+    kernel = new FakeKernel({
       'print(1)': {
         steps: [{ name: 'stdout', text: '1\n' }],
         result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
@@ -263,6 +264,36 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.equal(body['status'], 'timed_out');
     assert.match(res.body, /limit the person set/);
     assert.equal(ended[0]!.end.outcome, 'timed_out');
+  });
+
+  it('a client that leaves while the person is asked withdraws its request: the prompt is told, nothing runs', async () => {
+    person.current = 'ask';
+    let heard: AbortSignal | undefined;
+    person.ask = (action, left) => {
+      person.asked.push(action);
+      heard = left;
+      return new Promise((resolve) => left!.addEventListener('abort', () => resolve('withdrawn')));
+    };
+    await execute('print(1)', 150).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(heard?.aborted, true, 'the prompt heard the client leave');
+    assert.equal(ended[0]!.end.outcome, 'refused');
+    assert.match(ended[0]!.end.detail, /withdrawn/);
+    assert.equal(kernel.calls.length, 0, 'nothing ran');
+  });
+
+  it('an approval that lands after the client left starts nothing', async () => {
+    person.current = 'ask';
+    person.ask = async (action) => {
+      person.asked.push(action);
+      await new Promise((r) => setTimeout(r, 300)); // the person clicks Allow late, whatever happened
+      return 'allow';
+    };
+    await execute('print(1)', 100).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(person.asked.length, 1);
+    assert.match(ended[0]!.end.detail, /withdrawn/);
+    assert.equal(kernel.calls.length, 0, 'nothing ran');
   });
 
   it('Stop Agents interrupts a run under way', async () => {
