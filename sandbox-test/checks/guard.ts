@@ -146,4 +146,39 @@ export function guardChecks(): void {
       await pickMode(page(), 'full');
     }
   }).timeout(90_000);
+
+  it('guard: a request whose client left is withdrawn, and the Allow clicked after starts nothing', async () => {
+    const { note } = checkRun();
+    const marker = path.join(ctx.workspace, `withdrawn-${Date.now()}.txt`);
+    await pickMode(page(), 'ask');
+    try {
+      const gone = new AbortController();
+      const run = client.execute(sid, `open(${JSON.stringify(marker)}, 'w').write('ran')`, {
+        headers: { 'x-agent-bridge-client': 'guard-agent' },
+        signal: gone.signal,
+        timeoutMs: 30_000,
+      });
+      const toast = page().locator('.notification-toast', { hasText: path.basename(marker) });
+      await toast.first().waitFor({ state: 'visible', timeout: 15_000 });
+      gone.abort(); // the agent gives up and closes its connection
+      await run.result.catch(() => undefined);
+      const withdrawn = page().locator('.notification-toast', { hasText: 'Withdrawn:' });
+      await withdrawn
+        .first()
+        .waitFor({ state: 'visible', timeout: 10_000 })
+        .catch(() => fail('the prompt was not marked withdrawn after the client left'));
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Allow$/ })
+        .click({ timeout: 5_000 });
+      await sleep(2_000);
+      ok(!fs.existsSync(marker), 'the code ran after its client had left');
+      note('withdrawn notice shown; the late Allow started nothing');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+    // The kernel is free: the next run answers at once.
+    const next = await client.run(sid, 'print("free")', { timeoutMs: 15_000 });
+    eq(next.stdout, 'free\n', 'the next run');
+  }).timeout(90_000);
 }
