@@ -1,3 +1,4 @@
+import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { ERROR_MIME } from '../../src/core/cellOutputs';
@@ -382,6 +383,18 @@ describe('cell routes (fake notebooks)', () => {
 
   describe('batches', () => {
     const edits = (body: object) => api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ...body });
+
+    it('refuses a batch over the cap with a 413 that names the cap and says to split it; the cap itself applies', async () => {
+      const creates = (n: number) => Array.from({ length: n }, (_, i) => ({ op: 'create', code: `c${i}` }));
+      const over = await edits({ ops: creates(MAX_BATCH_OPS + 1) });
+      assert.equal(over.status, 413, over.raw);
+      assert.match(over.body.detail, new RegExp(`at most ${MAX_BATCH_OPS}`));
+      assert.match(over.body.detail, /Split it/);
+      assert.equal(docs.codes(A.uri).length, 4, 'nothing changed');
+      const at = await edits({ ops: creates(MAX_BATCH_OPS) });
+      assert.equal(at.status, 200, at.raw.slice(0, 300));
+      assert.equal(docs.codes(A.uri).length, 4 + MAX_BATCH_OPS);
+    });
 
     it('applies every op as one change', async () => {
       await list();
