@@ -71,6 +71,7 @@ describe('cell routes (fake notebooks)', () => {
         ],
       },
       'sleep()': { steps: [{ waitMs: 400 }] },
+      'page()': { steps: [{ display: { mime: 'text/html', data: '<script>fetch("/api/sessions")</script>' } }] },
       'plot()': {
         steps: [{ display: { mime: 'image/png', data: PNG } }, { display: { mime: 'text/plain', data: 'y'.repeat(300) } }],
       },
@@ -581,6 +582,20 @@ describe('cell routes (fake notebooks)', () => {
       const full = await api('GET', text.url);
       assert.deepEqual([full.status, full.raw.length, full.type], [200, 300, 'text/plain; charset=utf-8']);
       assert.equal((await api('GET', q(`/notebooks/cells/${ids[0]}/outputs/5/0`))).status, 404);
+    });
+
+    it('serves an HTML output under a sandboxing Content-Security-Policy, so no browser runs it', async () => {
+      await list();
+      docs.type(A.uri, 0, 'page()');
+      const res = await run(ids[0]!, { wait: true });
+      assert.equal(res.body.cell.outputs[0].items[0].mime, 'text/html');
+      const raw = await request(port, {
+        path: q(`/notebooks/cells/${ids[0]}/outputs/0/0`),
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(raw.status, 200, raw.body);
+      assert.match(String(raw.headers['content-type']), /^text\/html/);
+      assert.match(String(raw.headers['content-security-policy']), /^sandbox\b/);
     });
 
     it('400 for a markup cell, 409 when no kernel serves the notebook', async () => {
