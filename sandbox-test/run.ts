@@ -37,6 +37,7 @@ import { reviewChecks } from './checks/review';
 import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { guardChecks } from './checks/guard';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
@@ -76,6 +77,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('access', accessChecks);
   describe('review', reviewChecks);
   describe('walkthrough', walkthroughChecks);
+  describe('guard', guardChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('kernel sandbox', kernelSandboxChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python

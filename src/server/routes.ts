@@ -235,6 +235,8 @@ export const routes: readonly Route<RouteContext>[] = [
         'Content-Type': rawContentType(item.mime),
         'Content-Length': item.data.byteLength,
         'X-Content-Type-Options': 'nosniff',
+        // A notebook's HTML or SVG must not run as a page on the bridge's own origin.
+        'Content-Security-Policy': "sandbox; default-src 'none'",
       });
       res.end(item.data);
     },
