@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { InterruptHow, Kernel } from '../core/kernel';
 import type { Log } from '../core/log';
-import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, type ApiKernel } from './extensionApi';
+import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, label, withNotice, type ApiKernel } from './extensionApi';
 import { JupyterAccess, refusal } from './jupyterAccess';
 import { KernelUnavailable } from './kernel';
 import { VALUE_MIME, wrapPythonScratchpad } from './pythonScratchpad';
@@ -151,13 +151,6 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     }
   }
 
-  private async waitForKernel(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
-    for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(250)) {
-      if (!((await this.apiKernel(notebook)) instanceof KernelUnavailable)) return true;
-    }
-    return false;
-  }
-
   private whenIdleAgain(kernel: ApiKernel, notebook: vscode.NotebookDocument): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let left = false;
@@ -205,10 +198,6 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
   }
 }
 
-function label(notebook: vscode.NotebookDocument): string {
-  return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
-}
-
 const NOT_READY = new Set(['unknown', 'starting', 'restarting', 'autorestarting']);
 
 /**
@@ -233,10 +222,3 @@ function ready(kernel: ApiKernel, signal: AbortSignal): Promise<boolean> {
     if (!NOT_READY.has(kernel.status!)) done(true); // it changed before we listened
   });
 }
-
-/** Shows a notification of ours while `task` runs. */
-function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
-  return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => task));
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

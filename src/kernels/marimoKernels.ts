@@ -1,0 +1,112 @@
+import * as vscode from 'vscode';
+import { BridgeError } from '../core/errors';
+import type { InterruptHow, Kernel } from '../core/kernel';
+import {
+  ApiKernelAdapter,
+  asKernelsApi,
+  type ApiKernel,
+  ExtensionKernels,
+  type ExtensionKernelSource,
+  field,
+  label,
+  type ScratchpadRules,
+  withNotice,
+} from './extensionApi';
+import { KernelUnavailable } from './kernel';
+
+const MARIMO_ID = 'marimo-team.vscode-marimo';
+const NOTEBOOK_TYPE = 'marimo-notebook';
+/** After the picker closed: how long the chosen controller may take to be selected. */
+const SELECTED_TIMEOUT_MS = 10_000;
+
+/** Whether an extension's manifest contributes the marimo notebook type. */
+function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
+  const notebooks = field(field(extension.packageJSON, 'contributes'), 'notebooks');
+  return Array.isArray(notebooks) && notebooks.some((n) => field(n, 'type') === NOTEBOOK_TYPE);
+}
+
+/**
+ * marimo's extension (marimo-lsp) exports `experimental.kernels.getKernel(uri)`, a partial copy
+ * of the Jupyter extension's kernels API: undefined until a controller is selected for the
+ * notebook, a kernel whose status is always "idle", and `executeCode(code, token)` yielding VS
+ * Code cell outputs converted from marimo's notifications (channels flattened away). Cancelling
+ * the token ends the stream; from marimo-lsp 0.17 it also cancels that scratchpad run, before
+ * that the kernel went on. Another extension serving `marimo-notebook` with the same API is used
+ * when marimo's own is not installed.
+ */
+export const MARIMO_SOURCE: ExtensionKernelSource = {
+  name: 'marimo',
+  label: 'marimo',
+  extensionId: MARIMO_ID,
+  notebookType: NOTEBOOK_TYPE,
+  extension: () => vscode.extensions.getExtension(MARIMO_ID) ?? vscode.extensions.all.find(servesMarimoNotebooks),
+  kernels: (exports) => asKernelsApi(field(field(exports, 'experimental'), 'kernels')),
+  noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
+};
+
+/** The agent's code goes as it is: marimo's scratchpad already discards new bindings. */
+const MARIMO_RULES: ScratchpadRules = {
+  wrap: (code) => code,
+  admit: async (_onStream, signal) => !signal.aborted,
+  markupInErrors: true,
+};
+
+/** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */
+export class MarimoKernels extends ExtensionKernels {
+  constructor() {
+    super(MARIMO_SOURCE);
+  }
+
+  protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
+    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES);
+  }
+
+  /**
+   * The API has no interrupt and marimo contributes no interrupt command: VS Code's "Interrupt"
+   * of the notebook calls the selected controller's interrupt handler, which interrupts marimo's
+   * kernel (whatever it runs: a cell or a scratchpad).
+   */
+  async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined> {
+    if (!(await this.usable(notebook))) return undefined;
+    await vscode.commands.executeCommand('notebook.cancelExecution', notebook.uri);
+    return 'sigint';
+  }
+
+  async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
+    if (!(await this.usable(notebook))) return false;
+    throw new BridgeError(
+      409,
+      `The bridge cannot restart marimo's kernel of ${label(notebook)}: the person restarts it with the command "marimo: Restart Kernel"`,
+    );
+  }
+
+  /**
+   * marimo makes a controller per Python environment and no API selects one unseen: the bridge
+   * opens VS Code's kernel picker for marimo's controllers, says in a notification who asks, and
+   * waits for the kernel of the one the person picks.
+   */
+  async start(editor: vscode.NotebookEditor): Promise<void> {
+    const notebook = editor.notebook;
+    if (notebook.notebookType !== NOTEBOOK_TYPE)
+      throw new BridgeError(
+        400,
+        `marimo kernels run marimo notebooks (${NOTEBOOK_TYPE}); ${label(notebook)} is a ${notebook.notebookType}`,
+      );
+    const extension = MARIMO_SOURCE.extension();
+    if (!extension) throw new BridgeError(409, `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);
+    await extension.activate();
+    if (await this.usable(notebook)) return;
+    const picking = vscode.commands.executeCommand('notebook.selectKernel', { notebookEditor: editor, extension: extension.id });
+    await withNotice(
+      `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. Pick one in the list VS Code shows (Escape: none).`,
+      picking,
+    );
+    if (!(await this.waitForKernel(notebook, SELECTED_TIMEOUT_MS)))
+      throw new BridgeError(409, `No marimo kernel was selected for ${label(notebook)}: ${MARIMO_SOURCE.noKernelHint}`);
+  }
+
+  private async usable(notebook: vscode.NotebookDocument): Promise<boolean> {
+    const found = await this.apiKernel(notebook);
+    return found !== undefined && !(found instanceof KernelUnavailable);
+  }
+}
