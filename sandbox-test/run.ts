@@ -30,6 +30,9 @@ import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
 import { marimoChecks } from './checks/marimo';
+import { marimoExtensionChecks } from './checks/marimoExtension';
+import { marimoUnderTest } from './marimoExtension';
+import * as os from 'node:os';
 import { reloadChecks } from './checks/reload';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
@@ -70,6 +73,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
   describe('jupyter', () => jupyterChecks(extensions));
+  describe('marimo extension', marimoExtensionChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
@@ -90,7 +94,11 @@ async function main(): Promise<number> {
   // Declare the suites as mocha does for a spec file: its `describe`, `it`, ... are set up by this event.
   mocha.suite.emit(Mocha.Suite.constants.EVENT_FILE_PRE_REQUIRE, globalThis, __filename, mocha);
   say(`other extensions: ${describeExtensions(args.extensions)}`);
-  rootHooks({ vsix: args.vsix, extensions: args.extensions });
+  const packed = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-fake-marimo-'));
+  process.on('exit', () => fs.rmSync(packed, { recursive: true, force: true }));
+  const marimo = marimoUnderTest(args.extensions, packed);
+  say(`marimo extension checks run against ${marimo.describe}`);
+  rootHooks({ vsix: args.vsix, extensions: args.extensions, marimo });
   suites(args.extensions);
 
   const t0 = Date.now();

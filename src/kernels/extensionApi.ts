@@ -65,6 +65,8 @@ export interface ScratchpadRules {
   valueMime?: string;
   /** The kernel's tracebacks may carry HTML markup (marimo's do), to strip for a terminal. */
   markupInErrors?: boolean;
+  /** What to add on stderr when the run failed (the bridge's way to do what the code tried); undefined: nothing. */
+  failureHint?(code: string): string | undefined;
   /** When executeCode throws before any output, may it be a refusal the person can undo? (false: admit settled that) */
   accessHintOnError?: boolean;
   /**
@@ -218,6 +220,8 @@ export class ApiKernelAdapter implements Kernel {
       cancellation.dispose();
     }
     if (signal.aborted) failed = true;
+    const hint = failed && !signal.aborted ? this.rules.failureHint?.(code) : undefined;
+    if (hint) onStream({ name: 'stderr', text: `${hint}\n` });
     if (failed) return { success: false, status: signal.aborted ? 'interrupted' : 'failed', output: NO_OUTPUT };
     if (value) return { success: true, status: 'succeeded', output: reduceMimeBundle(value) };
     return { success: true, status: 'succeeded', output: (display && reduceDisplay(display)) ?? NO_OUTPUT };

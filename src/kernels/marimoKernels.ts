@@ -44,11 +44,23 @@ export const MARIMO_SOURCE: ExtensionKernelSource = {
   noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
 };
 
+/**
+ * What an agent following marimo-pair's skill meets: its notebook edits go through marimo's
+ * `marimo._code_mode`, which needs the marimo server's notebook document and is not there in a
+ * kernel the VS Code extension runs.
+ */
+export const CODE_MODE_HINT =
+  "Agent Bridge: marimo's code_mode (marimo._code_mode) does not work in a kernel of marimo's VS Code extension. " +
+  'Change cells through the bridge instead: its cell routes (GET/POST /notebooks/cells, PATCH/DELETE /notebooks/cells/{id}, ' +
+  'POST /notebooks/cells/{id}/run), its MCP tools (create_cell, edit_cell, delete_cell, run_cell), ' +
+  'or its own code mode (import agent_bridge) in an .ipynb with the builtin kernel.';
+
 /** The agent's code goes as it is: marimo's scratchpad already discards new bindings. */
 const MARIMO_RULES: ScratchpadRules = {
   wrap: (code) => code,
   admit: async (_onStream, signal) => !signal.aborted,
   markupInErrors: true,
+  failureHint: (code) => (/\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) ? CODE_MODE_HINT : undefined),
 };
 
 /** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */
