@@ -8,7 +8,7 @@
  * reactive check runs against the real extension only.
  */
 import * as path from 'node:path';
-import { eq, includes, match, ok, show } from '../assert';
+import { deepEq, eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
 import { MARIMO_FIXTURE } from '../marimoExtension';
 import { MARKER_VAR } from '../vscode';
@@ -91,7 +91,7 @@ export function marimoExtensionChecks(): void {
   it('marimo extension: the fixture reads as marimo Python cells', async () => {
     const { signal } = checkRun();
     const list = await cells(signal);
-    eq(
+    deepEq(
       list.map((c) => c.code),
       ['x = 41', 'y = x + 1', 'print(f"y is {y}")'],
       'cell sources',
