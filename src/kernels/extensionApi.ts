@@ -63,8 +63,8 @@ export interface ScratchpadRules {
   wrap(code: string): string;
   /** Marks the bundle that is the run's value (others are displays); undefined: every bundle is the value. */
   valueMime?: string;
-  /** The kernel's tracebacks may carry HTML markup (marimo's do), to strip for a terminal. */
-  markupInErrors?: boolean;
+  /** The kernel's tracebacks link their frames with HTML anchors (marimo's extension does), unwrapped for a terminal. */
+  linksInErrors?: boolean;
   /** What to add on stderr when the run failed (the bridge's way to do what the code tried); undefined: nothing. */
   failureHint?(code: string): string | undefined;
   /** When executeCode throws before any output, may it be a refusal the person can undo? (false: admit settled that) */
@@ -127,6 +127,37 @@ export abstract class ExtensionKernels implements KernelProvider {
     return kernel ?? new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
   }
 
+  /**
+   * The Jupyter and marimo extensions start a notebook's kernel only to run a cell (no command or
+   * API starts it), and hand out only kernels started that way: run a comment-only cell appended
+   * for the moment, then remove it (two undoable edits; no output; the kernel's history gets that
+   * one comment). VS Code does not send an empty cell to the kernel. With no kernel selected, VS
+   * Code selects the only one there is, or shows its kernel picker to the person.
+   */
+  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+    const index = notebook.cellCount;
+    const add = new vscode.WorkspaceEdit();
+    add.set(notebook.uri, [
+      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
+    ]);
+    if (!(await vscode.workspace.applyEdit(add))) return false;
+    const added = notebook.cellAt(index);
+    try {
+      void vscode.commands.executeCommand('notebook.cell.execute', {
+        ranges: [{ start: index, end: index + 1 }],
+        document: notebook.uri,
+      });
+      return await this.waitForKernel(notebook, timeoutMs);
+    } finally {
+      const now = notebook.getCells().indexOf(added);
+      if (now >= 0 && added.document.getText() === STARTER) {
+        const remove = new vscode.WorkspaceEdit();
+        remove.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(now, now + 1))]);
+        await vscode.workspace.applyEdit(remove);
+      }
+    }
+  }
+
   /** Polls until the extension gives the notebook's kernel; false past `timeoutMs`. */
   protected async waitForKernel(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
     for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(250)) {
@@ -150,6 +181,9 @@ export function label(notebook: vscode.NotebookDocument): string {
 export function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
   return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => task));
 }
+
+/** The cell the bridge runs to start a kernel (see startWithCell). */
+const STARTER = '# Agent Bridge: starting the kernel';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -16,8 +16,8 @@ import { KernelUnavailable } from './kernel';
 
 const MARIMO_ID = 'marimo-team.vscode-marimo';
 const NOTEBOOK_TYPE = 'marimo-notebook';
-/** After the picker closed: how long the chosen controller may take to be selected. */
-const SELECTED_TIMEOUT_MS = 10_000;
+/** Picking a kernel and starting it (marimo's first start of a venv can take a while). */
+const START_TIMEOUT_MS = 120_000;
 
 /** Whether an extension's manifest contributes the marimo notebook type. */
 function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
@@ -59,7 +59,7 @@ export const CODE_MODE_HINT =
 const MARIMO_RULES: ScratchpadRules = {
   wrap: (code) => code,
   admit: async (_onStream, signal) => !signal.aborted,
-  markupInErrors: true,
+  linksInErrors: true,
   failureHint: (code) => (/\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) ? CODE_MODE_HINT : undefined),
 };
 
@@ -93,9 +93,10 @@ export class MarimoKernels extends ExtensionKernels {
   }
 
   /**
-   * marimo makes a controller per Python environment and no API selects one unseen: the bridge
-   * opens VS Code's kernel picker for marimo's controllers, says in a notification who asks, and
-   * waits for the kernel of the one the person picks.
+   * marimo makes a controller per Python environment and no API selects one unseen; its kernel
+   * starts with a cell run. So the bridge runs a starter cell (see startWithCell): VS Code takes
+   * the only marimo controller, or shows the person its kernel picker, with a notification of
+   * ours saying who asks.
    */
   async start(editor: vscode.NotebookEditor): Promise<void> {
     const notebook = editor.notebook;
@@ -108,13 +109,15 @@ export class MarimoKernels extends ExtensionKernels {
     if (!extension) throw new BridgeError(409, `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);
     await extension.activate();
     if (await this.usable(notebook)) return;
-    const picking = vscode.commands.executeCommand('notebook.selectKernel', { notebookEditor: editor, extension: extension.id });
-    await withNotice(
-      `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. Pick one in the list VS Code shows (Escape: none).`,
-      picking,
+    const started = await withNotice(
+      `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. If VS Code lists kernels, pick one (Escape: none).`,
+      this.startWithCell(notebook, START_TIMEOUT_MS),
     );
-    if (!(await this.waitForKernel(notebook, SELECTED_TIMEOUT_MS)))
-      throw new BridgeError(409, `No marimo kernel was selected for ${label(notebook)}: ${MARIMO_SOURCE.noKernelHint}`);
+    if (!started)
+      throw new BridgeError(
+        409,
+        `No marimo kernel started for ${label(notebook)} within ${START_TIMEOUT_MS / 1000} s: ${MARIMO_SOURCE.noKernelHint}`,
+      );
   }
 
   private async usable(notebook: vscode.NotebookDocument): Promise<boolean> {

@@ -17,8 +17,6 @@ import type { BridgeClient, SseResult } from '../../sandbox-test/http';
 import { connect, poll } from './support';
 
 const FAKE_ID = 'agent-bridge-tests.fake-marimo';
-/** The fake's controller for its default Python (`fakeMarimo.python`: python3). */
-const CONTROLLER_ID = 'fake-marimo-python3';
 
 interface Done {
   success: boolean;
@@ -42,13 +40,13 @@ describe('extension kernels: marimo API (FAKE marimo extension)', function () {
   });
 
   /** Writes a marimo notebook and opens it as the person would, with the fake's notebook type. */
-  async function open(name: string): Promise<{ doc: vscode.NotebookDocument; editor: vscode.NotebookEditor }> {
+  async function open(name: string): Promise<{ doc: vscode.NotebookDocument }> {
     const file = path.join(folder, `it_${process.pid}_${name}.py`);
     fs.writeFileSync(file, NOTEBOOK);
     const doc = await vscode.workspace.openNotebookDocument(vscode.Uri.file(file));
     assert.equal(doc.notebookType, 'marimo-notebook');
-    const editor = await vscode.window.showNotebookDocument(doc, { preserveFocus: true, preview: false });
-    return { doc, editor };
+    await vscode.window.showNotebookDocument(doc, { preserveFocus: true, preview: false });
+    return { doc };
   }
 
   async function listed(): Promise<Record<string, { path: string | null }>> {
