@@ -82,14 +82,17 @@ describe('extension kernels: marimo API (FAKE marimo extension)', function () {
     assert.match(detail, /run a cell once/);
   });
 
-  it('lists the notebook once its controller is selected (the kernel picker, by id)', async () => {
-    const { doc, editor } = await open('ok');
+  it('POST /notebooks/kernel/start with kernel "marimo" starts the only marimo controller with a starter cell it removes', async () => {
+    const { doc } = await open('ok');
     working = doc;
-    await vscode.commands.executeCommand('notebook.selectKernel', {
-      notebookEditor: editor,
-      id: CONTROLLER_ID,
-      extension: FAKE_ID,
-    });
+    const r = await client.post('/notebooks/kernel/start', { notebook: doc.uri.fsPath, kernel: 'marimo' }, { timeoutMs: 60_000 });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json().kernel, 'marimo');
+    assert.deepEqual(
+      doc.getCells().map((c) => c.document.getText()),
+      ['x = 41'],
+      'the starter cell is gone',
+    );
     session = await poll(
       `${doc.uri.fsPath} in /api/sessions`,
       15_000,
