@@ -12,7 +12,7 @@ import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
@@ -67,7 +67,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
-  const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+  const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
   const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
