@@ -1,5 +1,6 @@
 /**
  * `npm run bench [-- --no-build] [--vsix FILE] [--only SECTIONS] [--extension FILE]...`
+ * `--peers` measures the bridge beside marimo edit and Jupyter + jupyter-mcp-server instead (scripts/bench/peers.ts).
  *
  * What the bridge costs, each figure beside a baseline measured in the same run: packages the
  * extension (unless --no-build), starts the harness's isolated VS Code (sandbox-test/vscode.ts)
@@ -32,7 +33,7 @@ import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import * as sections from './bench/sections';
 
-const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'listing', 'jupyter', 'activation'] as const;
+const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'batch', 'listing', 'jupyter', 'activation'] as const;
 const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]... [--peers]`;
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
@@ -240,6 +241,7 @@ async function main(): Promise<number> {
     if (opts.wants('cells')) await sections.cellRuns(ctx);
     if (opts.wants('agents')) await sections.agents(ctx);
     if (opts.wants('stall')) await sections.stalledReader(ctx);
+    if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
     if (jupyter) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));

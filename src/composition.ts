@@ -8,9 +8,11 @@ import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
 import { cappedLog } from './core/log';
 import { createAgentAccess } from './access';
+import { JsonCheckpointFile } from './access/checkpointFile';
+import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
@@ -54,18 +56,27 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const handler = import('./kernels/builtin/codeMode').then((m) =>
         m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       );
-      return async (method, params, ctx) => (await handler)(method, params, ctx);
+      // Its changes are the agent's whose run called (a kernel call carries no request context).
+      return async (method, params, ctx) => {
+        const run = await handler;
+        return asAuthor(access.codeAuthor(notebook), () => run(method, params, ctx));
+      };
     },
     codeModeInCells: () => settings.current.codeModeInCells,
     sandbox: () => settings.current.kernelSandbox,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
-  const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+  const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
-  const versionFile = join((context.storageUri ?? context.globalStorageUri).fsPath, 'cell-versions.json');
-  const notebooks = new EditorNotebooks(sessions, kernels, log, versionFile);
-  const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
+  const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
+  const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const cells = new NotebookCells(notebooks, {
+    outputTextLimit: () => settings.current.outputTextLimit,
+    onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+  });
   const access = createAgentAccess({
     context,
     cells,
@@ -73,8 +84,9 @@ export function compose({ context, log, settings, bridge, version }: Composition
     connection: () => bridge.connection,
     log,
     settings,
+    checkpoints,
   });
-  push(...access.disposables);
+  push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();
   const sandboxStatus = new KernelSandboxStatus();
   // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
@@ -135,7 +147,15 @@ export function compose({ context, log, settings, bridge, version }: Composition
       ]);
       return createApp({
         routes: guardRoutes(routes),
-        context: { host: sessions, cells, runs: new KeyedQueue(), version, access: access.gate, serveMcp: lazyMcp },
+        context: {
+          host: sessions,
+          cells,
+          checkpoints,
+          runs: new KeyedQueue(),
+          version,
+          access: access.gate,
+          serveMcp: lazyMcp,
+        },
         ...server,
         log: cappedLog(log),
       });
