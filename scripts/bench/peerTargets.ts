@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { newToken, startMarimo } from '../../sandbox-test/conformance/marimoServer';
+import { WebSocket } from 'undici';
 import { freePort, sleep } from '../../sandbox-test/vscode';
 import { BenchClient } from './client';
 
@@ -186,56 +186,62 @@ export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
 
 const CODE_MODE = 'import marimo._code_mode as cm\nasync with cm.get_context() as ctx:\n';
 
-/** The pid of the process whose command line holds all of `words` (a server we started, found by its arguments). */
-function pidOf(...words: string[]): number {
-  for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    let args: string[];
-    try {
-      args = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue; // gone meanwhile
-    }
-    if (words.every((w) => args.includes(w))) return Number(d);
-  }
-  throw new Error(`no process with ${words.join(' ')}`);
-}
-
 /**
- * `marimo edit --headless` (the conformance suite's launcher) serving copies of `files`; a session
- * on each, held open as the browser tab a marimo-pair user has open would hold it.
+ * `marimo edit --headless` on the folder holding main.py and list.py. A session exists only
+ * while a front end is connected, so each notebook gets a WebSocket held open for the run, as
+ * the browser tab a marimo-pair user has open. (Not the conformance suite's launcher: it runs every
+ * cell on open and gives a session 60 s, which the 1,000-cell notebook overruns on a busy machine.)
  */
-export async function marimoTarget(
-  files: { main: string; list: string },
-  scripts: string,
-  sandboxId: string,
-): Promise<PeerTarget> {
-  const server = await startMarimo({ token: newToken(), sandboxId });
-  let pid: number;
+export async function marimoTarget(dir: string, scripts: string, marimo: string): Promise<PeerTarget> {
+  const token = `bench-${Math.random().toString(36).slice(2)}`;
+  const log = path.join(dir, 'marimo.log');
+  const { child: server, port } = await startOnFreePort(
+    (p) =>
+      startServer(
+        marimo,
+        ['edit', '--headless', '--host', '127.0.0.1', '--port', String(p), '--token-password', token, '--skip-update-check', dir],
+        { cwd: dir, log },
+      ),
+    (p) => `http://127.0.0.1:${p}/health`,
+    {},
+    log,
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const sockets: WebSocket[] = [];
   try {
-    for (const f of Object.values(files)) fs.copyFileSync(f, path.join(server.dir, path.basename(f)));
-    await server.openSession('s_main', path.basename(files.main));
-    await server.openSession('s_list', path.basename(files.list));
-    pid = pidOf('edit', '--port', String(server.port));
+    for (const file of ['main.py', 'list.py']) {
+      const ws = new WebSocket(
+        `ws://127.0.0.1:${port}/ws?session_id=s_${path.parse(file).name}&file=${file}&access_token=${token}`,
+      );
+      sockets.push(ws);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no kernel-ready from marimo for ${file} in 90 s`)), 90_000);
+        ws.onmessage = (e) => String(e.data).includes('"kernel-ready"') && (clearTimeout(timer), resolve());
+        ws.onclose = (e) => reject(new Error(`marimo closed the session socket for ${file}: ${e.code} ${e.reason}`));
+      });
+    }
   } catch (e) {
-    await server.stop();
+    await stopGroup(server);
     throw e;
   }
-  const exec = (file: string, code: string) =>
-    executeCodeSh(scripts, server.url, server.token, path.join(server.dir, path.basename(file)))(code);
-  const scratch = (code: string) => exec(files.main, code);
+  const exec = (file: string, code: string) => executeCodeSh(scripts, url, token, path.join(dir, file))(code);
+  const scratch = (code: string) => exec('main.py', code);
   return {
     name: 'marimo edit + execute-code.sh',
     scratch,
     scriptScratch: scratch,
-    runCell: () => exec(files.main, `${CODE_MODE}    ctx.run_cell(ctx.cells[0].id)`),
-    insert: () => exec(files.main, `${CODE_MODE}    ctx.create_cell("pass")`),
+    runCell: () => exec('main.py', `${CODE_MODE}    ctx.run_cell(ctx.cells[0].id)`),
+    insert: () => exec('main.py', `${CODE_MODE}    ctx.create_cell("pass")`),
     list: async () => {
-      const r = await exec(files.list, `${CODE_MODE}    cells = [(c.id, c.code) for c in ctx.cells]\nprint(len(cells))`);
+      const r = await exec('list.py', `${CODE_MODE}    cells = [(c.id, c.code) for c in ctx.cells]\nprint(len(cells))`);
       return { ...r, out: r.out.trim() };
     },
     agent: async () => ({ scratch, close: async () => undefined }),
-    pids: () => [pid],
-    stop: () => server.stop(),
+    pids: () => [server.pid!],
+    stop: async () => {
+      for (const ws of sockets) ws.close();
+      await stopGroup(server);
+    },
   };
 }
 

@@ -130,8 +130,6 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   const scripts = process.env.MARIMO_PAIR_SCRIPTS;
   const ws = makeWorkspace();
   const startedAt = new Date().toISOString();
-  // The sandbox's id, marking the peers' processes too, so the harness's cleanup knows whose they are.
-  const sandboxId = `bench-${Date.now().toString(36)}-peers`;
   const jupyter = findExtension(opts.extensions, JUPYTER_ID);
   const cols: PeerColumn[] = [
     { name: 'bridge (builtin kernel)', ours: true },
@@ -157,7 +155,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     startPeer(2, async () => {
       if (!scripts || !fs.existsSync(path.join(scripts, 'execute-code.sh')))
         throw new Error(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh`);
-      return marimoTarget({ main: path.join(ws.marimo, 'main.py'), list: path.join(ws.marimo, 'list.py') }, scripts, sandboxId);
+      return marimoTarget(ws.marimo, scripts, path.join(STACK.venvBin, 'marimo'));
     }),
     startPeer(3, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
   ]);
@@ -167,7 +165,6 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
       workspace: ws.bridge,
       vsix: opts.vsix,
       kind: 'bench',
-      id: sandboxId,
       settings: { 'agentBridge.pythonPath': STACK.venvPython },
       otherVsix: 'extension' in jupyter ? opts.extensions.map((e) => e.vsix) : [],
       venvKernelspec: 'extension' in jupyter,
