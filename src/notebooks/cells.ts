@@ -4,7 +4,6 @@ import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 import type {
   CellMetadata,
   CellSnapshot,
-  Disposable,
   IndexRange,
   NewCell,
   NotebookChange,
@@ -14,8 +13,10 @@ import type {
 import { BridgeError } from '../core/errors';
 import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
+import type { RunTicket } from '../core/runTicket';
 import { CellIds } from './cellIds';
 import { FileStamps } from './fileStamps';
+import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './sessions';
 
@@ -40,6 +41,7 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
+  private readonly tickets = new RunTickets((cell) => this.ids.id(cell));
   private readonly stamps = new FileStamps();
   private readonly reports: vscode.Disposable[];
 
@@ -51,7 +53,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     versionFile?: string,
   ) {
     this.ids = new CellIds(versionFile === undefined ? undefined : new VersionStore(versionFile));
-    this.reports = kernels.flatMap((k) => (k.onDidReportRun ? [k.onDidReportRun((r) => this.ids.report(r))] : []));
+    this.reports = kernels.flatMap((k) => (k.onDidReportRun ? [k.onDidReportRun((r) => this.tickets.report(r))] : []));
   }
 
   list(): NotebookEntry[] {
@@ -94,8 +96,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         code: cell.document.getText(),
         version: this.ids.version(cell),
         metadata: agentMetadata(cell),
-        execution: this.ids.execution(cell),
-        outputs: this.ids.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
+        execution: this.tickets.execution(cell),
+        outputs: this.tickets.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
   }
 
@@ -150,26 +152,35 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     }
     change.resultIds.forEach((id, index) => {
       const c = created.get(id);
-      if (c && index < notebook.cellCount)
-        this.ids.adopt(notebook.cellAt(index), id, c.version, c.copyOf === undefined ? undefined : cells[c.copyOf]);
+      if (!c || index >= notebook.cellCount) return;
+      this.ids.adopt(notebook.cellAt(index), id, c.version);
+      if (c.copyOf !== undefined) this.tickets.adopt(notebook.cellAt(index), cells[c.copyOf]!);
     });
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<void> {
+  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return;
+    const tickets = chosen.map((cell) => this.tickets.request(cell));
+    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return tickets;
     const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
       .then(undefined, (error: unknown) => {
         this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
+        for (const ticket of tickets) this.tickets.failed(ticket);
       });
+    return tickets;
+  }
+
+  /** A run's ticket by its id, while the window remembers it. */
+  ticket(runId: string): RunTicket | undefined {
+    return this.tickets.ticket(runId);
   }
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
@@ -177,7 +188,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     await this.caughtUp(notebook);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
-    const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
+    const busy = indices.filter((i) => this.tickets.execution(cells[i]!).status !== 'idle');
     if (busy.length)
       throw new BridgeError(
         409,
@@ -196,7 +207,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     edit.set(notebook.uri, copies);
     const versions = indices.map((i) => this.ids.version(cells[i]!));
     if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
-    indices.forEach((i, k) => this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!, cells[i]));
+    indices.forEach((i, k) => {
+      this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!);
+      this.tickets.adopt(notebook.cellAt(i), cells[i]!);
+    });
   }
 
   async save(uri: string): Promise<void> {
@@ -234,12 +248,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
-  onDidChange(uri: string, listener: () => void): Disposable {
-    return this.ids.onDidChange((notebook) => {
-      if (notebook.uri.toString() === uri) listener();
-    });
-  }
-
   /** The kernel's own provider interrupts it; else VS Code's cancel command stops its cells. */
   async interrupt(uri: string): Promise<InterruptHow> {
     const notebook = this.notebook(uri);
@@ -263,7 +271,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   private async caughtUp(notebook: vscode.NotebookDocument, unshown = 0): Promise<void> {
-    if (!(await this.ids.caughtUp(notebook, unshown, CATCH_UP_MS)))
+    if (!(await this.tickets.caughtUp(notebook, unshown, CATCH_UP_MS)))
       this.log.warn(`${labelOf(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`);
   }
 
@@ -285,6 +293,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   dispose(): void {
     for (const r of this.reports) r.dispose();
     this.ids.dispose();
+    this.tickets.dispose();
     this.stamps.dispose();
   }
 }
