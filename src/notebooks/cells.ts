@@ -235,7 +235,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     } catch (error) {
       throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (saved) return;
+    if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
       () => true,
       () => false,
