@@ -57,17 +57,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   list(): NotebookEntry[] {
-    return vscode.workspace.notebookDocuments.map((notebook) => {
-      const session = this.sessions.info(notebook);
-      return {
-        sessionId: session.id,
-        uri: session.uri,
-        path: session.path,
-        notebookType: notebook.notebookType,
-        cellCount: notebook.cellCount,
-        dirty: notebook.isDirty,
-      };
-    });
+    return this.sessions.entries();
   }
 
   async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
@@ -215,7 +205,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   async save(uri: string): Promise<void> {
     const notebook = this.notebook(uri);
-    const label = labelOf(notebook);
+    const label = this.sessions.label(notebook);
     if (notebook.isUntitled)
       throw new BridgeError(
         409,
@@ -265,14 +255,16 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     for (const provider of this.kernels) if (await provider.restart(notebook)) return;
     throw new BridgeError(
       409,
-      `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${labelOf(notebook)} uses another kernel ` +
+      `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${this.sessions.label(notebook)} uses another kernel ` +
         '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
     );
   }
 
   private async caughtUp(notebook: vscode.NotebookDocument, unshown = 0): Promise<void> {
     if (!(await this.tickets.caughtUp(notebook, unshown, CATCH_UP_MS)))
-      this.log.warn(`${labelOf(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`);
+      this.log.warn(
+        `${this.sessions.label(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`,
+      );
   }
 
   /**
@@ -301,10 +293,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 interface NbMeta {
   language_info?: { name?: string };
   kernelspec?: { language?: string };
-}
-
-function labelOf(notebook: vscode.NotebookDocument): string {
-  return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
 }
 
 function fullRange(document: vscode.TextDocument): vscode.Range {
