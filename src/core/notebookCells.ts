@@ -291,22 +291,33 @@ export class NotebookCells implements CellService {
     return code;
   }
 
+  async runById(ref: string | undefined, runId: string): Promise<RunHandle> {
+    const notebook = this.notebook(ref);
+    const ticket = this.docs.ticket(runId);
+    if (!ticket || !this.docs.cells(notebook.uri).some((c) => c.id === ticket.cellId))
+      throw new BridgeError(404, `No run ${runId} of ${notebookLabel(notebook)} is remembered; GET the cell to see its last run`);
+    // Its outputs are followed from the start: the waiter has seen none of them.
+    return this.handle(notebook, ticket, []);
+  }
+
   private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
     const before = this.docs.cells(notebook.uri);
     const tickets = await this.docs.execute(notebook.uri, cellIds);
-    return tickets.map((ticket) => {
-      const id = ticket.cellId;
-      return new CellRun(ticket, before.find((c) => c.id === id)?.outputs ?? [], {
-        snapshot: () => {
-          const now = this.docs.cells(notebook.uri);
-          const index = now.findIndex((c) => c.id === id);
-          return index < 0 ? undefined : { cell: now[index]!, index };
-        },
-        show: (cell, index) => this.show(notebook, cell, index),
-        limit: () => this.options.outputTextLimit(),
-        url: (o, i) => outputUrl(notebook, id, o, i),
-      });
+    return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
+  }
+
+  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[]): RunHandle {
+    const id = ticket.cellId;
+    return new CellRun(ticket, baseline, {
+      snapshot: () => {
+        const now = this.docs.cells(notebook.uri);
+        const index = now.findIndex((c) => c.id === id);
+        return index < 0 ? undefined : { cell: now[index]!, index };
+      },
+      show: (cell, index) => this.show(notebook, cell, index),
+      limit: () => this.options.outputTextLimit(),
+      url: (o, i) => outputUrl(notebook, id, o, i),
     });
   }
 
