@@ -214,11 +214,14 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     // Saved from the document: with the runs' ends (and the counts the .ipynb support adds) in it.
     await this.caughtUp(notebook);
     if (!notebook.isDirty) return;
-    if (await this.stamps.changedOnDisk(notebook))
+    const changed = await this.stamps.changedOnDisk(notebook);
+    if (changed) {
+      this.log.warn(`${label}: not saved, its file changed on disk (${changed})`);
       throw new BridgeError(
         409,
         `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
       );
+    }
     let saved: boolean;
     try {
       saved = await notebook.save();

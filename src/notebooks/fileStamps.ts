@@ -32,12 +32,17 @@ export class FileStamps implements vscode.Disposable {
     ];
   }
 
-  /** True when the file's bytes changed since the editor last matched it. */
-  async changedOnDisk(notebook: vscode.NotebookDocument): Promise<boolean> {
+  /**
+   * How the file's bytes changed since the editor last matched it (for the log: the two
+   * modification times and hash heads); undefined when they did not.
+   */
+  async changedOnDisk(notebook: vscode.NotebookDocument): Promise<string | undefined> {
     const known = await this.stamps.get(notebook.uri.toString());
-    if (!known) return false;
+    if (!known) return undefined;
     const now = await stampOf(notebook, known);
-    return now !== undefined && now.hash !== known.hash;
+    if (now === undefined || now.hash === known.hash) return undefined;
+    const show = (s: Stamp) => `mtime ${new Date(s.mtimeMs).toISOString()}, sha256 ${s.hash.slice(0, 12)}`;
+    return `known: ${show(known)}; on disk: ${show(now)}`;
   }
 
   /** The editor just wrote the file (a save of ours resolved). */
