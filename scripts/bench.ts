@@ -119,12 +119,14 @@ function activationRows(sandbox: Sandbox, advert: Advert, installed: string, vsi
     from === undefined
       ? row(section, 'activation → server listening', NaN, 'ms', missing('_doActivateExtension agent-bridge.agent-bridge'))
       : row(section, 'activation → server listening', total, 'ms', {
-          target: goal('≤ 100 ms', total <= 100),
           note: 'from VS Code’s log line to the discovery file’s startedAt, 1 ms resolution',
         }),
     split('  VS Code loading our bundle', total - sinceLoad),
-    split('  VS Code making our extension context', sinceLoad - inActivate),
-    split('  our activate() → listening', inActivate),
+    ours
+      ? row(section, '  ours: bundle loaded → listening', sinceLoad, 'ms', { target: goal('≤ 10 ms', sinceLoad <= 10) })
+      : row(section, '  ours: bundle loaded → listening', NaN, 'ms', missing('activate() → listening')),
+    split('    VS Code making our extension context', sinceLoad - inActivate),
+    split('    our activate() → listening', inActivate),
     ...['extension.js', 'composition.js'].map((f) => row('size', `dist/${f}`, size(path.join(installed, f)), 'B')),
     row('size', path.basename(vsix), size(vsix), 'B'),
   ];
@@ -205,6 +207,7 @@ async function main(): Promise<number> {
       token: advert.token,
       pid: advert.pid,
       floorUrl: floor.url,
+      expressFloorUrl: floor.expressUrl,
       kernels,
       notebooks,
       open: (file) => open(file),

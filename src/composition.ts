@@ -80,7 +80,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const access = createAgentAccess({
     context,
     cells,
-    session: (nb) => sessions.info(nb),
+    notebooks: sessions,
     connection: () => bridge.connection,
     log,
     settings,
