@@ -6,6 +6,7 @@ import { commandTable } from './commands';
 import type { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
+import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
 import { createAgentAccess } from './access';
 import { BuiltinKernels } from './kernels/builtin/controller';
@@ -120,7 +121,15 @@ export function compose({ context, log, settings, bridge, version }: Composition
       ]);
       return createApp({
         routes: guardRoutes(routes),
-        context: { host: sessions, cells, runs: new KeyedQueue(), version, access: access.gate, serveMcp: lazyMcp },
+        context: {
+          host: sessions,
+          cells,
+          runs: new KeyedQueue(),
+          outputs: new ScratchpadOutputs(),
+          version,
+          access: access.gate,
+          serveMcp: lazyMcp,
+        },
         ...server,
         log: cappedLog(log),
       });

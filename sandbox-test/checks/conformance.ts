@@ -38,7 +38,10 @@ function scriptEnv(home: string, stateHome: string): NodeJS.ProcessEnv {
 }
 
 async function marimoTarget(server: MarimoServer): Promise<Target> {
-  const notebook = (name: keyof typeof MARIMO_FIXTURES) => ({ session: `s_${name}`, path: path.join(server.dir, MARIMO_FIXTURES[name]) });
+  const notebook = (name: keyof typeof MARIMO_FIXTURES) => ({
+    session: `s_${name}`,
+    path: path.join(server.dir, MARIMO_FIXTURES[name]),
+  });
   const target: Target = {
     name: 'marimo',
     url: server.url,
@@ -60,7 +63,11 @@ async function bridgeTarget(ctx: CheckContext): Promise<Target> {
     [ctx.analysis, 'a1'],
     [ctx.other, 'o1'],
   ] as const) {
-    const r = await ctx.client.post(`/notebooks/cells/${cell}/run`, { notebook: nb.session.id, wait: true }, { timeoutMs: 60_000 });
+    const r = await ctx.client.post(
+      `/notebooks/cells/${cell}/run`,
+      { notebook: nb.session.id, wait: true },
+      { timeoutMs: 60_000 },
+    );
     if (r.status !== 200) throw new Error(`running ${nb.name} ${cell}: ${r.status} ${r.text.slice(0, 300)}`);
   }
   return {
@@ -102,7 +109,11 @@ function observeAll(targets: readonly Target[], env: CaseEnv): Map<Case, Promise
   const pooled = CORPUS.filter((c) => !c.alone);
   const results = new Map<Case, Promise<Settled>>();
   const starts = new Map<Case, () => void>();
-  for (const c of CORPUS) results.set(c, new Promise<void>((resolve) => starts.set(c, resolve)).then(() => observe(c)));
+  for (const c of CORPUS)
+    results.set(
+      c,
+      new Promise<void>((resolve) => starts.set(c, resolve)).then(() => observe(c)),
+    );
   let next = 0;
   const worker = async () => {
     while (next < pooled.length) {

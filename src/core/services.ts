@@ -1,6 +1,7 @@
 import type { Gate } from './access';
 import type { CellService } from './cells';
 import type { KeyedQueue } from './keyedQueue';
+import type { ScratchpadOutputs } from './scratchpadOutputs';
 import type { NotebookHost } from './sessions';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
@@ -8,6 +9,8 @@ export interface BridgeServices {
   host: NotebookHost;
   /** One run at a time per session, whichever transport sent it. */
   runs: KeyedQueue;
+  /** The whole output of scratchpad runs whose answer was capped, for a while. */
+  outputs: ScratchpadOutputs;
   version: string;
   /** Reading, editing and running the cells of open notebooks. */
   cells: CellService;

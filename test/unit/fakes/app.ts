@@ -1,3 +1,4 @@
+import { ScratchpadOutputs } from '../../../src/core/scratchpadOutputs';
 import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
@@ -33,6 +34,7 @@ export function startTestServer(options: {
       outputTextLimit: () => options.outputTextLimit ?? 100,
     }),
     runs: new KeyedQueue(),
+    outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),
   };
