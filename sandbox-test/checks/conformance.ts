@@ -10,6 +10,7 @@
  * Without marimo in the stack's venv, or without marimo-pair's scripts, every case is reported
  * skipped by name with the reason.
  */
+import { setMaxListeners } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { show } from '../assert';
@@ -155,6 +156,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
   let tmp: string;
   const verdicts = new Map<string, Verdict>();
   const stopAll = new AbortController();
+  setMaxListeners(0, stopAll.signal); // every script and request of the corpus listens to it
   let observed: Map<Case, Promise<Settled>> = new Map();
 
   before('start marimo edit --headless and open its sessions', async function () {

@@ -238,7 +238,7 @@ export function scriptChecks(): void {
 }
 
 /** A command with its stdout, exit code and duration (no shell). */
-function runCommand(
+export function runCommand(
   file: string,
   args: string[],
   signal: AbortSignal,

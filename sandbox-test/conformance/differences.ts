@@ -49,6 +49,14 @@ export const DIFFERENCES = {
       return when(Array.isArray(ml) && Array.isArray(bl) && bl.length === ml.length + 1, ['stdout']);
     },
   },
+  plainTrailingValue: {
+    title: "A trailing value comes back as text/plain, not in marimo's HTML",
+    accounts: (m, b) =>
+      when(
+        /<pre class='text-xs'>/.test(JSON.stringify([m.done, m.stdout])) && !/<pre /.test(JSON.stringify([b.done, b.stdout])),
+        ['stdout', 'done'],
+      ),
+  },
   tracebacks: {
     title: "Tracebacks are the kernel's own (IPython's, in an IPython kernel)",
     accounts: (m, b) =>
