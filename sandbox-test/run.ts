@@ -34,6 +34,7 @@ import { marimoChecks } from './checks/marimo';
 import { reloadChecks } from './checks/reload';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { twoWindowChecks } from './checks/twoWindows';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
@@ -73,6 +74,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('access', accessChecks);
   describe('jupyter', () => jupyterChecks(extensions));
   describe('ipython', ipythonChecks); // it switches the kernel's Python
+  describe('two windows', twoWindowChecks); // a second window shares the harness's discovery file
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
 }
