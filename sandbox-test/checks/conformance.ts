@@ -20,11 +20,11 @@ import { MARIMO_FIXTURES, marimoMissing, type MarimoServer, newToken, startMarim
 import { differingFields, normalise } from '../conformance/normalise';
 import type { Observation, Target } from '../conformance/target';
 import { findExtension, type GivenExtension } from '../extensions';
+import { MARIMO_ID } from '../marimoExtension';
 import { MARKER_VAR, REPO_ROOT } from '../vscode';
 import { type CheckContext, checkRun, context, skipped } from './context';
 import { scriptsDir } from './scripts';
 
-const MARIMO_EXTENSION_ID = 'marimo-team.vscode-marimo';
 /** Cases observed at the same time (each runs on every target at once). */
 const POOL = 4;
 const SUMMARY = 'conformance: the summary line, and every intended difference is in SETUP.md';
@@ -87,7 +87,7 @@ async function bridgeTarget(ctx: CheckContext): Promise<Target> {
 async function marimoExtensionTarget(ctx: CheckContext, bridge: Target): Promise<Target> {
   const open = async (name: keyof typeof MARIMO_FIXTURES) => {
     const file = path.join(ctx.workspace, MARIMO_FIXTURES[name]);
-    const r = await ctx.client.post('/notebooks/open', { path: file }, { timeoutMs: 60_000 });
+    const r = await ctx.client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
     if (r.status !== 200) throw new Error(`opening ${file} with the marimo extension: ${r.status} ${r.text.slice(0, 300)}`);
     return { session: r.json<{ session: { id: string } }>().session.id, path: file };
   };
@@ -148,7 +148,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
         : undefined);
   const names = CORPUS.map((c) => `conformance: ${c.name}`);
   if (missing) return skipped([...names, SUMMARY], missing);
-  const withExtension = 'extension' in findExtension(extensions, MARIMO_EXTENSION_ID);
+  const withExtension = 'extension' in findExtension(extensions, MARIMO_ID);
 
   let ctx: CheckContext;
   let server: MarimoServer | undefined;

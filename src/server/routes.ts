@@ -146,6 +146,13 @@ export const routes: readonly Route<RouteContext>[] = [
   }),
   route({
     method: 'post',
+    path: '/notebooks/undo',
+    activity: 'undo',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+  }),
+  route({
+    method: 'post',
     path: '/notebooks/run',
     access: 'run',
     activity: 'cells run',
@@ -250,6 +257,8 @@ export const routes: readonly Route<RouteContext>[] = [
         'Content-Type': rawContentType(item.mime),
         'Content-Length': item.data.byteLength,
         'X-Content-Type-Options': 'nosniff',
+        // A notebook's HTML or SVG must not run as a page on the bridge's own origin.
+        'Content-Security-Policy': "sandbox; default-src 'none'",
       });
       res.end(item.data);
     },
