@@ -1,8 +1,12 @@
 import type { StreamEvent } from './kernel';
 import { RollingTail } from './rollingTail';
 
-/** What the capped answer of a run carries of its printed output, by default: head and tail, half each. */
-export const SCRATCHPAD_OUTPUT_CAP = 100_000;
+/**
+ * What the capped answer of a run carries of its printed output, by default: head and tail, half
+ * each. About 10k tokens of an agent's context, and few enough lines that marimo-pair's bash
+ * reader adds well under a second to the run.
+ */
+export const SCRATCHPAD_OUTPUT_CAP = 40_000;
 
 /**
  * The printed output of a run, capped as it streams: the first half of `cap` goes out as it
