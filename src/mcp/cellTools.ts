@@ -1,4 +1,3 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CellService, CellView } from '../core/cells';
@@ -20,6 +19,7 @@ import {
 } from '../core/cellSchemas';
 import type { BridgeServices } from '../core/services';
 import { startKernelBody } from '../core/kernelSchemas';
+import { tool, type ToolRow } from './access';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
@@ -40,190 +40,188 @@ const GUARD =
 
 type Json = Record<string, unknown>;
 
-export function registerCellTools(server: McpServer, ctx: BridgeServices): void {
+export function cellTools(ctx: BridgeServices): ToolRow[] {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
-
-  server.registerTool(
-    'list_notebooks',
-    { description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).', annotations: readOnly },
-    () => answer(async () => ({ notebooks: await cells.notebooks() })),
-  );
-  server.registerTool(
-    'get_active_notebook',
-    { description: 'The notebook the person is looking at, with their selected and visible cells.', annotations: readOnly },
-    () => answer(() => cells.active()),
-  );
-  server.registerTool(
-    'list_cells',
-    {
+  return [
+    tool({
+      name: 'list_notebooks',
+      access: 'read',
+      description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).',
+      annotations: readOnly,
+      handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
+    }),
+    tool({
+      name: 'get_active_notebook',
+      access: 'read',
+      description: 'The notebook the person is looking at, with their selected and visible cells.',
+      annotations: readOnly,
+      handle: () => answer(() => cells.active()),
+    }),
+    tool({
+      name: 'list_cells',
+      access: 'read',
       description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and capped outputs. ${NOTEBOOK}`,
       inputSchema: notebookBody,
       annotations: readOnly,
-    },
-    ({ notebook }) => answer(() => cells.list(notebook)),
-  );
-  server.registerTool(
-    'get_cell',
-    {
+      handle: ({ notebook }) => answer(() => cells.list(notebook)),
+    }),
+    tool({
+      name: 'get_cell',
+      access: 'read',
       description: `One cell, with its outputs (images as image content). ${NOTEBOOK}`,
       inputSchema: notebookBody.extend(withRef),
       annotations: readOnly,
-    },
-    ({ notebook, ref }) =>
-      answer(async () => {
-        const cell = await cells.get(notebook, ref);
-        return new WithImages({ cell }, await images(cells, notebook, [cell]));
-      }),
-  );
-  server.registerTool(
-    'create_cell',
-    {
+      handle: ({ notebook, ref }) =>
+        answer(async () => {
+          const cell = await cells.get(notebook, ref);
+          return new WithImages({ cell }, await images(cells, notebook, [cell]));
+        }),
+    }),
+    tool({
+      name: 'create_cell',
+      access: 'edit',
       description: `Insert a cell at "index", or "before"/"after" another cell (default: at the end). ${NOTEBOOK}`,
       inputSchema: createBody,
-    },
-    ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
-  );
-  server.registerTool(
-    'edit_cell',
-    {
+      handle: ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
+    }),
+    tool({
+      name: 'edit_cell',
+      access: 'edit',
       description: `Replace the whole text of a cell (optionally its kind or language). ${GUARD} ${NOTEBOOK}`,
       inputSchema: editBody.extend(withRef),
-    },
-    ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
-  );
-  server.registerTool(
-    'delete_cell',
-    { description: `Delete a cell. ${GUARD} ${NOTEBOOK}`, inputSchema: deleteArgs, annotations: { destructiveHint: true } },
-    ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
-  );
-  server.registerTool(
-    'move_cell',
-    {
+      handle: ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
+    }),
+    tool({
+      name: 'delete_cell',
+      access: 'edit',
+      description: `Delete a cell. ${GUARD} ${NOTEBOOK}`,
+      inputSchema: deleteArgs,
+      annotations: { destructiveHint: true },
+      handle: ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
+    }),
+    tool({
+      name: 'move_cell',
+      access: 'edit',
       description: `Move a cell "to" an index, or "before"/"after" another cell. ${NOTEBOOK}`,
       inputSchema: moveBody.extend(withRef),
-    },
-    ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
-  );
-  server.registerTool(
-    'run_cell',
-    {
+      handle: ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
+    }),
+    tool({
+      name: 'run_cell',
+      access: 'run',
       description:
         `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
         'returns success and the cell with its outputs. A timeout stops the wait, not the run (see interrupt). ' +
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
-    },
-    ({ notebook, ref, timeoutMs }) =>
-      answer(async () => {
-        const handle = await cells.run(notebook, ref);
-        // A wait that runs out is a result to read (the run goes on), not a failure.
-        const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-        const run = body.runs![0]!;
-        return new WithImages(body.detail ? { detail: body.detail, ...run } : run, await images(cells, notebook, [run.cell]));
-      }),
-  );
-  server.registerTool(
-    'edit_cells',
-    {
+      handle: ({ notebook, ref, timeoutMs }) =>
+        answer(async () => {
+          const handle = await cells.run(notebook, ref);
+          // A wait that runs out is a result to read (the run goes on), not a failure.
+          const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+          const run = body.runs![0]!;
+          return new WithImages(body.detail ? { detail: body.detail, ...run } : run, await images(cells, notebook, [run.cell]));
+        }),
+    }),
+    tool({
+      name: 'edit_cells',
+      access: 'edit',
       description:
         'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step), then ' +
         'run the cells in "run" (ids, or indices in the edited notebook) and wait for them. Refs name cells as ' +
         `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
-    },
-    ({ notebook, ops, run, wait, timeoutMs }) =>
-      answer(async () => {
-        const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
-        const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-        return new WithImages(
-          body,
-          await images(
-            cells,
-            notebook,
-            (body.runs ?? []).map((r) => r.cell),
-          ),
-        );
-      }),
-  );
-  server.registerTool(
-    'run_cells',
-    {
+      handle: ({ notebook, ops, run, wait, timeoutMs }) =>
+        answer(async () => {
+          const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
+          const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+          return new WithImages(
+            body,
+            await images(
+              cells,
+              notebook,
+              (body.runs ?? []).map((r) => r.cell),
+            ),
+          );
+        }),
+    }),
+    tool({
+      name: 'run_cells',
+      access: 'run',
       description:
         'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
         '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
         'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
         `results in order, with each cell's outputs. ${NOTEBOOK}`,
       inputSchema: runManyBody,
-    },
-    (body) =>
-      answer(async () => {
-        const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
-        if (body.wait === false) return { queued: series.cellIds };
-        const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-        const result = await series.wait({ timeoutMs });
-        // A wait that runs out is a result to read (the series goes on), not a failure.
-        const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-        return new WithImages(
-          { ...detail, ...result },
-          await images(
-            cells,
-            body.notebook,
-            result.runs.map((r) => r.cell),
-          ),
-        );
-      }),
-  );
-  server.registerTool(
-    'clear_outputs',
-    {
+      handle: (body) =>
+        answer(async () => {
+          const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
+          if (body.wait === false) return { queued: series.cellIds };
+          const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+          const result = await series.wait({ timeoutMs });
+          // A wait that runs out is a result to read (the series goes on), not a failure.
+          const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
+          return new WithImages(
+            { ...detail, ...result },
+            await images(
+              cells,
+              body.notebook,
+              result.runs.map((r) => r.cell),
+            ),
+          );
+        }),
+    }),
+    tool({
+      name: 'clear_outputs',
+      access: 'edit',
       description: `Clear the outputs (and last run) of "cells", a "range" or "all": true. ${NOTEBOOK}`,
       inputSchema: clearBody,
       annotations: { destructiveHint: true },
-    },
-    (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
-  );
-  server.registerTool(
-    'save_notebook',
-    {
+      handle: (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
+    }),
+    tool({
+      name: 'save_notebook',
+      access: 'edit',
       description:
         'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
         `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
       inputSchema: saveBody,
-    },
-    (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
-  );
-  server.registerTool(
-    'interrupt',
-    { description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`, inputSchema: notebookBody },
-    ({ notebook }) =>
-      answer(async () => {
-        return { interrupted: true, how: await cells.interrupt(notebook) };
-      }),
-  );
-  server.registerTool(
-    'restart_kernel',
-    {
+      handle: (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
+    }),
+    tool({
+      name: 'interrupt',
+      access: 'run',
+      description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      handle: ({ notebook }) =>
+        answer(async () => {
+          return { interrupted: true, how: await cells.interrupt(notebook) };
+        }),
+    }),
+    tool({
+      name: 'restart_kernel',
+      access: 'run',
       description: `Restart the notebook's kernel (builtin and Jupyter kernels): every variable is lost. ${NOTEBOOK}`,
       inputSchema: notebookBody,
       annotations: { destructiveHint: true },
-    },
-    ({ notebook }) =>
-      answer(async () => {
-        await cells.restart(notebook);
-        return { restarted: true };
-      }),
-  );
-  server.registerTool(
-    'start_kernel',
-    {
+      handle: ({ notebook }) =>
+        answer(async () => {
+          await cells.restart(notebook);
+          return { restarted: true };
+        }),
+    }),
+    tool({
+      name: 'start_kernel',
+      access: 'run',
       description:
         "Select and start a kernel for a notebook whose kernel is not running yet (as the person would in the kernel picker): 'jupyter' " +
         "starts the Jupyter kernel its metadata names, 'builtin' the Agent Bridge Python kernel. Returns its session.",
       inputSchema: startKernelBody,
-    },
-    ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
-  );
+      handle: ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
+    }),
+  ];
 }
 
 type ImageContent = { type: 'image'; data: string; mimeType: string };

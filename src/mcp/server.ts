@@ -2,9 +2,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BridgeServices } from '../core/services';
-import { guardTools, mcpClient } from './access';
-import { registerCellTools } from './cellTools';
-import { registerCodeTools } from './tools';
+import { mcpClient, registerTools } from './access';
+import { cellTools } from './cellTools';
+import { codeTools } from './tools';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -17,9 +17,7 @@ const INSTRUCTIONS = [
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, client: string): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
-  guardTools(server, ctx.access, client);
-  registerCodeTools(server, ctx);
-  registerCellTools(server, ctx);
+  registerTools(server, ctx.access, client, [...codeTools(ctx), ...cellTools(ctx)]);
   return server;
 }
 
