@@ -95,7 +95,7 @@ export function registerTools(server: McpServer, gate: Gate, client: string, row
       const unlisten = activity.onStop(() => stop.abort());
       try {
         const result = await row.handle(args, { signal: AbortSignal.any([extra.signal, stop.signal]) });
-        const body = (result.structuredContent ?? {}) as Fields;
+        const body = resultBody(result);
         const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
           (e) => typeof e === 'string',
         );
@@ -114,5 +114,17 @@ export function registerTools(server: McpServer, gate: Gate, client: string, row
     };
     const config = { description, inputSchema, outputSchema, annotations };
     (server.registerTool as (name: string, config: object, cb: typeof guarded) => unknown).call(server, name, config, guarded);
+  }
+}
+
+/** A result's JSON: its structured content, else its first text part when that is JSON. */
+function resultBody(result: CallToolResult): Fields {
+  if (result.structuredContent) return result.structuredContent;
+  const text = result.content.find((c) => c.type === 'text')?.text;
+  if (!text?.startsWith('{')) return {};
+  try {
+    return JSON.parse(text) as Fields;
+  } catch {
+    return {};
   }
 }

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CellService, CellView } from '../core/cells';
+import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
@@ -11,12 +11,14 @@ import {
   editsBody,
   moveBody,
   notebookBody,
+  outputs,
   ref,
   runBody,
   runManyBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
+import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
 import type { BridgeServices } from '../core/services';
 import { startKernelBody } from '../core/kernelSchemas';
 import { tool, type ToolRow } from './access';
@@ -30,6 +32,7 @@ import { tool, type ToolRow } from './access';
 
 const withRef = { ref };
 const deleteArgs = editBody.pick({ notebook: true, version: true, force: true }).extend(withRef);
+const withOutputs = { outputs: outputs.optional() };
 const waitArgs = { wait: z.boolean().optional().describe('Wait for the runs to end (default true).') };
 
 const NOTEBOOK = '"notebook" is a session id, path or uri (omit it when one notebook is open).';
@@ -38,11 +41,12 @@ const GUARD =
   'or your own write); otherwise the tool fails with the current cell: read it again and retry, or pass ' +
   '"version" (the one you read) or "force": true.';
 
-type Json = Record<string, unknown>;
-
 export function cellTools(ctx: BridgeServices): ToolRow[] {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
+  /** An answer at the asked detail; in full, its cells' images ride along as image content. */
+  const shown = async (notebook: string | undefined, body: object, views: readonly CellAnswer[], detail: OutputDetail) =>
+    new WithImages(answerAt(body, detail), detail === 'full' ? await images(cells, notebook, views) : []);
   return [
     tool({
       name: 'list_notebooks',
@@ -61,21 +65,21 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_cells',
       access: 'read',
-      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and capped outputs. ${NOTEBOOK}`,
-      inputSchema: notebookBody,
+      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and outputs (default "summary"). ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend(withOutputs),
       annotations: readOnly,
-      handle: ({ notebook }) => answer(() => cells.list(notebook)),
+      handle: ({ notebook, outputs }) => answer(async () => answerAt(await cells.list(notebook), outputs ?? 'summary')),
     }),
     tool({
       name: 'get_cell',
       access: 'read',
-      description: `One cell, with its outputs (images as image content). ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend(withRef),
+      description: `One cell, with its outputs (default "full": images as image content). ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend(withRef).extend(withOutputs),
       annotations: readOnly,
-      handle: ({ notebook, ref }) =>
+      handle: ({ notebook, ref, outputs }) =>
         answer(async () => {
           const cell = await cells.get(notebook, ref);
-          return new WithImages({ cell }, await images(cells, notebook, [cell]));
+          return shown(notebook, { cell }, [cell], outputs ?? 'full');
         }),
     }),
     tool({
@@ -112,16 +116,18 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'run',
       description:
         `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
-        'returns success and the cell with its outputs. A timeout stops the wait, not the run (see interrupt). ' +
+        'returns success and the cell with its outputs (default "summary"). A timeout stops the wait, not the run ' +
+        '(see interrupt). ' +
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
-      handle: ({ notebook, ref, timeoutMs }) =>
+      handle: ({ notebook, ref, timeoutMs, outputs }) =>
         answer(async () => {
           const handle = await cells.run(notebook, ref);
           // A wait that runs out is a result to read (the run goes on), not a failure.
-          const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+          const timeout = timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+          const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeout, outputs: 'full' });
           const run = body.runs![0]!;
-          return new WithImages(body.detail ? { detail: body.detail, ...run } : run, await images(cells, notebook, [run.cell]));
+          return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], outputs ?? 'summary');
         }),
     }),
     tool({
@@ -132,17 +138,16 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         'run the cells in "run" (ids, or indices in the edited notebook) and wait for them. Refs name cells as ' +
         `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
-      handle: ({ notebook, ops, run, wait, timeoutMs }) =>
+      handle: ({ notebook, ops, run, wait, timeoutMs, outputs }) =>
         answer(async () => {
           const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
-          const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-          return new WithImages(
+          const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+          const { body } = await waitRuns(applied, runs, options);
+          return shown(
+            notebook,
             body,
-            await images(
-              cells,
-              notebook,
-              (body.runs ?? []).map((r) => r.cell),
-            ),
+            (body.runs ?? []).map((r) => r.cell),
+            outputs ?? 'summary',
           );
         }),
     }),
@@ -153,7 +158,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
         '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
         'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
-        `results in order, with each cell's outputs. ${NOTEBOOK}`,
+        `results in order, with each cell's outputs (default "summary"). ${NOTEBOOK}`,
       inputSchema: runManyBody,
       handle: (body) =>
         answer(async () => {
@@ -163,13 +168,11 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
           const result = await series.wait({ timeoutMs });
           // A wait that runs out is a result to read (the series goes on), not a failure.
           const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-          return new WithImages(
+          return shown(
+            body.notebook,
             { ...detail, ...result },
-            await images(
-              cells,
-              body.notebook,
-              result.runs.map((r) => r.cell),
-            ),
+            result.runs.map((r) => r.cell),
+            body.outputs ?? 'summary',
           );
         }),
     }),
@@ -235,20 +238,21 @@ class WithImages {
 }
 
 /**
- * Runs a tool body: its value becomes the structured result (and its JSON text); a BridgeError
- * becomes a tool error carrying the same detail and extra fields as the REST body (e.g. the
- * current cell of a read-before-write refusal), so the agent can recover without another call.
+ * Runs a tool body: its value is the answer, as one JSON text (these tools declare no output
+ * schema, so no structuredContent: clients that have both give a model one or the other, so
+ * the facts travel once, in the part every client reads). A BridgeError becomes a tool error
+ * carrying the same detail and extra fields as the REST body (e.g. the current cell of a
+ * read-before-write refusal), so the agent can recover without another call.
  */
 async function answer(run: () => Promise<object>): Promise<CallToolResult> {
   try {
     const value = await run();
     const { body, images: extra } = value instanceof WithImages ? value : { body: value, images: [] };
-    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra], structuredContent: body as Json };
+    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra] };
   } catch (error) {
     if (!(error instanceof BridgeError)) throw error;
     const body = { status: error.status, detail: error.detail, ...error.extra };
-    const more = Object.keys(error.extra).length ? `\n${JSON.stringify(error.extra)}` : '';
-    return { isError: true, content: [{ type: 'text', text: `${error.detail}${more}` }], structuredContent: body };
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
   }
 }
 
@@ -257,15 +261,16 @@ async function answer(run: () => Promise<object>): Promise<CallToolResult> {
  * Best effort: the outputs may have changed since the view was taken, and the operation itself
  * has succeeded, so an image that cannot be read is left to its url.
  */
-async function images(cells: CellService, notebook: string | undefined, views: readonly CellView[]): Promise<ImageContent[]> {
+async function images(cells: CellService, notebook: string | undefined, views: readonly CellAnswer[]): Promise<ImageContent[]> {
   const found: ImageContent[] = [];
   for (const view of views) {
-    for (const [o, output] of view.outputs.entries()) {
+    for (const [o, output] of (view.outputs ?? []).entries()) {
       for (const [i, item] of output.items.entries()) {
-        if (!item.mime.startsWith('image/') || isTextMime(item.mime)) continue;
+        // A rich item's type is its mime type.
+        if (!item.type.startsWith('image/') || isTextMime(item.type)) continue;
         try {
           const raw = await cells.outputItem(notebook, view.id, o, i);
-          if (raw.mime === item.mime)
+          if (raw.mime === item.type)
             found.push({ type: 'image', data: Buffer.from(raw.data).toString('base64'), mimeType: raw.mime });
         } catch (error) {
           if (!(error instanceof BridgeError)) throw error;

@@ -113,8 +113,8 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(res.body.visibleRanges, [{ start: 0, end: 4 }]);
     });
 
-    it('GET /notebooks/cells returns every cell view', async () => {
-      const res = await api('GET', q('/notebooks/cells'));
+    it('GET /notebooks/cells?outputs=full returns every cell view', async () => {
+      const res = await api('GET', q('/notebooks/cells?outputs=full'));
       assert.equal(res.status, 200);
       assert.equal(res.body.notebook.path, '/work/a.ipynb');
       const [first, markup, , last] = res.body.cells;
@@ -132,6 +132,20 @@ describe('cell routes (fake notebooks)', () => {
       });
       assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);
       assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', mime: 'text/plain', text: '2', bytes: 1 }] }]);
+    });
+
+    it('lists outputs as summaries by default; outputs=none (or the old false) leaves them out; a bad value is a 400', async () => {
+      const summary = (await api('GET', q('/notebooks/cells'))).body.cells[3];
+      assert.deepEqual(summary.outputs, [{ items: [{ type: 'text/plain', text: '2', bytes: 1 }] }]);
+      for (const value of ['none', 'false']) {
+        const res = await api('GET', q(`/notebooks/cells?outputs=${value}`));
+        assert.equal(res.status, 200, res.raw);
+        assert.equal(res.body.cells[3].outputs, undefined);
+        assert.equal(res.body.cells[3].code, summary.code);
+      }
+      const bad = await api('GET', q('/notebooks/cells?outputs=some'));
+      assert.equal(bad.status, 400);
+      assert.match(bad.raw, /none, summary, full/);
     });
 
     it('names a notebook by session id, path or uri', async () => {
@@ -490,8 +504,8 @@ describe('cell routes (fake notebooks)', () => {
     it('waits for the run and returns its outputs and success', async () => {
       docs.type(A.uri, 0, 'print("hi")');
       for (const [body, query] of [
-        [{ wait: true }, ''],
-        [{}, '?wait=true'],
+        [{ wait: true, outputs: 'full' }, ''],
+        [{}, '?wait=true&outputs=full'],
       ] as const) {
         const res = await run(ids[0]!, body, query);
         assert.equal(res.status, 200, res.raw);
@@ -504,14 +518,21 @@ describe('cell routes (fake notebooks)', () => {
       }
     });
 
-    it('returns the error of a failing cell with success false', async () => {
+    it('returns the error of a failing cell with success false (summary by default, full on request)', async () => {
       docs.type(A.uri, 0, 'boom()');
       const res = await run(ids[0]!, { wait: true });
       assert.equal(res.status, 200);
       assert.equal(res.body.success, false);
       const [out, err] = res.body.cell.outputs;
-      assert.equal(out.items[0].text, 'before\n');
+      assert.deepEqual(out.items[0], { type: 'stdout', text: 'before\n', bytes: 7 });
       assert.deepEqual(err.items[0], {
+        type: 'error',
+        name: 'NameError',
+        message: "name 'boom' is not defined",
+        bytes: err.items[0].bytes,
+      });
+      const full = await run(ids[0]!, { wait: true, outputs: 'full' });
+      assert.deepEqual(full.body.cell.outputs[1].items[0], {
         type: 'error',
         mime: ERROR_MIME,
         name: 'NameError',
@@ -555,7 +576,7 @@ describe('cell routes (fake notebooks)', () => {
 
     it('serves binary and cut output items raw from their url', async () => {
       docs.type(A.uri, 0, 'plot()');
-      const res = await run(ids[0]!, { wait: true });
+      const res = await run(ids[0]!, { wait: true, outputs: 'full' });
       const [image, text] = res.body.cell.outputs.map((o: Json) => o.items[0]);
       assert.deepEqual([image.type, image.bytes, image.text], ['image/png', PNG.length, undefined]);
       const raw = await request(port, { path: image.url, headers: { authorization: `Bearer ${TOKEN}` } });
