@@ -82,7 +82,7 @@ export function cellChecks(): void {
     client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });
 
   const list = async (signal: AbortSignal, notebook = sid): Promise<{ notebook: NotebookInfo; cells: Cell[] }> => {
-    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}`, { signal });
+    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}&outputs=full`, { signal });
     eq(r.status, 200, `GET /notebooks/cells status (body ${show(r.text, 300)})`);
     return r.json();
   };
@@ -97,7 +97,11 @@ export function cellChecks(): void {
     return r.json().cell;
   };
   const runWait = (ref: string, signal: AbortSignal) =>
-    client.post(`/notebooks/cells/${ref}/run`, { notebook: sid, wait: true, timeoutMs: 10_000 }, { signal, timeoutMs: 12_000 });
+    client.post(
+      `/notebooks/cells/${ref}/run`,
+      { notebook: sid, wait: true, timeoutMs: 10_000, outputs: 'full' },
+      { signal, timeoutMs: 12_000 },
+    );
 
   // --------------------------------------------------------------------------------- reads
 
@@ -474,6 +478,7 @@ export function cellChecks(): void {
         run: [a.id],
         wait: true,
         timeoutMs: 10_000,
+        outputs: 'full',
       },
       { signal, timeoutMs: 12_000 },
     );

@@ -340,7 +340,7 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
     const r = await client.post(
       `/notebooks/cells/${target.id}/run`,
-      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
       { signal, timeoutMs: 40_000 },
     );
     eq(r.status, 200, `run (${show(r.text, 300)})`);
