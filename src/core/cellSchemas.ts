@@ -83,6 +83,11 @@ export const runBody = z.strictObject({ notebook, ...wait });
 const op = z.discriminatedUnion('op', [
   z.strictObject({
     op: z.literal('create'),
+    name: z
+      .string()
+      .regex(/^[A-Za-z_][\w-]{0,63}$/, 'a name is a letter or _ then letters, digits, _ or - (at most 64)')
+      .optional()
+      .describe('A name for the new cell that later ops of this batch and "run" use as a ref (after, before, run).'),
     code: z.string().optional(),
     kind: kind.optional(),
     language: language.optional(),

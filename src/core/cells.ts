@@ -117,7 +117,14 @@ export interface MetadataChange {
 }
 
 export type BatchOp =
-  | ({ op: 'create'; code?: string | undefined; kind?: CellKind | undefined; language?: string | undefined } & Position &
+  | ({
+      op: 'create';
+      /** A name later ops of the same batch (and its `run`) use as a ref to this new cell. */
+      name?: string | undefined;
+      code?: string | undefined;
+      kind?: CellKind | undefined;
+      language?: string | undefined;
+    } & Position &
       MetadataChange)
   | ({
       op: 'edit';
@@ -135,6 +142,8 @@ export interface BatchResult {
   readonly cells: readonly CellView[];
   readonly deleted: readonly string[];
   readonly cellCount: number;
+  /** The ids of the cells created under a name, by name (only when some were named). */
+  readonly names?: Readonly<Record<string, string>>;
 }
 
 export interface CellRunResult {

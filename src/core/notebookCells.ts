@@ -230,7 +230,8 @@ export class NotebookCells implements CellService {
       // Runs are checked before anything changes, against the notebook the batch leaves.
       const layoutIds = plan.layout.map((c) => c.id);
       const runIds = run.map((r, i) => {
-        const index = resolveCellIndex(layoutIds, r, label);
+        const named = typeof r === 'string' ? plan.names.get(r) : undefined;
+        const index = named !== undefined ? layoutIds.indexOf(named) : resolveCellIndex(layoutIds, r, label);
         const planned = plan.layout[index]!;
         checkCode(planned, `run.${i}: `);
         return planned.id;
@@ -253,7 +254,8 @@ export class NotebookCells implements CellService {
         touched.push(this.view(notebook, cell, index));
       });
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
-      return { cells: touched, deleted: plan.deleted, cellCount: after.length, runs };
+      const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
+      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs };
     });
   }
 

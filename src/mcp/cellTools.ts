@@ -135,8 +135,10 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'edit',
       description:
         'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step), then ' +
-        'run the cells in "run" (ids, or indices in the edited notebook) and wait for them. Refs name cells as ' +
-        `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
+        'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
+        '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
+        '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
+        `new cell's id ("names"). Every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
       handle: ({ notebook, ops, run, wait, timeoutMs, outputs }) =>
         answer(async () => {
