@@ -470,7 +470,7 @@ export function cellChecks(): void {
         notebook: sid,
         ops: [
           { op: 'create', name: 'notes', kind: 'markup', code: `# named_${tag}`, after: a.id },
-          { op: 'create', name: 'calc', code: `print("named", named_anchor_${tag} + 1)`, after: 'notes' },
+          { op: 'create', name: 'calc', code: `named_${tag} = 1 + 1\nprint("named", named_${tag})`, after: 'notes' },
         ],
         run: ['calc'],
         wait: true,
@@ -482,7 +482,7 @@ export function cellChecks(): void {
     const body = r.json<{ names: Record<string, string>; runs: { success: boolean; cell: Cell }[] }>();
     deepEq(Object.keys(body.names ?? {}).sort(), ['calc', 'notes'], 'names in the answer');
     eq(body.runs[0]!.cell.id, body.names.calc, 'the run is the cell named calc');
-    eq(body.runs[0]!.success, true, 'run success');
+    eq(body.runs[0]!.success, true, `run success (${show(body.runs[0], 400)})`);
     includes(items(body.runs[0]!.cell)[0]?.text ?? '', 'named 2', 'run output');
     const cells = (await list(signal)).cells;
     const at = cells.findIndex((c) => c.id === a.id);

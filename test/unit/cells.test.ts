@@ -148,6 +148,23 @@ describe('cell routes (fake notebooks)', () => {
       assert.match(bad.raw, /none, summary, full/);
     });
 
+    it('a 404 under /notebooks/ lists its routes; a 400 for an unknown key names the allowed keys', async () => {
+      const missing = await api('GET', '/notebooks/cell');
+      assert.equal(missing.status, 404);
+      assert.match(missing.body.detail, /No route GET \/notebooks\/cell; the routes under \/notebooks\/ are listed in "routes"/);
+      assert.ok(missing.body.routes.includes('GET /notebooks/cells'), missing.raw);
+      assert.ok(missing.body.routes.includes('GET /notebooks'), missing.raw);
+      console.log(`      404 body: ${missing.raw}`);
+      const unknown = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'x', idx: 1 });
+      assert.equal(unknown.status, 400);
+      assert.match(unknown.body.detail, /idx.*\(allowed: notebook, code, kind, language, index, before, after, metadata, tags\)/);
+      console.log(`      400 body: ${unknown.raw}`);
+      const op = await api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ops: [{ op: 'delete', ref: 0, code: 'x' }] });
+      assert.equal(op.status, 400);
+      assert.match(op.body.detail, /ops\.0: .*"code".*\(allowed: op, ref, version, force\)/);
+      console.log(`      400 body (a batch op): ${op.raw}`);
+    });
+
     it('names a notebook by session id, path or uri', async () => {
       for (const name of ['s_aaaaaa', '/work/a.ipynb', 'file:///work/a.ipynb']) assert.equal((await list(name)).length, 4, name);
       assert.equal((await list('untitled:Untitled-1.ipynb')).length, 1);
