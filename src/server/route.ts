@@ -110,7 +110,9 @@ function jsonBody(req: Request): unknown {
  */
 export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router {
   const under = (prefix: string) =>
-    rows.filter((r) => r.path === prefix.slice(0, -1) || r.path.startsWith(prefix)).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+    rows
+      .filter((r) => r.path === prefix.slice(0, -1) || r.path.startsWith(prefix))
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`);
   const router = Router({ caseSensitive: true, strict: true });
   const byPath = new Map<string, Route<Ctx>[]>();
   for (const row of rows) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
