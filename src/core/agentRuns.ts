@@ -120,6 +120,8 @@ class CappedCells implements CellService {
   save: CellService['save'] = (notebook) => this.cells.save(notebook);
   interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
   restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
+  // A run waited on again was capped by the action that started it.
+  follow: CellService['follow'] = (notebook, ref) => this.cells.follow(notebook, ref);
   outputItem: CellService['outputItem'] = (notebook, ref, output, item) => this.cells.outputItem(notebook, ref, output, item);
 
   async run(notebook: string | undefined, ref: CellRef): Promise<RunHandle> {

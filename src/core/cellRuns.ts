@@ -20,7 +20,8 @@ export interface RunSummary {
 }
 
 export const timeoutDetail = (ms: number, ids: readonly string[]) =>
-  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
+  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted: wait again with POST /notebooks/cells/<id>/wait ` +
+  '(MCP wait_cell), read the cell with GET /notebooks/cells/<id>, or stop it with POST /notebooks/interrupt)';
 
 /** What waiting for a batch's runs found: the body to answer with, and whether the wait ran out. */
 export interface Waited<T> {

@@ -79,6 +79,8 @@ export const editBody = z.strictObject({
 });
 export const moveBody = z.strictObject({ notebook, ...moveTarget });
 export const runBody = z.strictObject({ notebook, ...wait });
+/** Waiting again on a cell's run: how long, and how much of its outputs. */
+export const followBody = z.strictObject({ notebook, timeoutMs: wait.timeoutMs, outputs: wait.outputs });
 
 const op = z.discriminatedUnion('op', [
   z.strictObject({

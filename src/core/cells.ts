@@ -227,6 +227,8 @@ export interface CellService {
     run: readonly CellRef[],
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  /** The run a code cell has queued or running, to wait on again; with none, its last run at once. */
+  follow(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */

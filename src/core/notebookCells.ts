@@ -131,6 +131,21 @@ export class NotebookCells implements CellService {
     return (await this.start(notebook, [cells[index]!.id]))[0]!;
   }
 
+  async follow(ref: string | undefined, cell: CellRef): Promise<RunHandle> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
+    const snapshot = cells[index]!;
+    checkCode(snapshot, '');
+    if (snapshot.execution.status === 'idle') {
+      const status = cellStatus(snapshot);
+      const ended = { done: true, success: successOf(status), status, cell: this.show(notebook, snapshot, index) };
+      return { cellId: snapshot.id, wait: () => Promise.resolve(ended) };
+    }
+    // In flight: it ends when the editor reports one more finished execution than now.
+    return this.follower(notebook, snapshot.id, snapshot.execution, snapshot.outputs);
+  }
+
   async runMany(ref: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle> {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
@@ -298,20 +313,25 @@ export class NotebookCells implements CellService {
     const cells = this.docs.cells(notebook.uri);
     const handles = cellIds.map((id) => {
       const cell = cells.find((c) => c.id === id)!;
-      return new CellRun(id, cell.execution, cell.outputs, {
-        snapshot: () => {
-          const now = this.docs.cells(notebook.uri);
-          const index = now.findIndex((c) => c.id === id);
-          return index < 0 ? undefined : { cell: now[index]!, index };
-        },
-        subscribe: (listener) => this.docs.onDidChange(notebook.uri, listener),
-        show: (cell, index) => this.show(notebook, cell, index),
-        limit: () => this.options.outputTextLimit(),
-        url: (o, i) => outputUrl(notebook, id, o, i),
-      });
+      return this.follower(notebook, id, cell.execution, cell.outputs);
     });
     await this.docs.execute(notebook.uri, cellIds);
     return handles;
+  }
+
+  /** A handle on the next run of a cell to end after `before`. */
+  private follower(notebook: NotebookEntry, id: string, before: ExecutionState, outputs: readonly RawOutput[]): RunHandle {
+    return new CellRun(id, before, outputs, {
+      snapshot: () => {
+        const now = this.docs.cells(notebook.uri);
+        const index = now.findIndex((c) => c.id === id);
+        return index < 0 ? undefined : { cell: now[index]!, index };
+      },
+      subscribe: (listener) => this.docs.onDidChange(notebook.uri, listener),
+      show: (cell, index) => this.show(notebook, cell, index),
+      limit: () => this.options.outputTextLimit(),
+      url: (o, i) => outputUrl(notebook, id, o, i),
+    });
   }
 
   /** The language most code cells use; the notebook's own when it has no code cell yet. */

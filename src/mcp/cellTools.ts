@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CellService } from '../core/cells';
+import type { CellService, RunHandle } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
@@ -9,6 +9,7 @@ import {
   createBody,
   editBody,
   editsBody,
+  followBody,
   moveBody,
   notebookBody,
   outputs,
@@ -47,6 +48,13 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
   /** An answer at the asked detail; in full, its cells' images ride along as image content. */
   const shown = async (notebook: string | undefined, body: object, views: readonly CellAnswer[], detail: OutputDetail) =>
     new WithImages(answerAt(body, detail), detail === 'full' ? await images(cells, notebook, views) : []);
+  /** One run waited for; a wait that runs out is a result to read (the run goes on), not a failure. */
+  const waited = async (notebook: string | undefined, handle: RunHandle, timeoutMs?: number, detail?: OutputDetail) => {
+    const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+    const { body } = await waitRuns({}, [handle], options);
+    const run = body.runs![0]!;
+    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary');
+  };
   return [
     tool({
       name: 'list_notebooks',
@@ -121,14 +129,19 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
       handle: ({ notebook, ref, timeoutMs, outputs }) =>
-        answer(async () => {
-          const handle = await cells.run(notebook, ref);
-          // A wait that runs out is a result to read (the run goes on), not a failure.
-          const timeout = timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-          const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeout, outputs: 'full' });
-          const run = body.runs![0]!;
-          return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], outputs ?? 'summary');
-        }),
+        answer(async () => waited(notebook, await cells.run(notebook, ref), timeoutMs, outputs)),
+    }),
+    tool({
+      name: 'wait_cell',
+      access: 'read',
+      description:
+        'Wait again for the run a code cell has queued or running (after run_cell, edit_cells or run_cells ran out ' +
+        'of time), without running it again: returns like run_cell (a cell with no run in flight: its last run at ' +
+        `once). ${NOTEBOOK}`,
+      inputSchema: followBody.extend(withRef),
+      annotations: readOnly,
+      handle: ({ notebook, ref, timeoutMs, outputs }) =>
+        answer(async () => waited(notebook, await cells.follow(notebook, ref), timeoutMs, outputs)),
     }),
     tool({
       name: 'edit_cells',

@@ -12,6 +12,7 @@ import {
   deleteQuery,
   editBody,
   editsBody,
+  followBody,
   moveBody,
   notebookBody,
   notebookQuery,
@@ -218,6 +219,19 @@ export const routes: readonly Route<RouteContext>[] = [
       const timeoutMs = body.timeoutMs ?? query.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
       return respondRun(handle, { wait, timeoutMs, outputs: body.outputs ?? query.outputs ?? 'summary' }, req, res);
     },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/cells/:ref/wait',
+    access: 'read',
+    body: followBody,
+    handle: async ({ body, params, req, res }, ctx) =>
+      respondRun(
+        await ctx.cells.follow(body.notebook, params['ref']!),
+        { wait: true, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+        req,
+        res,
+      ),
   }),
   route({
     method: 'get',

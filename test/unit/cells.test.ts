@@ -571,6 +571,19 @@ describe('cell routes (fake notebooks)', () => {
       );
     });
 
+    it('a run whose wait ran out is waited on again with POST /wait, not re-run; an idle cell answers at once', async () => {
+      docs.type(A.uri, 0, 'sleep()');
+      const first = await run(ids[0]!, { wait: true, timeoutMs: 50 });
+      assert.equal(first.status, 504);
+      assert.match(first.body.detail, /wait again with POST \/notebooks\/cells\/<id>\/wait/);
+      const again = await api('POST', `/notebooks/cells/${ids[0]}/wait`, { notebook: 's_aaaaaa', timeoutMs: 5000 });
+      assert.equal(again.status, 200, again.raw);
+      assert.deepEqual([again.body.success, again.body.status], [true, 'succeeded']);
+      assert.equal(docs.calls.filter((c) => c.method === 'execute').length, 1, 'the cell ran once');
+      const idle = await api('POST', `/notebooks/cells/${ids[0]}/wait`, { notebook: 's_aaaaaa' });
+      assert.deepEqual([idle.status, idle.body.status], [200, 'succeeded']);
+    });
+
     it('streams outputs as they arrive with Accept: text/event-stream', async () => {
       docs.type(A.uri, 0, 'print("hi")');
       const res = await run(ids[0]!, {}, '', { accept: 'text/event-stream' });
