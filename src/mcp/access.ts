@@ -1,38 +1,13 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
-import { actionCode, CLIENT_HEADER, clientOf, type AccessKind, type Gate } from '../core/access';
+import { actionCode, type AccessKind, type Gate } from '../core/access';
+import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
+import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/errors';
 
 type Fields = Record<string, unknown>;
-
-/**
- * MCP names its client once, in `initialize`; the stateless transport's later calls carry no
- * session, and may come over other connections. So the name is remembered by the User-Agent that
- * brought it (clients that share one are told apart only by their own header).
- */
-const namedAgents = new Map<string, string>();
-const REMEMBERED = 64;
-
-export function mcpClient(req: IncomingMessage, body: unknown): string {
-  const agent = clientOf(req.headers);
-  if (req.headers[CLIENT_HEADER]) return agent;
-  const messages = (Array.isArray(body) ? body : [body]) as Fields[];
-  const init = messages.find((m) => m && typeof m === 'object' && m['method'] === 'initialize');
-  const info = (init?.['params'] as { clientInfo?: { name?: unknown; version?: unknown } } | undefined)?.clientInfo;
-  if (typeof info?.name === 'string' && info.name) {
-    const name = `${info.name}${typeof info.version === 'string' ? `/${info.version}` : ''}`
-      .replace(/[^\x20-\x7e]/g, '')
-      .slice(0, 80);
-    namedAgents.delete(agent);
-    namedAgents.set(agent, name);
-    if (namedAgents.size > REMEMBERED) namedAgents.delete(namedAgents.keys().next().value!);
-    return name;
-  }
-  return namedAgents.get(agent) ?? agent;
-}
 
 /** What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop Agents"). */
 export type ToolExtra = { signal: AbortSignal };
@@ -68,7 +43,7 @@ export function tool<I extends z.ZodType = z.ZodObject<Record<string, never>>>(
  * refusal is a tool error carrying the policy's sentence; "Stop Agents" aborts the call as the
  * client's cancel would.
  */
-export function registerTools(server: McpServer, gate: Gate, client: string, rows: readonly ToolRow[]): void {
+export function registerTools(server: McpServer, gate: Gate, caller: Caller, rows: readonly ToolRow[]): void {
   for (const row of rows) {
     const { name, access: kind, description, inputSchema, outputSchema, annotations } = row;
     const guarded = async (...params: unknown[]): Promise<CallToolResult> => {
@@ -80,7 +55,8 @@ export function registerTools(server: McpServer, gate: Gate, client: string, row
       try {
         activity = await gate.enter({
           transport: 'mcp',
-          client,
+          ...caller,
+          left: extra.signal,
           kind,
           label: row.label ?? `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
@@ -94,7 +70,9 @@ export function registerTools(server: McpServer, gate: Gate, client: string, row
       const stop = new AbortController();
       const unlisten = activity.onStop(() => stop.abort());
       try {
-        const result = await row.handle(args, { signal: AbortSignal.any([extra.signal, stop.signal]) });
+        const author = { client: activity.action.client, action: activity.action.id };
+        const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
+        const result = await asAuthor(author, () => row.handle(args, own));
         const body = resultBody(result);
         const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
           (e) => typeof e === 'string',
