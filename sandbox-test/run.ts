@@ -24,6 +24,7 @@ import { describeExtensions, type GivenExtension, givenExtensions } from './exte
 import { rootHooks, say } from './rootHooks';
 import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
+import { answerChecks } from './checks/answers';
 import { cellChecks } from './checks/cells';
 import { chaosChecks } from './checks/chaos';
 import { conformanceChecks } from './checks/conformance';
@@ -75,6 +76,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('discovery', discoveryChecks);
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
+  describe('answers', answerChecks);
   describe('scripts', scriptChecks);
   describe('conformance', () => conformanceChecks(extensions));
   describe('security', securityChecks);

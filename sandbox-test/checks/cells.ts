@@ -82,7 +82,7 @@ export function cellChecks(): void {
     client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });
 
   const list = async (signal: AbortSignal, notebook = sid): Promise<{ notebook: NotebookInfo; cells: Cell[] }> => {
-    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}`, { signal });
+    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}&outputs=full`, { signal });
     eq(r.status, 200, `GET /notebooks/cells status (body ${show(r.text, 300)})`);
     return r.json();
   };
@@ -97,7 +97,11 @@ export function cellChecks(): void {
     return r.json().cell;
   };
   const runWait = (ref: string, signal: AbortSignal) =>
-    client.post(`/notebooks/cells/${ref}/run`, { notebook: sid, wait: true, timeoutMs: 10_000 }, { signal, timeoutMs: 12_000 });
+    client.post(
+      `/notebooks/cells/${ref}/run`,
+      { notebook: sid, wait: true, timeoutMs: 10_000, outputs: 'full' },
+      { signal, timeoutMs: 12_000 },
+    );
 
   // --------------------------------------------------------------------------------- reads
 
@@ -491,6 +495,38 @@ export function cellChecks(): void {
     }
   });
 
+  it('cells: a batch names its new cells, places one after another by name and runs them by name', async () => {
+    const { signal } = checkRun();
+    const a = await create(`named_anchor_${tag} = 1`, signal);
+    const r = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', name: 'notes', kind: 'markup', code: `# named_${tag}`, after: a.id },
+          { op: 'create', name: 'calc', code: `named_${tag} = 1 + 1\nprint("named", named_${tag})`, after: 'notes' },
+        ],
+        run: ['calc'],
+        wait: true,
+        timeoutMs: 10_000,
+      },
+      { signal, timeoutMs: 12_000 },
+    );
+    eq(r.status, 200, `status (body ${show(r.text, 300)})`);
+    const body = r.json<{ names: Record<string, string>; runs: { success: boolean; cell: Cell }[] }>();
+    deepEq(Object.keys(body.names ?? {}).sort(), ['calc', 'notes'], 'names in the answer');
+    eq(body.runs[0]!.cell.id, body.names.calc, 'the run is the cell named calc');
+    eq(body.runs[0]!.success, true, `run success (${show(body.runs[0], 400)})`);
+    includes(items(body.runs[0]!.cell)[0]?.text ?? '', 'named 2', 'run output');
+    const cells = (await list(signal)).cells;
+    const at = cells.findIndex((c) => c.id === a.id);
+    deepEq(
+      cells.slice(at, at + 3).map((c) => c.id),
+      [a.id, body.names.notes, body.names.calc],
+      'the new cells follow the anchor, in the order named',
+    );
+  });
+
   it('cells: a valid batch applies every op at once and runs a cell', async () => {
     const { signal } = checkRun();
     const a = await create(`batch_ok_${tag} = 1`, signal);
@@ -508,6 +544,7 @@ export function cellChecks(): void {
         run: [a.id],
         wait: true,
         timeoutMs: 10_000,
+        outputs: 'full',
       },
       { signal, timeoutMs: 12_000 },
     );

@@ -161,7 +161,7 @@ export function chaosChecks(): void {
     const id = created.json<{ cell: { id: string } }>().cell.id;
     const ran = await client.post(
       `/notebooks/cells/${id}/run`,
-      { notebook: sid(), wait: true, timeoutMs: waitMs },
+      { notebook: sid(), wait: true, timeoutMs: waitMs, outputs: 'full' },
       { signal, timeoutMs: waitMs + 5_000 },
     );
     eq(ran.status, 200, `run and wait (body ${show(ran.text, 300)})`);

@@ -74,9 +74,19 @@ export async function callTool(client: BridgeClient, name: string, args: object,
         .find((l) => l.startsWith('data: '))!
         .slice(6)
     : r.text;
-  const message = JSON.parse(data) as { result?: { isError?: boolean; structuredContent?: Record<string, unknown> } };
+  const message = JSON.parse(data) as {
+    result?: { isError?: boolean; structuredContent?: Record<string, unknown>; content?: { type: string; text?: string }[] };
+  };
   ok(message.result, `MCP ${name}: no result in ${show(data, 300)}`);
   return message.result;
+}
+
+/** A tool result's JSON: marimo's tools carry structured content; the cell tools one JSON text. */
+export function toolJson(result: { structuredContent?: Record<string, unknown>; content?: { type: string; text?: string }[] }) {
+  return (
+    result.structuredContent ??
+    (JSON.parse(result.content?.find((c) => c.type === 'text')?.text ?? '{}') as Record<string, unknown>)
+  );
 }
 
 /** The person's side of Jupyter's prompts in the workbench, as Playwright sees and clicks it. */
@@ -227,8 +237,8 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const call = callTool(client, 'start_kernel', { notebook: mainPath, kernel: 'jupyter' }, signal, 110_000);
     await pickKernel();
     const result = await call;
-    ok(!result.isError, `start_kernel failed: ${show(result.structuredContent, 400)}`);
-    const started = result.structuredContent as { session: { id: string }; kernel: string };
+    const started = toolJson(result) as { session: { id: string }; kernel: string };
+    ok(!result.isError, `start_kernel failed: ${show(started, 400)}`);
     eq(started.kernel, 'jupyter', 'kernel');
     sid = started.session.id;
   }).timeout(120_000);
@@ -330,7 +340,7 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
     const r = await client.post(
       `/notebooks/cells/${target.id}/run`,
-      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
       { signal, timeoutMs: 40_000 },
     );
     eq(r.status, 200, `run (${show(r.text, 300)})`);

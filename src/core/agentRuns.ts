@@ -98,8 +98,64 @@ const SETTLE_MS = 10_000;
  * transports ask for are served from it.
  */
 export function cappedCells(cells: CellService, activity: Activity | null, maxRunMs: number): CellService {
-  if (maxRunMs <= 0) return cells;
-  const cap = (notebook: string | undefined, handle: RunHandle): RunHandle => {
+  return maxRunMs <= 0 ? cells : new CappedCells(cells, activity, maxRunMs);
+}
+
+class CappedCells implements CellService {
+  constructor(
+    private readonly cells: CellService,
+    private readonly activity: Activity | null,
+    private readonly maxRunMs: number,
+  ) {}
+
+  notebooks = () => this.cells.notebooks();
+  active = () => this.cells.active();
+  list: CellService['list'] = (notebook) => this.cells.list(notebook);
+  get: CellService['get'] = (notebook, ref) => this.cells.get(notebook, ref);
+  create: CellService['create'] = (notebook, cell) => this.cells.create(notebook, cell);
+  edit: CellService['edit'] = (notebook, ref, change) => this.cells.edit(notebook, ref, change);
+  remove: CellService['remove'] = (notebook, ref, guard) => this.cells.remove(notebook, ref, guard);
+  move: CellService['move'] = (notebook, ref, to) => this.cells.move(notebook, ref, to);
+  clearOutputs: CellService['clearOutputs'] = (notebook, selection) => this.cells.clearOutputs(notebook, selection);
+  save: CellService['save'] = (notebook) => this.cells.save(notebook);
+  interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
+  restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
+  // A run waited on again was capped by the action that started it.
+  follow: CellService['follow'] = (notebook, ref) => this.cells.follow(notebook, ref);
+  outputItem: CellService['outputItem'] = (notebook, ref, output, item) => this.cells.outputItem(notebook, ref, output, item);
+
+  async run(notebook: string | undefined, ref: CellRef): Promise<RunHandle> {
+    return this.cap(notebook, await this.cells.run(notebook, ref));
+  }
+
+  async batch(notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
+    const applied = await this.cells.batch(notebook, ops, run);
+    return { ...applied, runs: applied.runs.map((h) => this.cap(notebook, h)) };
+  }
+
+  // A run of many is capped as a whole: past the limit the kernel is interrupted, which ends the
+  // running cell (and the series, or with onError "continue" the cells queued after it).
+  async runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle> {
+    const series = await this.cells.runMany(notebook, selection, onError);
+    const detail = `The cells run reached the ${this.maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
+    let capped = false;
+    const timer = setTimeout(() => {
+      capped = true;
+      this.activity?.settle('timed_out', detail);
+      void this.cells.interrupt(notebook).catch(() => undefined);
+    }, this.maxRunMs);
+    void series.wait({ timeoutMs: FOREVER_MS }).finally(() => clearTimeout(timer));
+    return {
+      cellIds: series.cellIds,
+      wait: async (options) => {
+        const result = await series.wait(options);
+        return capped && result.status === 'interrupted' ? { ...result, status: 'timed_out', detail } : result;
+      },
+    };
+  }
+
+  private cap(notebook: string | undefined, handle: RunHandle): RunHandle {
+    const { cells, activity, maxRunMs } = this;
     let forward: ((event: RunEvent) => void) | undefined;
     const whole = handle
       .wait({ timeoutMs: maxRunMs, onEvent: (e) => forward?.(e) })
@@ -132,44 +188,7 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
         return { done: false, success: null, status: cell.execution?.status ?? 'running', cell };
       },
     };
-  };
-  // A run of many is capped as a whole: past the limit the kernel is interrupted, which ends the
-  // running cell (and the series, or with onError "continue" the cells queued after it).
-  const capSeries = (notebook: string | undefined, series: SeriesHandle): SeriesHandle => {
-    const detail = `The cells run reached the ${maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
-    let capped = false;
-    const timer = setTimeout(() => {
-      capped = true;
-      activity?.settle('timed_out', detail);
-      void cells.interrupt(notebook).catch(() => undefined);
-    }, maxRunMs);
-    void series.wait({ timeoutMs: FOREVER_MS }).finally(() => clearTimeout(timer));
-    return {
-      cellIds: series.cellIds,
-      wait: async (options) => {
-        const result = await series.wait(options);
-        return capped && result.status === 'interrupted' ? { ...result, status: 'timed_out', detail } : result;
-      },
-    };
-  };
-  return new Proxy(cells, {
-    get(target, key) {
-      if (key === 'runMany') {
-        return async (notebook: string | undefined, selection: RunSelection, onError: OnError) =>
-          capSeries(notebook, await target.runMany(notebook, selection, onError));
-      }
-      if (key === 'run')
-        return async (notebook: string | undefined, ref: CellRef) => cap(notebook, await target.run(notebook, ref));
-      if (key === 'batch') {
-        return async (notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) => {
-          const applied = await target.batch(notebook, ops, run);
-          return { ...applied, runs: applied.runs.map((h) => cap(notebook, h)) };
-        };
-      }
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

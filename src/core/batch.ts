@@ -63,6 +63,8 @@ export interface Plan {
   readonly layout: readonly PlannedCell[];
   readonly deleted: readonly string[];
   readonly created: readonly string[];
+  /** Ids of the created cells the batch named, by name. */
+  readonly names: ReadonlyMap<string, string>;
   /** True when applying the change would change nothing. */
   readonly empty: boolean;
 }
@@ -82,15 +84,20 @@ interface Entry {
  * Plans a batch against the cells as they are: every ref must resolve (404), no op may use a
  * cell another op deletes and positions must be in range (400), and writes must pass
  * read-before-write (409) — all before anything is applied. Refs (ids or indices) name cells as
- * they were before the batch; positions (`index`, `to`) are indices in the notebook as the
- * preceding ops left it. The result is one change: cells that keep their place get their text
+ * they were before the batch, or a cell an earlier create op of the batch named (as `before` or
+ * `after` only); positions (`index`, `to`) are indices in the notebook as the preceding ops left it. The result is one change: cells that keep their place get their text
  * replaced in place; created, moved and re-kinded cells are inserted as (copies of) cells.
  */
 export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], options: PlanOptions): Plan {
   const where = options.where ?? ((i: number) => `ops.${i}: `);
   const bad = (i: number, reason: string) => new OpError(400, i, reason, where(i));
   const ids = cells.map((c) => c.id);
+  // Created cells get their ids up front, so that later ops can name them.
+  const newIds = ops.map((op) => (op.op === 'create' ? options.newId() : ''));
+  const names = new Map<string, string>();
   const resolve = (ref: CellRef, i: number, field: string): string => {
+    const named = typeof ref === 'string' ? names.get(ref) : undefined;
+    if (named !== undefined) return named;
     try {
       return ids[resolveCellIndex(ids, ref, options.notebook)]!;
     } catch (error) {
@@ -106,6 +113,11 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   const editedBy = new Map<string, number>();
   ops.forEach((op, i) => {
     const refs: string[] = [];
+    if (op.op !== 'create' && typeof op.ref === 'string' && names.has(op.ref))
+      throw bad(
+        i,
+        `"${op.ref}" is a cell this batch creates: give its code, kind and place in its create op instead of a later ${op.op}`,
+      );
     if (op.op !== 'create') refs.push(resolve(op.ref, i, ''));
     if ('before' in op && op.before !== undefined) refs.push(resolve(op.before, i, 'before'));
     if ('after' in op && op.after !== undefined) refs.push(resolve(op.after, i, 'after'));
@@ -136,6 +148,11 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
       first.set(id, i);
     }
     used.push({ i, ids: refs });
+    if (op.op === 'create' && op.name !== undefined) {
+      if (names.has(op.name) || ids.includes(op.name))
+        throw bad(i, `name "${op.name}" is already ${names.has(op.name) ? 'given to a cell of this batch' : 'the id of a cell'}`);
+      names.set(op.name, newIds[i]!);
+    }
   });
   for (const { i, ids: refs } of used) {
     for (const id of refs) {
@@ -176,7 +193,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
       case 'create': {
         const kind = op.kind ?? 'code';
         const at = position(i, op, '"index"', list.length);
-        const id = options.newId();
+        const id = newIds[i]!;
         created.push(id);
         list.splice(at, 0, {
           id,
@@ -227,6 +244,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     layout: list.map((e) => ({ id: e.id, kind: e.kind, code: e.code, touched: e.touched })),
     deleted: ids.filter((id) => !kept.has(id)),
     created,
+    names,
     empty: change.texts.length === 0 && change.metadata.length === 0 && change.splices.length === 0,
   };
 }

@@ -1,4 +1,5 @@
 import type { CellRunResult, CellStatus, CellView, RunHandle } from './cells';
+import { answerAt, type CellAnswer, type OutputDetail } from './outputDetail';
 
 /** How long a cell run is waited for when the request names no timeout. */
 export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
@@ -6,6 +7,8 @@ export const DEFAULT_RUN_TIMEOUT_MS = 30_000;
 export interface RunOptions {
   wait: boolean;
   timeoutMs: number;
+  /** How much of the cells' outputs the answer carries. */
+  outputs: OutputDetail;
 }
 
 /** One waited run as transports report it. */
@@ -13,11 +16,12 @@ export interface RunSummary {
   done: boolean;
   success: boolean | null;
   status: CellStatus;
-  cell: CellView;
+  cell: CellAnswer;
 }
 
 export const timeoutDetail = (ms: number, ids: readonly string[]) =>
-  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted; GET the cell later, or POST /notebooks/interrupt)`;
+  `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted: wait again with POST /notebooks/cells/<id>/wait ` +
+  '(MCP wait_cell), read the cell with GET /notebooks/cells/<id>, or stop it with POST /notebooks/interrupt)';
 
 /** What waiting for a batch's runs found: the body to answer with, and whether the wait ran out. */
 export interface Waited<T> {
@@ -34,19 +38,23 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   handles: readonly RunHandle[],
   options: RunOptions,
 ): Promise<Waited<T>> {
-  if (!handles.length) return { body: applied, timedOut: false };
-  if (!options.wait) return { body: { ...applied, queued: handles.map((h) => h.cellId) }, timedOut: false };
+  if (!handles.length) return { body: answerAt(applied, options.outputs), timedOut: false };
+  if (!options.wait)
+    return { body: { ...answerAt(applied, options.outputs), queued: handles.map((h) => h.cellId) }, timedOut: false };
   const deadline = Date.now() + options.timeoutMs;
   const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
   // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
   const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
   const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
-  const body = {
-    ...applied,
-    ...(cells ? { cells } : {}),
-    runs: runs.map((r) => ({ done: r.done, success: r.success, status: r.status, cell: r.cell })),
-  };
+  const body = answerAt(
+    {
+      ...applied,
+      ...(cells ? { cells } : {}),
+      runs: runs.map((r) => ({ done: r.done, success: r.success, status: r.status, cell: r.cell })),
+    },
+    options.outputs,
+  );
   const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
   if (!pending.length) return { body, timedOut: false };
   return { body: { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body }, timedOut: true };

@@ -27,9 +27,19 @@ const position = {
   after: ref.optional(),
 };
 const moveTarget = { to: z.number().int().min(0).optional(), before: ref.optional(), after: ref.optional() };
+/** How much of each output an answer carries (see core/outputDetail.ts); true and false are full and none. */
+export const outputs = z
+  .union([z.enum(['none', 'summary', 'full']), z.boolean()])
+  .transform((v) => (v === true ? 'full' : v === false ? 'none' : v))
+  .describe('Output detail: "none", "summary" (type, size, first lines; an error\'s name, message, last frame) or "full".');
+const outputsQuery = z
+  .enum(['none', 'summary', 'full', 'true', 'false'], { error: 'outputs is one of none, summary, full' })
+  .transform((v) => (v === 'true' ? 'full' : v === 'false' ? 'none' : v));
+
 const wait = {
   wait: z.boolean().optional(),
   timeoutMs: z.number().int().min(0).max(3_600_000).optional(),
+  outputs: outputs.optional(),
 };
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -39,9 +49,16 @@ const count = z
   .transform((v) => Number(v));
 
 export const notebookQuery = z.strictObject({ notebook });
+/** A read of cells: which notebook, and how much of the outputs. */
+export const cellsQuery = z.strictObject({ notebook, outputs: outputsQuery.optional() });
 export const deleteQuery = z.strictObject({ notebook, version: count.optional(), force: flag.optional() });
 /** For clients that POST without a body (`curl -X POST …/run?wait=true`); the body wins. */
-export const runQuery = z.strictObject({ notebook, wait: flag.optional(), timeoutMs: count.optional() });
+export const runQuery = z.strictObject({
+  notebook,
+  wait: flag.optional(),
+  timeoutMs: count.optional(),
+  outputs: outputsQuery.optional(),
+});
 export const notebookBody = z.strictObject({ notebook });
 
 export const createBody = z.strictObject({
@@ -62,10 +79,17 @@ export const editBody = z.strictObject({
 });
 export const moveBody = z.strictObject({ notebook, ...moveTarget });
 export const runBody = z.strictObject({ notebook, ...wait });
+/** Waiting again on a cell's run: how long, and how much of its outputs. */
+export const followBody = z.strictObject({ notebook, timeoutMs: wait.timeoutMs, outputs: wait.outputs });
 
 const op = z.discriminatedUnion('op', [
   z.strictObject({
     op: z.literal('create'),
+    name: z
+      .string()
+      .regex(/^[A-Za-z_][\w-]{0,63}$/, 'a name is a letter or _ then letters, digits, _ or - (at most 64)')
+      .optional()
+      .describe('A name for the new cell that later ops of this batch and "run" use as a ref (after, before, run).'),
     code: z.string().optional(),
     kind: kind.optional(),
     language: language.optional(),

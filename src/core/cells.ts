@@ -118,7 +118,14 @@ export interface MetadataChange {
 }
 
 export type BatchOp =
-  | ({ op: 'create'; code?: string | undefined; kind?: CellKind | undefined; language?: string | undefined } & Position &
+  | ({
+      op: 'create';
+      /** A name later ops of the same batch (and its `run`) use as a ref to this new cell. */
+      name?: string | undefined;
+      code?: string | undefined;
+      kind?: CellKind | undefined;
+      language?: string | undefined;
+    } & Position &
       MetadataChange)
   | ({
       op: 'edit';
@@ -136,6 +143,8 @@ export interface BatchResult {
   readonly cells: readonly CellView[];
   readonly deleted: readonly string[];
   readonly cellCount: number;
+  /** The ids of the cells created under a name, by name (only when some were named). */
+  readonly names?: Readonly<Record<string, string>>;
 }
 
 export interface CellRunResult {
@@ -221,8 +230,8 @@ export interface CellService {
     run: readonly CellRef[],
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
-  /** A run started earlier, by its run id (RunHandle.runId), to wait on again; 404 once forgotten. */
-  runById(notebook: string | undefined, runId: string): Promise<RunHandle>;
+  /** The run a code cell has queued or running, to wait on again; with none, its last run at once. */
+  follow(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */
@@ -332,6 +341,8 @@ export interface OpenNotebooks {
   execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
+  /** The ticket of a cell's latest run in this window, if it ran. */
+  latestRun(uri: string, cellId: string): RunTicket | undefined;
   /** Removes the outputs and the last run's summary of these cells (one edit). */
   clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
   /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */

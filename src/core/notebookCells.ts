@@ -141,6 +141,23 @@ export class NotebookCells implements CellService {
     return (await this.start(notebook, [cells[index]!.id]))[0]!;
   }
 
+  async follow(ref: string | undefined, cell: CellRef): Promise<RunHandle> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
+    const snapshot = cells[index]!;
+    checkCode(snapshot, '');
+    if (snapshot.execution.status === 'idle') {
+      const status = cellStatus(snapshot);
+      const ended = { done: true, success: successOf(status), status, cell: this.show(notebook, snapshot, index) };
+      const runId = this.docs.latestRun(notebook.uri, snapshot.id)?.runId ?? '';
+      return { cellId: snapshot.id, runId, wait: () => Promise.resolve(ended) };
+    }
+    const ticket = this.docs.latestRun(notebook.uri, snapshot.id);
+    if (!ticket) throw new BridgeError(409, `${snapshot.id} shows a run this window did not start: wait for it in the editor`);
+    return this.handle(notebook, ticket, snapshot.outputs);
+  }
+
   async runMany(ref: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle> {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
@@ -240,7 +257,8 @@ export class NotebookCells implements CellService {
       // Runs are checked before anything changes, against the notebook the batch leaves.
       const layoutIds = plan.layout.map((c) => c.id);
       const runIds = run.map((r, i) => {
-        const index = resolveCellIndex(layoutIds, r, label);
+        const named = typeof r === 'string' ? plan.names.get(r) : undefined;
+        const index = named !== undefined ? layoutIds.indexOf(named) : resolveCellIndex(layoutIds, r, label);
         const planned = plan.layout[index]!;
         checkCode(planned, `run.${i}: `);
         return planned.id;
@@ -264,7 +282,8 @@ export class NotebookCells implements CellService {
         touched.push(this.view(notebook, cell, index));
       });
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
-      return { cells: touched, deleted: plan.deleted, cellCount: after.length, runs };
+      const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
+      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs };
     });
   }
 
@@ -300,15 +319,6 @@ export class NotebookCells implements CellService {
     const code = chosen.filter((i) => cells[i]!.kind === 'code').map((i) => cells[i]!.id);
     if (!code.length) throw new BridgeError(400, `No code cell in the selection: ${label} has ${cells.length} cells`);
     return code;
-  }
-
-  async runById(ref: string | undefined, runId: string): Promise<RunHandle> {
-    const notebook = this.notebook(ref);
-    const ticket = this.docs.ticket(runId);
-    if (!ticket || !this.docs.cells(notebook.uri).some((c) => c.id === ticket.cellId))
-      throw new BridgeError(404, `No run ${runId} of ${notebookLabel(notebook)} is remembered; GET the cell to see its last run`);
-    // Its outputs are followed from the start: the waiter has seen none of them.
-    return this.handle(notebook, ticket, []);
   }
 
   private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {

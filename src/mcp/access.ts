@@ -1,38 +1,54 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
 import { actionCode, type AccessKind, type Gate } from '../core/access';
 import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/errors';
 
-/** Tools that run code; others are reads when annotated read-only, else edits. */
-const RUNS: Readonly<Record<string, AccessKind>> = {
-  execute_code: 'execute',
-  run_cell: 'run',
-  run_cells: 'run',
-  interrupt: 'run',
-  restart_kernel: 'run',
-  start_kernel: 'run',
-};
-
 type Fields = Record<string, unknown>;
 
-type AnyCallback = (...params: unknown[]) => CallToolResult | Promise<CallToolResult>;
-type Extra = { signal: AbortSignal } & Fields;
+/** What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop Agents"). */
+export type ToolExtra = { signal: AbortSignal };
 
 /**
- * Puts every tool registered on `server` from here on behind the access policy and the activity
- * record: one wrapper, applied before the tools are registered. A refusal is a tool error carrying
- * the policy's sentence; "Stop Agents" aborts the call as the client's cancel would.
+ * One MCP tool, declared as a row the way routes are rows of the route table: its name, what kind
+ * of action it is for the access policy, the label its activity carries, and its handler.
  */
-export function guardTools(server: McpServer, gate: Gate, caller: Caller): void {
-  const register = server.registerTool.bind(server) as (name: string, config: Fields, cb: AnyCallback) => unknown;
-  const guarded = (name: string, config: Fields, cb: AnyCallback) => {
-    const readOnly = (config['annotations'] as { readOnlyHint?: boolean } | undefined)?.readOnlyHint === true;
-    const kind = RUNS[name] ?? (readOnly ? 'read' : 'edit');
-    return register(name, config, async (...params: unknown[]) => {
-      const extra = params[params.length - 1] as Extra;
+export interface ToolRow {
+  readonly name: string;
+  readonly access: Exclude<AccessKind, 'open' | 'gateway'>;
+  /** The activity's label (default `mcp <name>`). */
+  readonly label?: string;
+  readonly description: string;
+  readonly inputSchema?: z.ZodType;
+  readonly outputSchema?: z.ZodType;
+  readonly annotations?: ToolAnnotations;
+  handle(args: Fields, extra: ToolExtra): Promise<CallToolResult>;
+}
+
+/** A typed row: the handler sees its arguments as its input schema parses them. */
+export function tool<I extends z.ZodType = z.ZodObject<Record<string, never>>>(
+  row: Omit<ToolRow, 'inputSchema' | 'handle'> & {
+    inputSchema?: I;
+    handle(args: z.output<I>, extra: ToolExtra): Promise<CallToolResult>;
+  },
+): ToolRow {
+  return row as ToolRow;
+}
+
+/**
+ * Registers the rows on `server`, each behind the access policy and the activity record. A
+ * refusal is a tool error carrying the policy's sentence; "Stop Agents" aborts the call as the
+ * client's cancel would.
+ */
+export function registerTools(server: McpServer, gate: Gate, caller: Caller, rows: readonly ToolRow[]): void {
+  for (const row of rows) {
+    const { name, access: kind, description, inputSchema, outputSchema, annotations } = row;
+    const guarded = async (...params: unknown[]): Promise<CallToolResult> => {
+      // The SDK passes (args, extra), or (extra) alone to a tool without an input schema.
+      const extra = params[params.length - 1] as ToolExtra;
       const args = params.length > 1 ? (params[0] as Fields) : {};
       const { notebook, session_id: session, code, ...rest } = args;
       let activity;
@@ -42,7 +58,7 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
           ...caller,
           left: extra.signal,
           kind,
-          label: `mcp ${name}`,
+          label: row.label ?? `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
           code: actionCode(code, rest),
         });
@@ -50,14 +66,14 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
         if (!(error instanceof BridgeError)) throw error;
         return { isError: true, content: [{ type: 'text', text: error.detail }] };
       }
-      if (!activity) return cb(...params);
+      if (!activity) return row.handle(args, extra);
       const stop = new AbortController();
       const unlisten = activity.onStop(() => stop.abort());
-      const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
       try {
         const author = { client: activity.action.client, action: activity.action.id };
-        const result = await asAuthor(author, () => cb(...params.slice(0, -1), own));
-        const body = (result.structuredContent ?? {}) as Fields;
+        const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
+        const result = await asAuthor(author, () => row.handle(args, own));
+        const body = resultBody(result);
         const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
           (e) => typeof e === 'string',
         );
@@ -73,7 +89,20 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
       } finally {
         unlisten();
       }
-    });
-  };
-  server.registerTool = guarded as unknown as McpServer['registerTool'];
+    };
+    const config = { description, inputSchema, outputSchema, annotations };
+    (server.registerTool as (name: string, config: object, cb: typeof guarded) => unknown).call(server, name, config, guarded);
+  }
+}
+
+/** A result's JSON: its structured content, else its first text part when that is JSON. */
+function resultBody(result: CallToolResult): Fields {
+  if (result.structuredContent) return result.structuredContent;
+  const text = result.content.find((c) => c.type === 'text')?.text;
+  if (!text?.startsWith('{')) return {};
+  try {
+    return JSON.parse(text) as Fields;
+  } catch {
+    return {};
+  }
 }

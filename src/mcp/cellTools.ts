@@ -1,7 +1,6 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CellService, CellView } from '../core/cells';
+import type { CellService, RunHandle } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
@@ -10,16 +9,20 @@ import {
   createBody,
   editBody,
   editsBody,
+  followBody,
   moveBody,
   notebookBody,
+  outputs,
   ref,
   runBody,
   runManyBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
+import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
 import type { BridgeServices } from '../core/services';
 import { startKernelBody } from '../core/kernelSchemas';
+import { tool, type ToolRow } from './access';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
@@ -30,6 +33,7 @@ import { startKernelBody } from '../core/kernelSchemas';
 
 const withRef = { ref };
 const deleteArgs = editBody.pick({ notebook: true, version: true, force: true }).extend(withRef);
+const withOutputs = { outputs: outputs.optional() };
 const waitArgs = { wait: z.boolean().optional().describe('Wait for the runs to end (default true).') };
 
 const NOTEBOOK = '"notebook" is a session id, path or uri (omit it when one notebook is open).';
@@ -38,192 +42,204 @@ const GUARD =
   'or your own write); otherwise the tool fails with the current cell: read it again and retry, or pass ' +
   '"version" (the one you read) or "force": true.';
 
-type Json = Record<string, unknown>;
-
-export function registerCellTools(server: McpServer, ctx: BridgeServices): void {
+export function cellTools(ctx: BridgeServices): ToolRow[] {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
-
-  server.registerTool(
-    'list_notebooks',
-    { description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).', annotations: readOnly },
-    () => answer(async () => ({ notebooks: await cells.notebooks() })),
-  );
-  server.registerTool(
-    'get_active_notebook',
-    { description: 'The notebook the person is looking at, with their selected and visible cells.', annotations: readOnly },
-    () => answer(() => cells.active()),
-  );
-  server.registerTool(
-    'list_cells',
-    {
-      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and capped outputs. ${NOTEBOOK}`,
-      inputSchema: notebookBody,
+  /** An answer at the asked detail; in full, its cells' images ride along as image content. */
+  const shown = async (notebook: string | undefined, body: object, views: readonly CellAnswer[], detail: OutputDetail) =>
+    new WithImages(answerAt(body, detail), detail === 'full' ? await images(cells, notebook, views) : []);
+  /** One run waited for; a wait that runs out is a result to read (the run goes on), not a failure. */
+  const waited = async (notebook: string | undefined, handle: RunHandle, timeoutMs?: number, detail?: OutputDetail) => {
+    const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+    const { body } = await waitRuns({}, [handle], options);
+    const run = body.runs![0]!;
+    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary');
+  };
+  return [
+    tool({
+      name: 'list_notebooks',
+      access: 'read',
+      description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).',
       annotations: readOnly,
-    },
-    ({ notebook }) => answer(() => cells.list(notebook)),
-  );
-  server.registerTool(
-    'get_cell',
-    {
-      description: `One cell, with its outputs (images as image content). ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend(withRef),
+      handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
+    }),
+    tool({
+      name: 'get_active_notebook',
+      access: 'read',
+      description: 'The notebook the person is looking at, with their selected and visible cells.',
       annotations: readOnly,
-    },
-    ({ notebook, ref }) =>
-      answer(async () => {
-        const cell = await cells.get(notebook, ref);
-        return new WithImages({ cell }, await images(cells, notebook, [cell]));
-      }),
-  );
-  server.registerTool(
-    'create_cell',
-    {
+      handle: () => answer(() => cells.active()),
+    }),
+    tool({
+      name: 'list_cells',
+      access: 'read',
+      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and outputs (default "summary"). ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend(withOutputs),
+      annotations: readOnly,
+      handle: ({ notebook, outputs }) => answer(async () => answerAt(await cells.list(notebook), outputs ?? 'summary')),
+    }),
+    tool({
+      name: 'get_cell',
+      access: 'read',
+      description: `One cell, with its outputs (default "full": images as image content). ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend(withRef).extend(withOutputs),
+      annotations: readOnly,
+      handle: ({ notebook, ref, outputs }) =>
+        answer(async () => {
+          const cell = await cells.get(notebook, ref);
+          return shown(notebook, { cell }, [cell], outputs ?? 'full');
+        }),
+    }),
+    tool({
+      name: 'create_cell',
+      access: 'edit',
       description: `Insert a cell at "index", or "before"/"after" another cell (default: at the end). ${NOTEBOOK}`,
       inputSchema: createBody,
-    },
-    ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
-  );
-  server.registerTool(
-    'edit_cell',
-    {
+      handle: ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
+    }),
+    tool({
+      name: 'edit_cell',
+      access: 'edit',
       description: `Replace the whole text of a cell (optionally its kind or language). ${GUARD} ${NOTEBOOK}`,
       inputSchema: editBody.extend(withRef),
-    },
-    ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
-  );
-  server.registerTool(
-    'delete_cell',
-    { description: `Delete a cell. ${GUARD} ${NOTEBOOK}`, inputSchema: deleteArgs, annotations: { destructiveHint: true } },
-    ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
-  );
-  server.registerTool(
-    'move_cell',
-    {
+      handle: ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
+    }),
+    tool({
+      name: 'delete_cell',
+      access: 'edit',
+      description: `Delete a cell. ${GUARD} ${NOTEBOOK}`,
+      inputSchema: deleteArgs,
+      annotations: { destructiveHint: true },
+      handle: ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
+    }),
+    tool({
+      name: 'move_cell',
+      access: 'edit',
       description: `Move a cell "to" an index, or "before"/"after" another cell. ${NOTEBOOK}`,
       inputSchema: moveBody.extend(withRef),
-    },
-    ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
-  );
-  server.registerTool(
-    'run_cell',
-    {
+      handle: ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
+    }),
+    tool({
+      name: 'run_cell',
+      access: 'run',
       description:
         `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
-        'returns success and the cell with its outputs. A timeout stops the wait, not the run (see interrupt). ' +
+        'returns success and the cell with its outputs (default "summary"). A timeout stops the wait, not the run ' +
+        '(see interrupt). ' +
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
-    },
-    ({ notebook, ref, timeoutMs }) =>
-      answer(async () => {
-        const handle = await cells.run(notebook, ref);
-        // A wait that runs out is a result to read (the run goes on), not a failure.
-        const { body } = await waitRuns({}, [handle], { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-        const run = body.runs![0]!;
-        return new WithImages(body.detail ? { detail: body.detail, ...run } : run, await images(cells, notebook, [run.cell]));
-      }),
-  );
-  server.registerTool(
-    'edit_cells',
-    {
+      handle: ({ notebook, ref, timeoutMs, outputs }) =>
+        answer(async () => waited(notebook, await cells.run(notebook, ref), timeoutMs, outputs)),
+    }),
+    tool({
+      name: 'wait_cell',
+      access: 'read',
+      description:
+        'Wait again for the run a code cell has queued or running (after run_cell, edit_cells or run_cells ran out ' +
+        'of time), without running it again: returns like run_cell (a cell with no run in flight: its last run at ' +
+        `once). ${NOTEBOOK}`,
+      inputSchema: followBody.extend(withRef),
+      annotations: readOnly,
+      handle: ({ notebook, ref, timeoutMs, outputs }) =>
+        answer(async () => waited(notebook, await cells.follow(notebook, ref), timeoutMs, outputs)),
+    }),
+    tool({
+      name: 'edit_cells',
+      access: 'edit',
       description:
         'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step), then ' +
-        'run the cells in "run" (ids, or indices in the edited notebook) and wait for them. Refs name cells as ' +
-        `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
+        'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
+        '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
+        '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
+        `new cell's id ("names"). Every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
-    },
-    ({ notebook, ops, run, wait, timeoutMs }) =>
-      answer(async () => {
-        const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
-        const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
-        return new WithImages(
-          body,
-          await images(
-            cells,
+      handle: ({ notebook, ops, run, wait, timeoutMs, outputs }) =>
+        answer(async () => {
+          const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
+          const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+          const { body } = await waitRuns(applied, runs, options);
+          return shown(
             notebook,
+            body,
             (body.runs ?? []).map((r) => r.cell),
-          ),
-        );
-      }),
-  );
-  server.registerTool(
-    'run_cells',
-    {
+            outputs ?? 'summary',
+          );
+        }),
+    }),
+    tool({
+      name: 'run_cells',
+      access: 'run',
       description:
         'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
         '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
         'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
-        `results in order, with each cell's outputs. ${NOTEBOOK}`,
+        `results in order, with each cell's outputs (default "summary"). ${NOTEBOOK}`,
       inputSchema: runManyBody,
-    },
-    (body) =>
-      answer(async () => {
-        const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
-        if (body.wait === false) return { queued: series.cellIds };
-        const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-        const result = await series.wait({ timeoutMs });
-        // A wait that runs out is a result to read (the series goes on), not a failure.
-        const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-        return new WithImages(
-          { ...detail, ...result },
-          await images(
-            cells,
+      handle: (body) =>
+        answer(async () => {
+          const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
+          if (body.wait === false) return { queued: series.cellIds };
+          const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+          const result = await series.wait({ timeoutMs });
+          // A wait that runs out is a result to read (the series goes on), not a failure.
+          const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
+          return shown(
             body.notebook,
+            { ...detail, ...result },
             result.runs.map((r) => r.cell),
-          ),
-        );
-      }),
-  );
-  server.registerTool(
-    'clear_outputs',
-    {
+            body.outputs ?? 'summary',
+          );
+        }),
+    }),
+    tool({
+      name: 'clear_outputs',
+      access: 'edit',
       description: `Clear the outputs (and last run) of "cells", a "range" or "all": true. ${NOTEBOOK}`,
       inputSchema: clearBody,
       annotations: { destructiveHint: true },
-    },
-    (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
-  );
-  server.registerTool(
-    'save_notebook',
-    {
+      handle: (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
+    }),
+    tool({
+      name: 'save_notebook',
+      access: 'edit',
       description:
         'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
         `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
       inputSchema: saveBody,
-    },
-    (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
-  );
-  server.registerTool(
-    'interrupt',
-    { description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`, inputSchema: notebookBody },
-    ({ notebook }) =>
-      answer(async () => {
-        return { interrupted: true, how: await cells.interrupt(notebook) };
-      }),
-  );
-  server.registerTool(
-    'restart_kernel',
-    {
+      handle: (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
+    }),
+    tool({
+      name: 'interrupt',
+      access: 'run',
+      description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      handle: ({ notebook }) =>
+        answer(async () => {
+          return { interrupted: true, how: await cells.interrupt(notebook) };
+        }),
+    }),
+    tool({
+      name: 'restart_kernel',
+      access: 'run',
       description: `Restart the notebook's kernel (builtin and Jupyter kernels): every variable is lost. ${NOTEBOOK}`,
       inputSchema: notebookBody,
       annotations: { destructiveHint: true },
-    },
-    ({ notebook }) =>
-      answer(async () => {
-        await cells.restart(notebook);
-        return { restarted: true };
-      }),
-  );
-  server.registerTool(
-    'start_kernel',
-    {
+      handle: ({ notebook }) =>
+        answer(async () => {
+          await cells.restart(notebook);
+          return { restarted: true };
+        }),
+    }),
+    tool({
+      name: 'start_kernel',
+      access: 'run',
       description:
         "Select and start a kernel for a notebook whose kernel is not running yet (as the person would in the kernel picker): 'jupyter' " +
         "starts the Jupyter kernel its metadata names, 'builtin' the Agent Bridge Python kernel. Returns its session.",
       inputSchema: startKernelBody,
-    },
-    ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
-  );
+      handle: ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
+    }),
+  ];
 }
 
 type ImageContent = { type: 'image'; data: string; mimeType: string };
@@ -237,20 +253,21 @@ class WithImages {
 }
 
 /**
- * Runs a tool body: its value becomes the structured result (and its JSON text); a BridgeError
- * becomes a tool error carrying the same detail and extra fields as the REST body (e.g. the
- * current cell of a read-before-write refusal), so the agent can recover without another call.
+ * Runs a tool body: its value is the answer, as one JSON text (these tools declare no output
+ * schema, so no structuredContent: clients that have both give a model one or the other, so
+ * the facts travel once, in the part every client reads). A BridgeError becomes a tool error
+ * carrying the same detail and extra fields as the REST body (e.g. the current cell of a
+ * read-before-write refusal), so the agent can recover without another call.
  */
 export async function answer(run: () => Promise<object>): Promise<CallToolResult> {
   try {
     const value = await run();
     const { body, images: extra } = value instanceof WithImages ? value : { body: value, images: [] };
-    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra], structuredContent: body as Json };
+    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra] };
   } catch (error) {
     if (!(error instanceof BridgeError)) throw error;
     const body = { status: error.status, detail: error.detail, ...error.extra };
-    const more = Object.keys(error.extra).length ? `\n${JSON.stringify(error.extra)}` : '';
-    return { isError: true, content: [{ type: 'text', text: `${error.detail}${more}` }], structuredContent: body };
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
   }
 }
 
@@ -259,15 +276,16 @@ export async function answer(run: () => Promise<object>): Promise<CallToolResult
  * Best effort: the outputs may have changed since the view was taken, and the operation itself
  * has succeeded, so an image that cannot be read is left to its url.
  */
-async function images(cells: CellService, notebook: string | undefined, views: readonly CellView[]): Promise<ImageContent[]> {
+async function images(cells: CellService, notebook: string | undefined, views: readonly CellAnswer[]): Promise<ImageContent[]> {
   const found: ImageContent[] = [];
   for (const view of views) {
-    for (const [o, output] of view.outputs.entries()) {
+    for (const [o, output] of (view.outputs ?? []).entries()) {
       for (const [i, item] of output.items.entries()) {
-        if (!item.mime.startsWith('image/') || isTextMime(item.mime)) continue;
+        // A rich item's type is its mime type.
+        if (!item.type.startsWith('image/') || isTextMime(item.type)) continue;
         try {
           const raw = await cells.outputItem(notebook, view.id, o, i);
-          if (raw.mime === item.mime)
+          if (raw.mime === item.type)
             found.push({ type: 'image', data: Buffer.from(raw.data).toString('base64'), mimeType: raw.mime });
         } catch (error) {
           if (!(error instanceof BridgeError)) throw error;

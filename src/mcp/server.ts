@@ -3,10 +3,10 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, type Caller } from '../core/clients';
 import type { BridgeServices } from '../core/services';
-import { guardTools } from './access';
-import { registerCellTools } from './cellTools';
-import { registerCodeTools } from './tools';
-import { registerUndoTool } from './undoTool';
+import { registerTools } from './access';
+import { cellTools } from './cellTools';
+import { codeTools } from './tools';
+import { undoTool } from './undoTool';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -20,10 +20,7 @@ const INSTRUCTIONS = [
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
-  guardTools(server, ctx.access, caller);
-  registerCodeTools(server, ctx);
-  registerCellTools(server, ctx);
-  registerUndoTool(server, ctx);
+  registerTools(server, ctx.access, caller, [...codeTools(ctx), ...cellTools(ctx), undoTool(ctx)]);
   return server;
 }
 

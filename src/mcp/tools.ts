@@ -1,4 +1,3 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { BridgeError } from '../core/errors';
 import { HeadTail } from '../core/headTail';
@@ -6,6 +5,7 @@ import type { ExecResult } from '../core/kernel';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/sessions';
+import { tool, type ToolRow } from './access';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 
@@ -46,25 +46,24 @@ export function sessionEntry(s: SessionInfo): z.infer<typeof sessionShape> {
   return { name: where.split(/[\\/:]/).pop() || where, path: where, session_id: s.id };
 }
 
-export function registerCodeTools(server: McpServer, ctx: BridgeServices): void {
-  server.registerTool(
-    'list_sessions',
-    {
+export function codeTools(ctx: BridgeServices): ToolRow[] {
+  return [
+    tool({
+      name: 'list_sessions',
+      access: 'read',
       description:
         'List the notebooks open in VS Code that have a kernel code can run in: name, path and session_id. ' +
         'Pass a session_id to execute_code, or as "notebook" to the cell tools.',
       outputSchema: listSessionsResult,
       annotations: { readOnlyHint: true },
-    },
-    async () => {
-      const result = { sessions: (await ctx.host.sessions()).map(sessionEntry) };
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
-    },
-  );
-
-  server.registerTool(
-    'execute_code',
-    {
+      handle: async () => {
+        const result = { sessions: (await ctx.host.sessions()).map(sessionEntry) };
+        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      },
+    }),
+    tool({
+      name: 'execute_code',
+      access: 'execute',
       description:
         "Run Python in a notebook's live kernel, as a scratchpad: notebook variables are readable, in-place " +
         'mutations persist, new top-level names are discarded after the call; the value of a trailing expression ' +
@@ -72,12 +71,12 @@ export function registerCodeTools(server: McpServer, ctx: BridgeServices): void 
         'is interrupted. To change the notebook durably, use the cell tools.',
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
-    },
-    async (args, extra) => {
-      const result = await executeCode(ctx, args, extra.signal);
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
-    },
-  );
+      handle: async (args, extra) => {
+        const result = await executeCode(ctx, args, extra.signal);
+        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      },
+    }),
+  ];
 }
 
 const failed = (error: string, stdout: string[] = [], stderr: string[] = []): CodeExecutionResult => ({

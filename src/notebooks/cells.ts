@@ -173,6 +173,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.tickets.ticket(runId);
   }
 
+  latestRun(uri: string, cellId: string): RunTicket | undefined {
+    const cell = this.notebook(uri).getCells().find((c) => this.ids.id(c) === cellId);
+    return cell && this.tickets.latest(cell);
+  }
+
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook);

@@ -71,6 +71,11 @@ export class RunTickets implements vscode.Disposable {
     return this.byId.get(runId)?.ticket;
   }
 
+  /** The ticket of the cell's latest run in this window. */
+  latest(cell: vscode.NotebookCell): RunTicket | undefined {
+    return this.cells.get(cell)?.ticket;
+  }
+
   /**
    * The ticket of the cell's next run, before it is handed to a provider: the run under way when
    * there is one (VS Code's Run skips a queued or running cell too).

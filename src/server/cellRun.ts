@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CellView, RunHandle, SeriesHandle } from '../core/cells';
 import { timeoutDetail, waitRuns, type RunOptions } from '../core/cellRuns';
 import { BridgeError } from '../core/errors';
+import { answerAt, cellAt } from '../core/outputDetail';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';
 import { DEFAULT_LIMITS, openEventStream, type EventStream } from './sse';
@@ -20,8 +21,8 @@ export const respondRun = (handle: RunHandle, options: RunOptions, req: Incoming
     {
       queued: [handle.cellId],
       send: (stream, e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
-      ended: (r) => ({ success: r.success, status: r.status, cell: r.cell }),
-      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: r.cell }),
+      ended: (r) => ({ success: r.success, status: r.status, cell: cellAt(r.cell, options.outputs) }),
+      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: cellAt(r.cell, options.outputs) }),
     },
     options,
     req,
@@ -40,12 +41,12 @@ export const respondSeries = (series: SeriesHandle, options: RunOptions, req: In
     {
       queued: series.cellIds,
       send: (stream, e) => {
-        if ('result' in e) stream.send('cell', { ...e.result });
+        if ('result' in e) stream.send('cell', answerAt(e.result, options.outputs));
         else if (e.event.kind === 'output') stream.send('output', { cell: e.cellId, item: e.event.item });
         else stream.send(e.event.kind, { cell: e.cellId, data: e.event.text });
       },
-      ended: (r) => r,
-      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, r.pending), ...r }),
+      ended: (r) => answerAt(r, options.outputs),
+      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, r.pending), ...answerAt(r, options.outputs) }),
     },
     options,
     req,

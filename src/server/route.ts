@@ -45,19 +45,52 @@ export function route<Ctx, B = undefined, Q = undefined>(r: Route<Ctx, B, Q>): R
   return r as unknown as Route<Ctx>;
 }
 
-export function describeZodError(where: string, error: z.ZodError): string {
+/** Each issue as `field: message`; an unknown key also names the keys allowed there (when `schema` is given). */
+export function describeZodError(where: string, error: z.ZodError, schema?: z.ZodType, value?: unknown): string {
   const issues = error.issues.map((issue) => {
     const field = issue.path.length ? issue.path.join('.') : '(root)';
-    return `${field}: ${issue.message}`;
+    const allowed = issue.code === 'unrecognized_keys' && schema ? keysAt(schema, value, issue.path) : [];
+    return `${field}: ${issue.message}${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`;
   });
   return `Invalid ${where}: ${issues.join('; ')}`;
+}
+
+/**
+ * The keys an object schema allows at `path` of `value`: through arrays, optional and
+ * transformed values, and unions (the option whose literal fields match the value there).
+ */
+function keysAt(schema: z.ZodType, value: unknown, path: readonly PropertyKey[]): string[] {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
+    return keysAt(schema.unwrap() as z.ZodType, value, path);
+  if (schema instanceof z.ZodPipe) return keysAt(schema.in as z.ZodType, value, path);
+  if (schema instanceof z.ZodUnion) {
+    const fits = (schema.options as z.ZodType[]).filter((o) => literalsMatch(o, value));
+    return [...new Set(fits.flatMap((o) => keysAt(o, value, path)))];
+  }
+  const [head, ...rest] = path;
+  const inner =
+    value && typeof value === 'object' && head !== undefined ? (value as Record<PropertyKey, unknown>)[head] : undefined;
+  if (schema instanceof z.ZodArray) return head === undefined ? [] : keysAt(schema.element as z.ZodType, inner, rest);
+  if (!(schema instanceof z.ZodObject)) return [];
+  const shape = schema.shape as Record<string, z.ZodType>;
+  if (head === undefined) return Object.keys(shape);
+  const field = shape[String(head)];
+  return field ? keysAt(field, inner, rest) : [];
+}
+
+/** Whether the literal fields of an object schema (a discriminator such as `op`) match `value`. */
+function literalsMatch(schema: z.ZodType, value: unknown): boolean {
+  if (!(schema instanceof z.ZodObject) || !value || typeof value !== 'object') return true;
+  return Object.entries(schema.shape as Record<string, z.ZodType>).every(
+    ([key, field]) => !(field instanceof z.ZodLiteral) || field.values.has((value as Record<string, unknown>)[key] as never),
+  );
 }
 
 /** A row's input checked against its schema (400 naming each bad field); no schema, no input. */
 export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
-  if (!result.success) throw new BridgeError(400, describeZodError(where, result.error));
+  if (!result.success) throw new BridgeError(400, describeZodError(where, result.error, schema, value));
   return result.data;
 }
 
@@ -76,6 +109,10 @@ function jsonBody(req: Request): unknown {
  * 405 with Allow when its path exists under other methods, else in a 404.
  */
 export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router {
+  const under = (prefix: string) =>
+    rows
+      .filter((r) => r.path === prefix.slice(0, -1) || r.path.startsWith(prefix))
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`);
   const router = Router({ caseSensitive: true, strict: true });
   const byPath = new Map<string, Route<Ctx>[]>();
   for (const row of rows) byPath.set(row.path, [...(byPath.get(row.path) ?? []), row]);
@@ -94,7 +131,13 @@ export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router 
   router.use((req: Request) => {
     const allow = allowed.get(req);
     if (allow) throw new MethodNotAllowed(allow, `${req.method} ${req.path} is not supported: use ${allow.join(' or ')}`);
-    throw new BridgeError(404, `No route ${req.method} ${req.path}`);
+    // Under a family of routes, the way forward is the family.
+    const family = `/${req.path.split('/')[1] ?? ''}/`;
+    const routes = family.length > 2 ? under(family) : [];
+    if (!routes.length) throw new BridgeError(404, `No route ${req.method} ${req.path}`);
+    throw new BridgeError(404, `No route ${req.method} ${req.path}; the routes under ${family} are listed in "routes"`, {
+      routes,
+    });
   });
   return router;
 }

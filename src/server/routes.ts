@@ -2,14 +2,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
+import { answerAt } from '../core/outputDetail';
 import type { BridgeServices } from '../core/services';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
+  cellsQuery,
   clearBody,
   createBody,
   deleteQuery,
   editBody,
   editsBody,
+  followBody,
   moveBody,
   notebookBody,
   notebookQuery,
@@ -124,8 +127,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/cells',
-    query: notebookQuery,
-    handle: ({ query }, ctx) => ctx.cells.list(query.notebook),
+    query: cellsQuery,
+    handle: async ({ query }, ctx) => answerAt(await ctx.cells.list(query.notebook), query.outputs ?? 'summary'),
   }),
   route({
     method: 'post',
@@ -141,7 +144,11 @@ export const routes: readonly Route<RouteContext>[] = [
     body: editsBody,
     handle: async ({ body }, ctx) => {
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
-      return respondRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
+      return respondRuns(applied, runs, {
+        wait: body.wait ?? false,
+        timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS,
+        outputs: body.outputs ?? 'summary',
+      });
     },
   }),
   route({
@@ -160,7 +167,7 @@ export const routes: readonly Route<RouteContext>[] = [
     handle: async ({ body, req, res }, ctx) =>
       respondSeries(
         await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS },
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
         req,
         res,
       ),
@@ -203,8 +210,9 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/cells/:ref',
-    query: notebookQuery,
-    handle: async ({ query, params }, ctx) => ({ cell: await ctx.cells.get(query.notebook, params['ref']!) }),
+    query: cellsQuery,
+    handle: async ({ query, params }, ctx) =>
+      answerAt({ cell: await ctx.cells.get(query.notebook, params['ref']!) }, query.outputs ?? 'full'),
   }),
   route({
     method: 'patch',
@@ -239,8 +247,22 @@ export const routes: readonly Route<RouteContext>[] = [
     handle: async ({ body, query, params, req, res }, ctx) => {
       const handle = await ctx.cells.run(body.notebook ?? query.notebook, params['ref']!);
       const wait = body.wait ?? query.wait ?? false;
-      return respondRun(handle, { wait, timeoutMs: body.timeoutMs ?? query.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS }, req, res);
+      const timeoutMs = body.timeoutMs ?? query.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+      return respondRun(handle, { wait, timeoutMs, outputs: body.outputs ?? query.outputs ?? 'summary' }, req, res);
     },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/cells/:ref/wait',
+    access: 'read',
+    body: followBody,
+    handle: async ({ body, params, req, res }, ctx) =>
+      respondRun(
+        await ctx.cells.follow(body.notebook, params['ref']!),
+        { wait: true, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+        req,
+        res,
+      ),
   }),
   route({
     method: 'get',

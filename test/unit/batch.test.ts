@@ -124,6 +124,47 @@ describe('batch planning', () => {
     );
   });
 
+  it('a create op may name its cell: later ops place cells after or before it by that name', () => {
+    const { plan: p, result } = plan([
+      { op: 'create', name: 'intro', code: '# Intro', kind: 'markup', after: 'b' },
+      { op: 'create', name: 'calc', code: 'x = 1', after: 'intro' },
+      { op: 'move', ref: 'e', before: 'calc' },
+    ]);
+    assert.deepEqual(
+      result.map((c) => c.id),
+      ['a', 'b', 'n0', 'e', 'n1', 'c', 'd'],
+    );
+    assert.deepEqual(Object.fromEntries(p.names), { intro: 'n0', calc: 'n1' });
+  });
+
+  it('refuses a name used before it is given, given twice, equal to a cell id, or edited by a later op', () => {
+    fails(
+      [
+        { op: 'create', code: 'x', after: 'later' },
+        { op: 'create', name: 'later' },
+      ],
+      404,
+      /ops\.0: after: /,
+    );
+    fails(
+      [
+        { op: 'create', name: 'n' },
+        { op: 'create', name: 'n' },
+      ],
+      400,
+      /ops\.1: name "n" is already given/,
+    );
+    fails([{ op: 'create', name: 'c' }], 400, /ops\.0: name "c" is already the id of a cell/);
+    fails(
+      [
+        { op: 'create', name: 'm' },
+        { op: 'edit', ref: 'm', code: 'y' },
+      ],
+      400,
+      /ops\.1: "m" is a cell this batch creates/,
+    );
+  });
+
   it('re-creates a cell whose kind changes, with the markdown language and a new version', () => {
     const { plan: p, result } = plan([{ op: 'edit', ref: 'c', code: '# hi', kind: 'markup' }]);
     assert.deepEqual(result[2], { id: 'c', code: '# hi', kind: 'markup' });

@@ -115,8 +115,8 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(res.body.visibleRanges, [{ start: 0, end: 4 }]);
     });
 
-    it('GET /notebooks/cells returns every cell view', async () => {
-      const res = await api('GET', q('/notebooks/cells'));
+    it('GET /notebooks/cells?outputs=full returns every cell view', async () => {
+      const res = await api('GET', q('/notebooks/cells?outputs=full'));
       assert.equal(res.status, 200);
       assert.equal(res.body.notebook.path, '/work/a.ipynb');
       const [first, markup, , last] = res.body.cells;
@@ -134,6 +134,37 @@ describe('cell routes (fake notebooks)', () => {
       });
       assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);
       assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', mime: 'text/plain', text: '2', bytes: 1 }] }]);
+    });
+
+    it('lists outputs as summaries by default; outputs=none (or the old false) leaves them out; a bad value is a 400', async () => {
+      const summary = (await api('GET', q('/notebooks/cells'))).body.cells[3];
+      assert.deepEqual(summary.outputs, [{ items: [{ type: 'text/plain', text: '2', bytes: 1 }] }]);
+      for (const value of ['none', 'false']) {
+        const res = await api('GET', q(`/notebooks/cells?outputs=${value}`));
+        assert.equal(res.status, 200, res.raw);
+        assert.equal(res.body.cells[3].outputs, undefined);
+        assert.equal(res.body.cells[3].code, summary.code);
+      }
+      const bad = await api('GET', q('/notebooks/cells?outputs=some'));
+      assert.equal(bad.status, 400);
+      assert.match(bad.raw, /none, summary, full/);
+    });
+
+    it('a 404 under /notebooks/ lists its routes; a 400 for an unknown key names the allowed keys', async () => {
+      const missing = await api('GET', '/notebooks/cell');
+      assert.equal(missing.status, 404);
+      assert.match(missing.body.detail, /No route GET \/notebooks\/cell; the routes under \/notebooks\/ are listed in "routes"/);
+      assert.ok(missing.body.routes.includes('GET /notebooks/cells'), missing.raw);
+      assert.ok(missing.body.routes.includes('GET /notebooks'), missing.raw);
+      console.log(`      404 body: ${missing.raw}`);
+      const unknown = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'x', idx: 1 });
+      assert.equal(unknown.status, 400);
+      assert.match(unknown.body.detail, /idx.*\(allowed: notebook, code, kind, language, index, before, after, metadata, tags\)/);
+      console.log(`      400 body: ${unknown.raw}`);
+      const op = await api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ops: [{ op: 'delete', ref: 0, code: 'x' }] });
+      assert.equal(op.status, 400);
+      assert.match(op.body.detail, /ops\.0: .*"code".*\(allowed: op, ref, version, force\)/);
+      console.log(`      400 body (a batch op): ${op.raw}`);
     });
 
     it('names a notebook by session id, path or uri', async () => {
@@ -504,8 +535,8 @@ describe('cell routes (fake notebooks)', () => {
     it('waits for the run and returns its outputs and success', async () => {
       docs.type(A.uri, 0, 'print("hi")');
       for (const [body, query] of [
-        [{ wait: true }, ''],
-        [{}, '?wait=true'],
+        [{ wait: true, outputs: 'full' }, ''],
+        [{}, '?wait=true&outputs=full'],
       ] as const) {
         const res = await run(ids[0]!, body, query);
         assert.equal(res.status, 200, res.raw);
@@ -518,14 +549,21 @@ describe('cell routes (fake notebooks)', () => {
       }
     });
 
-    it('returns the error of a failing cell with success false', async () => {
+    it('returns the error of a failing cell with success false (summary by default, full on request)', async () => {
       docs.type(A.uri, 0, 'boom()');
       const res = await run(ids[0]!, { wait: true });
       assert.equal(res.status, 200);
       assert.equal(res.body.success, false);
       const [out, err] = res.body.cell.outputs;
-      assert.equal(out.items[0].text, 'before\n');
+      assert.deepEqual(out.items[0], { type: 'stdout', text: 'before\n', bytes: 7 });
       assert.deepEqual(err.items[0], {
+        type: 'error',
+        name: 'NameError',
+        message: "name 'boom' is not defined",
+        bytes: err.items[0].bytes,
+      });
+      const full = await run(ids[0]!, { wait: true, outputs: 'full' });
+      assert.deepEqual(full.body.cell.outputs[1].items[0], {
         type: 'error',
         mime: ERROR_MIME,
         name: 'NameError',
@@ -545,6 +583,19 @@ describe('cell routes (fake notebooks)', () => {
         docs.calls.some((c) => c.method === 'interrupt'),
         false,
       );
+    });
+
+    it('a run whose wait ran out is waited on again with POST /wait, not re-run; an idle cell answers at once', async () => {
+      docs.type(A.uri, 0, 'sleep()');
+      const first = await run(ids[0]!, { wait: true, timeoutMs: 50 });
+      assert.equal(first.status, 504);
+      assert.match(first.body.detail, /wait again with POST \/notebooks\/cells\/<id>\/wait/);
+      const again = await api('POST', `/notebooks/cells/${ids[0]}/wait`, { notebook: 's_aaaaaa', timeoutMs: 5000 });
+      assert.equal(again.status, 200, again.raw);
+      assert.deepEqual([again.body.success, again.body.status], [true, 'succeeded']);
+      assert.equal(docs.calls.filter((c) => c.method === 'execute').length, 1, 'the cell ran once');
+      const idle = await api('POST', `/notebooks/cells/${ids[0]}/wait`, { notebook: 's_aaaaaa' });
+      assert.deepEqual([idle.status, idle.body.status], [200, 'succeeded']);
     });
 
     it('streams outputs as they arrive with Accept: text/event-stream', async () => {
@@ -569,7 +620,7 @@ describe('cell routes (fake notebooks)', () => {
 
     it('serves binary and cut output items raw from their url', async () => {
       docs.type(A.uri, 0, 'plot()');
-      const res = await run(ids[0]!, { wait: true });
+      const res = await run(ids[0]!, { wait: true, outputs: 'full' });
       const [image, text] = res.body.cell.outputs.map((o: Json) => o.items[0]);
       assert.deepEqual([image.type, image.bytes, image.text], ['image/png', PNG.length, undefined]);
       const raw = await request(port, { path: image.url, headers: { authorization: `Bearer ${TOKEN}` } });
@@ -587,7 +638,7 @@ describe('cell routes (fake notebooks)', () => {
     it('serves an HTML output under a sandboxing Content-Security-Policy, so no browser runs it', async () => {
       await list();
       docs.type(A.uri, 0, 'page()');
-      const res = await run(ids[0]!, { wait: true });
+      const res = await run(ids[0]!, { wait: true, outputs: 'full' });
       assert.equal(res.body.cell.outputs[0].items[0].mime, 'text/html');
       const raw = await request(port, {
         path: q(`/notebooks/cells/${ids[0]}/outputs/0/0`),

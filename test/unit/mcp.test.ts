@@ -31,9 +31,15 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     await client.connect(new StreamableHTTPClientTransport(url(), { requestInit: { headers } }));
     return client;
   }
-  async function call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult & { structuredContent?: Json }> {
+  /** A tool's result, with `body`: its JSON (structured content, else the JSON of its first text part). */
+  async function call(
+    name: string,
+    args: Record<string, unknown> = {},
+  ): Promise<CallToolResult & { structuredContent?: Json; body: Json }> {
     const client = clients[0] ?? (await connect());
-    return (await client.callTool({ name, arguments: args })) as CallToolResult;
+    const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+    const text = (result.content[0] as { text?: string } | undefined)?.text ?? '';
+    return { ...result, body: result.structuredContent ?? (text.startsWith('{') ? JSON.parse(text) : undefined) };
   }
 
   beforeEach(async () => {
@@ -209,14 +215,14 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       const refused = await call('edit_cell', { ref: 0, code: 'x = 2' });
       assert.equal(refused.isError, true);
       assert.match((refused.content[0] as { text: string }).text, /has not been read/);
-      assert.equal(refused.structuredContent.status, 409);
-      assert.equal(refused.structuredContent.cell.code, 'x = 1');
+      assert.equal(refused.body.status, 409);
+      assert.equal(refused.body.cell.code, 'x = 1');
       assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
 
       await call('get_cell', { ref: 0 });
       const edited = await call('edit_cell', { ref: 0, code: 'x = 2' });
       assert.equal(edited.isError, undefined);
-      assert.equal(edited.structuredContent.cell.code, 'x = 2');
+      assert.equal(edited.body.cell.code, 'x = 2');
       assert.deepEqual(docs.codes(A.uri), ['x = 2', '']);
     });
 
@@ -228,11 +234,11 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
 
     it('runs a cell and waits: outputs in the JSON, the image once as image content', async () => {
       const created = await call('create_cell', { code: 'plot()' });
-      const result = await call('run_cell', { ref: created.structuredContent.cell.id });
+      const result = await call('run_cell', { ref: created.body.cell.id, outputs: 'full' });
       assert.equal(result.isError, undefined);
-      assert.equal(result.structuredContent.done, true);
-      assert.equal(result.structuredContent.success, true);
-      const items = result.structuredContent.cell.outputs.flatMap((o: Json) => o.items);
+      assert.equal(result.body.done, true);
+      assert.equal(result.body.success, true);
+      const items = result.body.cell.outputs.flatMap((o: Json) => o.items);
       assert.equal(items[0].text, 'drawing\n');
       assert.equal(items[1].mime, 'image/png');
       assert.ok(items[1].url && items[1].text === undefined, 'the JSON points at the image, it does not carry it');
@@ -247,18 +253,35 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
           { op: 'create', code: '# notes', kind: 'markup' },
         ],
         run: [1],
+        outputs: 'full',
       });
       assert.equal(result.isError, undefined, JSON.stringify(result.content));
-      assert.equal(result.structuredContent.cellCount, 3);
-      assert.equal(result.structuredContent.runs[0].success, true);
+      assert.equal(result.body.cellCount, 3);
+      assert.equal(result.body.runs[0].success, true);
       assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 1);
       assert.equal(result.content.filter((c) => c.type === 'image').length, 1);
+    });
+
+    it('answers once, as JSON text (no structured copy); summaries by default, without images', async () => {
+      const created = await call('create_cell', { code: 'plot()' });
+      const result = await call('run_cell', { ref: created.body.cell.id });
+      assert.equal(result.structuredContent, undefined);
+      assert.deepEqual(
+        result.content.map((c) => c.type),
+        ['text'],
+      );
+      const [stdout, image] = result.body.cell.outputs.flatMap((o: Json) => o.items);
+      assert.deepEqual(stdout, { type: 'stdout', text: 'drawing\n', bytes: 8 });
+      assert.equal(image.type, 'image/png');
+      assert.ok(image.url, 'a summarized image keeps its url');
+      const listed = await call('list_cells', { outputs: 'none' });
+      assert.equal(listed.body.cells[2].outputs, undefined);
     });
 
     it('surfaces service errors (404 unknown cell) as tool errors', async () => {
       const result = await call('get_cell', { ref: 'nope' });
       assert.equal(result.isError, true);
-      assert.equal(result.structuredContent.status, 404);
+      assert.equal(result.body.status, 404);
     });
   });
 

@@ -41,17 +41,16 @@ describe('run tickets', () => {
     assert.equal(texts.join(''), 'ab\n', 'the second wait goes on from what the first sent');
   });
 
-  it('a run is waited on again by its run id, from a new handle; an unknown id is a 404', async () => {
+  it('a run is followed again by its cell, from a new handle, and it is the same run', async () => {
     const docs = new FakeNotebooks({ 'slow()': { steps: [{ stdout: 'x\n' }, { waitMs: 100 }] } });
     const [id] = docs.add(NOTEBOOK_A, [{ code: 'slow()' }]);
     const cells = new NotebookCells(docs, { outputTextLimit: () => 1000 });
     const { runId } = await cells.run(undefined, id!);
-    const again = await cells.runById(undefined, runId);
-    assert.equal(again.cellId, id);
+    const again = await cells.follow(undefined, id!);
+    assert.deepEqual([again.cellId, again.runId], [id, runId]);
     const result = await again.wait({ timeoutMs: 2_000 });
     assert.deepEqual([result.done, result.status], [true, 'succeeded']);
     assert.equal(result.cell.outputs[0]?.items[0]?.text, 'x\n');
-    await assert.rejects(cells.runById(undefined, 'run_nope'), (e: { status?: number }) => e.status === 404);
   });
 
   it('running a cell that is already running answers the run under way', async () => {

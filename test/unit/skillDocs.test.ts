@@ -5,9 +5,8 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { registerCellTools } from '../../src/mcp/cellTools';
-import { registerCodeTools } from '../../src/mcp/tools';
+import { cellTools } from '../../src/mcp/cellTools';
+import { codeTools } from '../../src/mcp/tools';
 import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
@@ -24,14 +23,9 @@ const normalize = (p: string) => p.replace(/:[A-Za-z]+|<[^>]+>/g, '<>');
 /** Rows that only answer 405 (MCP is POST-only) or alias another row. */
 const UNDOCUMENTED = new Set(['GET /mcp/server', 'DELETE /mcp/server', 'GET /healthz']);
 
-/** Records tool names: a fake McpServer with only registerTool. */
 function toolNames(): string[] {
-  const names: string[] = [];
-  const fake = { registerTool: (name: string) => names.push(name) } as unknown as McpServer;
   const ctx = {} as RouteContext;
-  registerCodeTools(fake, ctx);
-  registerCellTools(fake, ctx);
-  return names;
+  return [...codeTools(ctx), ...cellTools(ctx)].map((t) => t.name);
 }
 
 describe('the agent skill documents the code', () => {

@@ -201,6 +201,10 @@ export class FakeNotebooks implements OpenNotebooks {
     return this.byRunId.get(runId);
   }
 
+  latestRun(_uri: string, cellId: string): RunTicket | undefined {
+    return this.tickets.get(cellId);
+  }
+
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
     this.calls.push({ method: 'clearOutputs', uri, args: ids });
     for (const cell of this.book(uri).cells)
