@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
@@ -41,6 +42,9 @@ export interface Composition {
  */
 export function compose({ context, log, settings, bridge, version }: CompositionDeps): Composition {
   const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
+  const inspectFile = context.asAbsolutePath(join('dist', 'kernel_inspect.py'));
+  let inspectSource: string | undefined;
+  const inspectProgram = () => (inspectSource ??= readFileSync(inspectFile, 'utf8'));
   const builtin = new BuiltinKernels({
     extensionId: context.extension.id,
     python: () => settings.current.pythonPath,
@@ -120,7 +124,15 @@ export function compose({ context, log, settings, bridge, version }: Composition
       ]);
       return createApp({
         routes: guardRoutes(routes),
-        context: { host: sessions, cells, runs: new KeyedQueue(), version, access: access.gate, serveMcp: lazyMcp },
+        context: {
+          host: sessions,
+          cells,
+          runs: new KeyedQueue(),
+          version,
+          access: access.gate,
+          serveMcp: lazyMcp,
+          inspectProgram,
+        },
         ...server,
         log: cappedLog(log),
       });

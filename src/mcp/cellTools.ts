@@ -19,6 +19,7 @@ import {
   toSelection,
 } from '../core/cellSchemas';
 import type { BridgeServices } from '../core/services';
+import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
 
 /**
@@ -75,6 +76,26 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
         const cell = await cells.get(notebook, ref);
         return new WithImages({ cell }, await images(cells, notebook, [cell]));
       }),
+  );
+  server.registerTool(
+    'list_variables',
+    {
+      description:
+        "The notebook kernel's variables without running a cell (no execution count, no history): name, type, " +
+        `shape or length, size in bytes and a short repr. Reprs that raise or hang come back as a note. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      annotations: readOnly,
+    },
+    ({ notebook }) => answer(() => notebookVariables(ctx, notebook)),
+  );
+  server.registerTool(
+    'inspect_variable',
+    {
+      description: `One kernel variable in detail (a longer repr; a DataFrame's columns and dtypes), without running a cell. ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend({ name: z.string().min(1).describe('The variable name.') }),
+      annotations: readOnly,
+    },
+    ({ notebook, name }) => answer(() => notebookVariables(ctx, notebook, name)),
   );
   server.registerTool(
     'create_cell',

@@ -19,6 +19,7 @@ import {
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
+import { notebookVariables } from '../core/variables';
 import { serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
@@ -168,6 +169,19 @@ export const routes: readonly Route<RouteContext>[] = [
       await ctx.cells.restart(body.notebook);
       return { restarted: true };
     },
+  }),
+  // ---- the kernel's variables, read beside the runs: no cell, no execution count, no history.
+  route({
+    method: 'get',
+    path: '/notebooks/variables',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => notebookVariables(ctx, query.notebook),
+  }),
+  route({
+    method: 'get',
+    path: '/notebooks/variables/:name',
+    query: notebookQuery,
+    handle: ({ query, params }, ctx) => notebookVariables(ctx, query.notebook, params['name']!),
   }),
   route({
     method: 'get',

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
@@ -35,6 +37,7 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),
+    inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
     routes: guardRoutes(routes),
