@@ -13,6 +13,7 @@ import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
 import { JupyterKernels } from './kernels/jupyter';
+import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
@@ -67,7 +68,17 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const versionFile = join((context.storageUri ?? context.globalStorageUri).fsPath, 'cell-versions.json');
   const notebooks = new EditorNotebooks(sessions, kernels, log, versionFile);
-  const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
+  const analyzer = new PythonAnalyzer({
+    python: () => settings.current.pythonPath,
+    script: inspectFile,
+    builtinKernel: async (uri) => {
+      const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+      const kernel = notebook && (await builtin.kernelFor(notebook));
+      return kernel ?? undefined;
+    },
+    log,
+  });
+  const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit, analyzer });
   const access = createAgentAccess({
     context,
     cells,

@@ -297,6 +297,79 @@ export function cellChecks(): void {
     eq(body.cell.execution?.status, 'failed', 'execution.status');
   });
 
+  it('cells: GET /notebooks/variables lists and inspects variables (DataFrame columns, hostile repr bounded) without a cell or an execution count', async () => {
+    const { signal } = checkRun();
+    const setup = await create(
+      [
+        'import pandas as pd',
+        `vars_${tag} = 41`,
+        `frame_${tag} = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})`,
+        'class _Hostile:',
+        '    def __repr__(self):',
+        '        while True: pass',
+        `hostile_${tag} = _Hostile()`,
+      ].join('\n'),
+      signal,
+    );
+    const first = await runWait(setup.id, signal);
+    eq(first.json<{ success: boolean }>().success, true, `setup run (${show(first.text, 300)})`);
+    const order = first.json<{ cell: Cell }>().cell.execution?.order;
+    const cellCount = (await list(signal)).cells.length;
+    const r = await client.get(`/notebooks/variables?${q}`, { signal, timeoutMs: 20_000 });
+    eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
+    const vars = r.json<{ variables: { name: string; type: string; repr?: string; shape?: number[]; reprError?: true }[] }>()
+      .variables;
+    const byName = new Map(vars.map((v) => [v.name, v]));
+    eq(byName.get(`vars_${tag}`)?.repr, '41', 'the int');
+    deepEq(byName.get(`frame_${tag}`)?.shape, [2, 2], 'the DataFrame shape');
+    eq(byName.get(`hostile_${tag}`)?.reprError, true, 'a repr that never returns is cut off');
+    ok(!byName.has('pd'), 'modules are not listed');
+    const one = await client.get(`/notebooks/variables/frame_${tag}?${q}`, { signal });
+    eq(one.status, 200, `GET /notebooks/variables/:name (${show(one.text, 300)})`);
+    deepEq(
+      one.json<{ variable: { columns: { name: string; dtype: string }[] } }>().variable.columns.map((c) => c.name),
+      ['a', 'b'],
+      'columns',
+    );
+    eq((await client.get(`/notebooks/variables/missing_${tag}?${q}`, { signal })).status, 404, 'an unknown name');
+    eq((await list(signal)).cells.length, cellCount, 'no cell was created');
+    const next = await runWait(setup.id, signal);
+    eq(next.json<{ cell: Cell }>().cell.execution?.order, (order ?? 0) + 1, 'the execution count moved by the next run only');
+    await client.request({ method: 'DELETE', path: `/notebooks/cells/${setup.id}?${q}&force=true`, signal });
+  });
+
+  it('cells: written Python is compiled first — a syntax error is a 400 with line and column, the cell unchanged; IPython magics pass; strict refuses an undefined name', async () => {
+    const { signal } = checkRun();
+    const cell = await create(`checked_${tag} = 1`, signal);
+    const bad = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: sid, code: `checked_${tag} = (1,\n`, force: true },
+      { signal },
+    );
+    const body = expectError(bad, 400, 'a syntax error');
+    eq(body.line, 1, 'line');
+    ok(typeof body.column === 'number', `column ${show(body.column)}`);
+    eq((await getCell(cell.id, signal)).code, `checked_${tag} = 1`, 'the cell as it was');
+    const magic = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: sid, code: `%time checked_${tag} = 2\n!true`, force: true },
+      { signal },
+    );
+    eq(magic.status, 200, `IPython syntax (${show(magic.text, 300)})`);
+    const strict = await call(
+      'POST',
+      '/notebooks/cells',
+      { notebook: sid, code: `print(nowhere_${tag})`, strict: true },
+      { signal },
+    );
+    includes(expectError(strict, 400, 'strict').detail, `nowhere_${tag}, defined in no cell`, 'strict detail');
+    const warned = await create(`print(nowhere_${tag})`, signal);
+    deepEq((warned as Cell & { warnings?: string[] }).warnings, [`uses nowhere_${tag}, defined in no cell`], 'warnings');
+    for (const id of [cell.id, warned.id]) await call('DELETE', `/notebooks/cells/${id}?${q}&force=true`, undefined, { signal });
+  });
+
   // ------------------------------------------------------------- run many, clear, tags, save
 
   it('cells: POST /notebooks/run runs a list in order, stops at the first failure, and clears', async () => {

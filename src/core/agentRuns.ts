@@ -14,6 +14,7 @@ import type {
   RunHandle,
   RunSelection,
   SeriesHandle,
+  StrictFlag,
 } from './cells';
 import type { ExecResult, Kernel, StreamEvent } from './kernel';
 import { FOREVER_MS } from './series';
@@ -161,8 +162,8 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
       if (key === 'run')
         return async (notebook: string | undefined, ref: CellRef) => cap(notebook, await target.run(notebook, ref));
       if (key === 'batch') {
-        return async (notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) => {
-          const applied = await target.batch(notebook, ops, run);
+        return async (notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options?: StrictFlag) => {
+          const applied = await target.batch(notebook, ops, run, options);
           return { ...applied, runs: applied.runs.map((h) => cap(notebook, h)) };
         };
       }

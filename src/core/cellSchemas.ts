@@ -46,6 +46,7 @@ export const notebookBody = z.strictObject({ notebook });
 
 export const createBody = z.strictObject({
   notebook,
+  strict: z.boolean().optional(),
   code: z.string().optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -54,6 +55,7 @@ export const createBody = z.strictObject({
 });
 export const editBody = z.strictObject({
   notebook,
+  strict: z.boolean().optional(),
   code: code.optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -90,6 +92,7 @@ export const editsBody = z.strictObject({
   ops: z.array(op).min(1, 'give at least one operation'),
   /** Cells to run once the edits are applied: ids, or indices in the edited notebook. */
   run: z.array(ref).optional(),
+  strict: z.boolean().optional(),
   ...wait,
 });
 

@@ -86,6 +86,13 @@ export interface CellView {
   /** null for markup cells. */
   readonly execution: ExecutionView | null;
   readonly outputs: readonly OutputView[];
+  /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
+  readonly warnings?: readonly string[];
+}
+
+/** `strict`: refuse a write whose Python uses a name no cell defines, or defines one another cell does. */
+export interface StrictFlag {
+  readonly strict?: boolean | undefined;
 }
 
 export type CellMetadata = Readonly<Record<string, unknown>>;
@@ -203,11 +210,11 @@ export interface CellService {
   active(): Promise<ActiveNotebook>;
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
-  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView>;
+  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellView>;
   edit(
     notebook: string | undefined,
     ref: CellRef,
-    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
   ): Promise<CellView>;
   remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
   move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellView>;
@@ -216,6 +223,7 @@ export interface CellService {
     notebook: string | undefined,
     ops: readonly BatchOp[],
     run: readonly CellRef[],
+    options?: StrictFlag,
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */

@@ -20,8 +20,10 @@ import type {
   CellRunResult,
   SavedNotebook,
   SeriesHandle,
+  StrictFlag,
   WriteGuard,
 } from './cells';
+import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { BridgeError } from './errors';
 import type { InterruptHow } from './kernel';
 import { KeyedQueue } from './keyedQueue';
@@ -33,6 +35,8 @@ import { ReadTracker } from './versions';
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
   outputTextLimit: () => number;
+  /** Compiles and analyzes the Python an agent writes (none: written unchecked). */
+  analyzer?: CodeAnalyzer;
 }
 
 const single = () => '';
@@ -90,17 +94,20 @@ export class NotebookCells implements CellService {
     return this.show(notebook, cells[index]!, index);
   }
 
-  async create(ref: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single);
+  async create(
+    ref: string | undefined,
+    { strict, ...cell }: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag,
+  ): Promise<CellView> {
+    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single, strict);
     return result.cells[0]!;
   }
 
   async edit(
     ref: string | undefined,
     cell: CellRef,
-    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+    { strict, ...change }: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
   ): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single);
+    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single, strict);
     return result.cells[0]!;
   }
 
@@ -118,8 +125,8 @@ export class NotebookCells implements CellService {
     return result.cells[0]!;
   }
 
-  batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
-    return this.apply(ref, ops, run, (i) => `ops.${i}: `);
+  batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options: StrictFlag = {}) {
+    return this.apply(ref, ops, run, (i) => `ops.${i}: `, options.strict);
   }
 
   async run(ref: string | undefined, cell: CellRef): Promise<RunHandle> {
@@ -212,7 +219,13 @@ export class NotebookCells implements CellService {
       : { ...entry, kernel: null, kernelUnavailable: kernel.unavailable };
   }
 
-  private async apply(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], where: (i: number) => string) {
+  private async apply(
+    ref: string | undefined,
+    ops: readonly BatchOp[],
+    run: readonly CellRef[],
+    where: (i: number) => string,
+    strict = false,
+  ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
@@ -236,6 +249,13 @@ export class NotebookCells implements CellService {
         return planned.id;
       });
       if (runIds.length) await this.checkKernel(notebook);
+      const before = new Map(cells.map((c) => [c.id, c.code]));
+      const warnings = await checkWrittenCode(
+        this.options.analyzer,
+        notebook.uri,
+        plan.layout.map((c) => ({ ...c, written: c.touched && before.get(c.id) !== c.code })),
+        strict,
+      );
 
       if (!plan.empty) {
         await this.docs.apply(notebook.uri, plan.change);
@@ -250,7 +270,8 @@ export class NotebookCells implements CellService {
         if (!p?.touched) return;
         // Only what the agent wrote counts as read: not text someone typed since.
         if (cell.code === p.code) this.tracker.saw(notebook.uri, cell.id, cell.version);
-        touched.push(this.view(notebook, cell, index));
+        const found = warnings.get(cell.id);
+        touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
       });
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       return { cells: touched, deleted: plan.deleted, cellCount: after.length, runs };

@@ -153,9 +153,9 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
         `they were before the batch; every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
     },
-    ({ notebook, ops, run, wait, timeoutMs }) =>
+    ({ notebook, ops, run, wait, timeoutMs, strict }) =>
       answer(async () => {
-        const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
+        const { runs, ...applied } = await cells.batch(notebook, ops, run ?? [], { strict });
         const { body } = await waitRuns(applied, runs, { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
         return new WithImages(
           body,

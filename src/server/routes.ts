@@ -117,7 +117,7 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'batch',
     body: editsBody,
     handle: async ({ body }, ctx) => {
-      const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
+      const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? [], { strict: body.strict });
       return respondRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
     },
   }),

@@ -175,17 +175,31 @@ def variable(ns, name):
 # ---- the analysis -----------------------------------------------------------------------------
 
 def _transformer(ipython):
-    """IPython's own input transformer (magics, `!`), when asked for and importable."""
-    if not ipython:
-        return None
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except Exception:
-        return None
-    return TransformerManager()
+    """IPython's own input transformer (magics, `!`), loaded on first need: importing it costs
+    a third of a second, and plain Python, which it leaves as it is, never needs it."""
+    loaded = []
+
+    def transform(code):
+        if not ipython:
+            return None
+        if not loaded:
+            try:
+                from IPython.core.inputtransformer2 import TransformerManager
+
+                loaded.append(TransformerManager())
+            except Exception:
+                loaded.append(None)
+        if loaded[0] is None:
+            return None
+        try:
+            return loaded[0].transform_cell(code)
+        except Exception:
+            return None
+
+    return transform
 
 
-def _syntax_error(e, source_lines):
+def _syntax_error(e):
     line = getattr(e, "lineno", None) or 1
     col = getattr(e, "offset", None) or 1
     return {"message": getattr(e, "msg", None) or str(e), "line": line, "column": col, "text": _cut((getattr(e, "text", None) or "").rstrip("\n"), 200)}
@@ -225,21 +239,26 @@ def _first_statements(tree):
     return loads, stores, augmented
 
 
-def analyze_cell(code, transformer):
+def _parse(source):
     import symtable
 
-    source = code
-    if transformer is not None:
-        try:
-            source = transformer.transform_cell(code)
-        except Exception:
-            source = code  # the compile below reports the error on the person's own text
+    tree = ast.parse(source, "<cell>", "exec")
+    compile(tree, "<cell>", "exec", flags=getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0), dont_inherit=True)
+    return tree, symtable.symtable(source, "<cell>", "exec")
+
+
+def analyze_cell(code, transform):
     try:
-        tree = ast.parse(source, "<cell>", "exec")
-        compile(tree, "<cell>", "exec", flags=getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0), dont_inherit=True)
-        table = symtable.symtable(source, "<cell>", "exec")
+        tree, table = _parse(code)
     except (SyntaxError, ValueError) as e:
-        return {"error": _syntax_error(e, code.splitlines())}
+        # Not Python: maybe IPython (magics, `!`), which its transformer turns into Python.
+        source = transform(code)
+        try:
+            if source is None or source == code:
+                raise e
+            tree, table = _parse(source)
+        except (SyntaxError, ValueError):
+            return {"error": _syntax_error(e)}  # reported on the person's own text
     defines, reads = set(), set()
     for sym in table.get_symbols():
         name = sym.get_name()
@@ -257,14 +276,14 @@ def analyze_cell(code, transformer):
 
 
 def analyze(cells, ipython):
-    transformer = _transformer(ipython)
+    transform = _transformer(ipython)
     answer = []
     for cell in cells:
         code = cell.get("code") if isinstance(cell, dict) else None
-        result = analyze_cell(code if isinstance(code, str) else "", transformer)
+        result = analyze_cell(code if isinstance(code, str) else "", transform)
         result["id"] = cell.get("id") if isinstance(cell, dict) else None
         answer.append(result)
-    return {"cells": answer, "ipython": transformer is not None}
+    return {"cells": answer}
 
 
 def answer(query, ns, hidden=(), budget=None):

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Gate } from '../../../src/core/access';
+import type { CodeAnalyzer } from '../../../src/core/codeChecks';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
@@ -27,12 +28,14 @@ export function startTestServer(options: {
   outputTextLimit?: number;
   log?: Log;
   access?: Gate;
+  analyzer?: CodeAnalyzer;
 }): Promise<RunningServer> {
   let port = 0;
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
     cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
       outputTextLimit: () => options.outputTextLimit ?? 100,
+      ...(options.analyzer && { analyzer: options.analyzer }),
     }),
     runs: new KeyedQueue(),
     version: '0.0.0-test',
