@@ -18,6 +18,7 @@ import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
+import { StaleMarks } from './notebooks/staleMarks';
 import { BridgeStatus } from './statusBar';
 
 export interface CompositionDeps {
@@ -79,6 +80,13 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
   });
   const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit, analyzer });
+  push(
+    new StaleMarks(
+      (uri) => cells.dependencies(uri),
+      (cell) => notebooks.cellId(cell),
+      log,
+    ),
+  );
   const access = createAgentAccess({
     context,
     cells,

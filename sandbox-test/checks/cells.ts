@@ -370,6 +370,83 @@ export function cellChecks(): void {
     for (const id of [cell.id, warned.id]) await call('DELETE', `/notebooks/cells/${id}?${q}&force=true`, undefined, { signal });
   });
 
+  it('cells: editing the cell that defines x makes the cells using x stale (marked in the editor) and run-stale re-runs them only', async () => {
+    const { signal, note } = checkRun();
+    const a = await create(`x_${tag} = 1`, signal);
+    const b = await create(`y_${tag} = x_${tag} + 1`, signal);
+    const c = await create(`unrelated_${tag} = 5`, signal);
+    const d = await create(`print(y_${tag})`, signal);
+    const ran = await client.post(
+      '/notebooks/run',
+      { notebook: sid, cells: [a.id, b.id, c.id, d.id], wait: true, timeoutMs: 20_000 },
+      { signal, timeoutMs: 25_000 },
+    );
+    eq(ran.json<{ status: string }>().status, 'succeeded', `first runs (${show(ran.text, 300)})`);
+    type Graphed = Cell & { dependsOn: string[]; dependents: string[]; stale: { reason: string } | null };
+    const graph = async () => new Map((await list(signal)).cells.map((cell) => [cell.id, cell as Graphed]));
+    let cells = await graph();
+    deepEq(cells.get(b.id)?.dependsOn, [a.id], 'b depends on a');
+    deepEq(cells.get(a.id)?.dependents, [b.id], 'a is used by b');
+    deepEq(
+      [a, b, c, d].map((x) => cells.get(x.id)?.stale),
+      [null, null, null, null],
+      'nothing stale after the runs',
+    );
+    const orderOf = (id: string) => cells.get(id)!.execution?.order;
+    const before = new Map([a, b, c, d].map((x) => [x.id, orderOf(x.id)]));
+    const edited = await call('PATCH', `/notebooks/cells/${a.id}`, { notebook: sid, code: `x_${tag} = 2` }, { signal });
+    eq(edited.status, 200, `edit a (${show(edited.text, 300)})`);
+    cells = await graph();
+    match(cells.get(a.id)?.stale?.reason ?? '', /edited after it last ran/, 'a is stale');
+    match(cells.get(b.id)?.stale?.reason ?? '', new RegExp(`defines x_${tag}, is stale`), 'b is stale');
+    ok(cells.get(d.id)?.stale, 'd (through b) is stale');
+    eq(cells.get(c.id)?.stale, null, 'c is not stale');
+    const page = ctx.sandbox.page;
+    await page
+      .getByRole('tab', { name: /analysis\.ipynb/ })
+      .first()
+      .click({ timeout: 5_000 });
+    const mark = page.locator('.cell-statusbar-container', { hasText: 'stale' });
+    await mark
+      .first()
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('no "stale" cell status bar item in the editor'));
+    await mark.first().scrollIntoViewIfNeeded();
+    await mark.locator('.cell-status-item', { hasText: 'stale' }).first().hover();
+    await sleep(1500);
+    fs.mkdirSync(path.join(REPO_ROOT, 'sandbox-results'), { recursive: true });
+    const shot = path.join(REPO_ROOT, 'sandbox-results', 'stale-cells.png');
+    await page.screenshot({ path: shot });
+    note(`screenshot ${path.relative(REPO_ROOT, shot)}`);
+    const rerun = await client.post(
+      '/notebooks/run-stale',
+      { notebook: sid, cell: a.id, wait: true, timeoutMs: 20_000 },
+      { signal, timeoutMs: 25_000 },
+    );
+    eq(rerun.status, 200, `run-stale (${show(rerun.text, 300)})`);
+    deepEq(
+      rerun.json<{ runs: { cell: Cell }[] }>().runs.map((r) => r.cell.id),
+      [a.id, b.id, d.id],
+      'run-stale ran a, b and d, in order',
+    );
+    cells = await graph();
+    eq(orderOf(c.id), before.get(c.id), 'c did not run again');
+    ok((orderOf(b.id) ?? 0) > (before.get(b.id) ?? 0), 'b ran again');
+    deepEq(
+      [a, b, c, d].map((x) => cells.get(x.id)?.stale),
+      [null, null, null, null],
+      'nothing stale after run-stale',
+    );
+    includes(
+      items(cells.get(d.id)!)
+        .map((i) => i.text)
+        .join(''),
+      '3',
+      'd printed the new y',
+    );
+    for (const x of [a, b, c, d]) await call('DELETE', `/notebooks/cells/${x.id}?${q}&force=true`, undefined, { signal });
+  }).timeout(90_000);
+
   // ------------------------------------------------------------- run many, clear, tags, save
 
   it('cells: POST /notebooks/run runs a list in order, stops at the first failure, and clears', async () => {

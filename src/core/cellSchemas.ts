@@ -131,6 +131,12 @@ export const runManyBody = z
   })
   .refine(oneSelection, SELECTION);
 
+export const runStaleBody = z.strictObject({
+  notebook,
+  cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
+  ...wait,
+});
+
 export const clearBody = z.strictObject({ notebook, ...selection }).refine(oneSelection, SELECTION);
 
 export const saveBody = z

@@ -86,6 +86,10 @@ export interface CellView {
   /** null for markup cells. */
   readonly execution: ExecutionView | null;
   readonly outputs: readonly OutputView[];
+  /** On reads of Python cells of Jupyter notebooks (cellGraph.ts): the cells it uses names from, those using its names, and whether its outputs are out of date. */
+  readonly dependsOn?: readonly string[];
+  readonly dependents?: readonly string[];
+  readonly stale?: { readonly reason: string } | null;
   /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
   readonly warnings?: readonly string[];
 }
@@ -226,6 +230,8 @@ export interface CellService {
     options?: StrictFlag,
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  /** Runs every stale cell, or `from` and the cells downstream of it that ran before, in notebook order. */
+  runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */
@@ -265,6 +271,10 @@ export interface ExecutionState {
   readonly ended: boolean;
   /** Executions seen to end since the notebook was opened: a run is over when this grows. */
   readonly completedRuns: number;
+  /** When the last execution ended (ms since the epoch), where the editor says. */
+  readonly endedAt?: number | undefined;
+  /** The cell's text when its last run started, where this window saw it start. */
+  readonly ranCode?: string | undefined;
 }
 
 /** What the batch planner needs to know of a cell as it is now. */

@@ -23,6 +23,7 @@ import type {
   StrictFlag,
   WriteGuard,
 } from './cells';
+import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { BridgeError } from './errors';
 import type { InterruptHow } from './kernel';
@@ -83,7 +84,9 @@ export class NotebookCells implements CellService {
 
   async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
-    const cells = this.docs.cells(entry.uri).map((c, i) => this.show(entry, c, i));
+    const snapshots = this.docs.cells(entry.uri);
+    const graph = await this.graph(entry, snapshots);
+    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i), ...graph?.get(c.id) }));
     return { notebook: await this.withKernel(entry), cells };
   }
 
@@ -91,7 +94,45 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
-    return this.show(notebook, cells[index]!, index);
+    const graph = await this.graph(notebook, cells);
+    return { ...this.show(notebook, cells[index]!, index), ...graph?.get(cells[index]!.id) };
+  }
+
+  /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
+  async dependencies(ref: string | undefined): Promise<Map<string, CellDependencies> | undefined> {
+    const notebook = this.notebook(ref);
+    return this.graph(notebook, this.docs.cells(notebook.uri));
+  }
+
+  async runStale(ref: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const label = notebookLabel(notebook);
+    const graph = await this.graph(notebook, cells);
+    if (!graph)
+      throw new BridgeError(
+        409,
+        `No dependency analysis for ${label}: it needs a Jupyter notebook and a Python to parse its cells`,
+      );
+    const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
+    const order = staleRunOrder(graphCells(cells), graph, start);
+    if (!order.length) return new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
+    return this.runMany(notebook.sessionId, { cells: order }, 'stop');
+  }
+
+  private async graph(
+    notebook: NotebookEntry,
+    cells: readonly CellSnapshot[],
+  ): Promise<Map<string, CellDependencies> | undefined> {
+    // marimo notebooks: marimo's own graph is the truth.
+    if (notebook.notebookType !== 'jupyter-notebook' || !this.options.analyzer) return undefined;
+    const python = cells.filter((c) => c.kind === 'code' && c.language === 'python');
+    const analyses = await this.options.analyzer.analyze(
+      notebook.uri,
+      python.map((c) => ({ id: c.id, code: c.code })),
+    );
+    if (!analyses) return undefined;
+    return cellGraph(graphCells(cells), new Map(analyses.map((a) => [a.id, a])));
   }
 
   async create(
@@ -465,4 +506,14 @@ class CellRun implements RunHandle {
       check();
     });
   }
+}
+
+/** The cells as the dependency graph sees them. */
+function graphCells(cells: readonly CellSnapshot[]): GraphCell[] {
+  return cells.map((c) => ({
+    id: c.id,
+    python: c.kind === 'code' && c.language === 'python',
+    endedAt: c.execution.ended && c.execution.endedAt !== undefined ? c.execution.endedAt : null,
+    editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
+  }));
 }

@@ -10,6 +10,7 @@ const RUNS: Readonly<Record<string, AccessKind>> = {
   execute_code: 'execute',
   run_cell: 'run',
   run_cells: 'run',
+  run_stale: 'run',
   interrupt: 'run',
   restart_kernel: 'run',
   start_kernel: 'run',

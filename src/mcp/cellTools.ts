@@ -15,6 +15,7 @@ import {
   ref,
   runBody,
   runManyBody,
+  runStaleBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
@@ -165,6 +166,24 @@ export function registerCellTools(server: McpServer, ctx: BridgeServices): void 
             (body.runs ?? []).map((r) => r.cell),
           ),
         );
+      }),
+  );
+  server.registerTool(
+    'run_stale',
+    {
+      description:
+        'Run the stale cells in notebook order (list_cells shows "stale" with its reason, "dependsOn" and "dependents"): ' +
+        'every stale cell, or "cell" and the cells downstream of it that ran before. Stops at the first failure; ' +
+        `waits (unless wait: false) and returns per-cell results. ${NOTEBOOK}`,
+      inputSchema: runStaleBody,
+    },
+    (body) =>
+      answer(async () => {
+        const series = await cells.runStale(body.notebook, body.cell);
+        if (body.wait === false) return { queued: series.cellIds };
+        const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+        const result = await series.wait({ timeoutMs });
+        return result.done ? result : { detail: timeoutDetail(timeoutMs, result.pending), ...result };
       }),
   );
   server.registerTool(

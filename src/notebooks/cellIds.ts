@@ -16,6 +16,8 @@ interface Executions {
   lastEnd: number | undefined;
   /** When the outputs were last cleared outside a run ("Clear Outputs" also resets the summary). */
   clearedAt?: number;
+  /** The text the cell had when its last run started (what its outputs come from). */
+  ranCode?: string;
 }
 
 interface CellRecord {
@@ -109,6 +111,7 @@ export class CellIds implements vscode.Disposable {
     this.reported.take(report);
     const ex = this.record(report.cell).executions;
     if (report.phase === 'queued' || report.phase === 'running') ex.status = report.phase;
+    if (report.phase === 'running') ex.ranCode = report.cell.document.getText();
     else if (report.phase === 'ended') {
       ex.completedRuns++;
       ex.status = 'idle';
@@ -137,6 +140,8 @@ export class CellIds implements vscode.Disposable {
       durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
       status: this.record(cell).executions.status,
       completedRuns: this.record(cell).executions.completedRuns,
+      endedAt: timing?.endTime,
+      ranCode: this.record(cell).executions.ranCode,
     };
   }
 
@@ -200,8 +205,10 @@ export class CellIds implements vscode.Disposable {
       // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
       if (reset && clearing && ex.status === 'idle') return;
       ex.status = summary.executionOrder === undefined ? 'queued' : 'running';
+      if (ex.status === 'running') ex.ranCode = cell.document.getText();
       return;
     }
+    if (ex.status !== 'running' && end !== ex.lastEnd) ex.ranCode = cell.document.getText(); // its start went unseen
     if (ex.status !== 'idle' || end !== ex.lastEnd) ex.completedRuns++;
     ex.status = 'idle';
     ex.lastEnd = end;

@@ -16,6 +16,7 @@ import {
   runBody,
   runManyBody,
   runQuery,
+  runStaleBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
@@ -130,6 +131,20 @@ export const routes: readonly Route<RouteContext>[] = [
     handle: async ({ body, req, res }, ctx) =>
       respondSeries(
         await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS },
+        req,
+        res,
+      ),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/run-stale',
+    access: 'run',
+    activity: 'stale cells run',
+    body: runStaleBody,
+    handle: async ({ body, req, res }, ctx) =>
+      respondSeries(
+        await ctx.cells.runStale(body.notebook, body.cell),
         { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS },
         req,
         res,
