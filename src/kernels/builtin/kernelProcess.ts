@@ -219,7 +219,10 @@ export class KernelProcess implements KernelChildEvents {
    */
   inspect(query: unknown): Promise<unknown> {
     const p = this.proc;
-    if (!p?.alive || !p.info) return Promise.reject(new Error('The kernel is not running.'));
+    if (!p?.alive || !p.info)
+      return Promise.reject(
+        new Error('the kernel is not running (it starts with the first cell run; until then it has no variables)'),
+      );
     const qid = ++this.nextQid;
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(
