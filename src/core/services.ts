@@ -1,5 +1,6 @@
 import type { Gate } from './access';
 import type { CellService } from './cells';
+import type { Checkpoints } from './checkpoints';
 import type { KeyedQueue } from './keyedQueue';
 import type { NotebookHost } from './sessions';
 
@@ -15,4 +16,6 @@ export interface BridgeServices {
   access: Gate;
   /** kernel_inspect.py's text: how variables are read in kernels that are not ours (variables.ts). */
   inspectProgram: () => string;
+  /** Every agent change to a notebook, to keep, revert or undo. */
+  checkpoints: Checkpoints;
 }

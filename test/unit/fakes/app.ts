@@ -5,6 +5,7 @@ import type { CodeAnalyzer } from '../../../src/core/codeChecks';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
+import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells } from '../../../src/core/notebookCells';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
@@ -31,12 +32,16 @@ export function startTestServer(options: {
   analyzer?: CodeAnalyzer;
 }): Promise<RunningServer> {
   let port = 0;
+  const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
+  const cells = new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
+    outputTextLimit: () => options.outputTextLimit ?? 100,
+    onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    ...(options.analyzer && { analyzer: options.analyzer }),
+  });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
-    cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
-      outputTextLimit: () => options.outputTextLimit ?? 100,
-      ...(options.analyzer && { analyzer: options.analyzer }),
-    }),
+    cells,
+    checkpoints,
     runs: new KeyedQueue(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),
