@@ -116,6 +116,19 @@ export function marimoExtensionChecks(): void {
     eq(done.success, true, 'done.success');
   });
 
+  it("marimo extension: GET /notebooks/variables lists x = 41 through marimo's scratchpad; no cell is added, no name left behind", async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const before = (await cells(signal)).length;
+    const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    eq(r.status, 200, `GET /notebooks/variables (body ${show(r.text, 300)})`);
+    const x = r.json<{ variables: { name: string; repr?: string }[] }>().variables.find((v) => v.name === 'x');
+    eq(x?.repr, '41', `x in ${show(r.text, 300)}`);
+    eq((await cells(signal)).length, before, 'cells');
+    const left = await run('sorted(k for k in globals() if k.startswith("_agent_bridge"))', signal);
+    includes(expectWellFramed(left).output.data, '[]', 'names the reading left in the kernel');
+  });
+
   it('marimo extension: the value of a trailing expression is marimo-formatted', async function () {
     this.timeout(40_000);
     const { signal } = checkRun();
