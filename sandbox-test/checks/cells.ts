@@ -374,10 +374,11 @@ export function cellChecks(): void {
 
   it('cells: editing the cell that defines x makes the cells using x stale (marked in the editor) and run-stale re-runs them only', async () => {
     const { signal, note } = checkRun();
-    const a = await create(`x_${tag} = 1`, signal);
-    const b = await create(`y_${tag} = x_${tag} + 1`, signal);
-    const c = await create(`unrelated_${tag} = 5`, signal);
-    const d = await create(`print(y_${tag})`, signal);
+    // At the top of the notebook, where the editor shows them once scrolled up.
+    const a = await create(`x_${tag} = 1`, signal, { index: 0 });
+    const b = await create(`y_${tag} = x_${tag} + 1`, signal, { index: 1 });
+    const c = await create(`unrelated_${tag} = 5`, signal, { index: 2 });
+    const d = await create(`print(y_${tag})`, signal, { index: 3 });
     const ran = await client.post(
       '/notebooks/run',
       { notebook: sid, cells: [a.id, b.id, c.id, d.id], wait: true, timeoutMs: 20_000 },
@@ -408,9 +409,9 @@ export function cellChecks(): void {
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    // The editor renders only the cells in view: these are the last ones.
+    // The editor renders only the cells in view.
     await page.locator('.notebook-editor .monaco-list-row').first().hover();
-    await page.mouse.wheel(0, 100_000);
+    await page.mouse.wheel(0, -100_000);
     const mark = page.locator('.cell-statusbar-container', { hasText: 'stale' });
     await mark
       .first()
