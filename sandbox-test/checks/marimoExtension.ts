@@ -119,7 +119,9 @@ export function marimoExtensionChecks(): void {
   it("marimo extension: GET /notebooks/variables lists x = 41 through marimo's scratchpad; no cell is added, no name left behind", async function () {
     this.timeout(60_000);
     const { signal } = checkRun();
-    const before = (await cells(signal)).length;
+    const list = await cells(signal);
+    eq((await runCell(list[0]!.id, signal)).success, true, 'run of x = 41');
+    const before = list.length;
     const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
     eq(r.status, 200, `GET /notebooks/variables (body ${show(r.text, 300)})`);
     const x = r.json<{ variables: { name: string; repr?: string }[] }>().variables.find((v) => v.name === 'x');
