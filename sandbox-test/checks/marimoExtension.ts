@@ -127,8 +127,9 @@ export function marimoExtensionChecks(): void {
     const x = r.json<{ variables: { name: string; repr?: string }[] }>().variables.find((v) => v.name === 'x');
     eq(x?.repr, '41', `x in ${show(r.text, 300)}`);
     eq((await cells(signal)).length, before, 'cells');
-    const left = await run('sorted(k for k in globals() if k.startswith("_agent_bridge"))', signal);
-    includes(expectWellFramed(left).output.data, '[]', 'names the reading left in the kernel');
+    const left = await run('print(sorted(k for k in globals() if k.startswith("_agent_bridge")))', signal);
+    eq(expectWellFramed(left).success, true, `the probe run (stderr ${show(left.stderr)})`);
+    eq(left.stdout, '[]\n', 'names the reading left in the kernel');
   });
 
   it('marimo extension: the value of a trailing expression is marimo-formatted', async function () {
