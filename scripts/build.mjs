@@ -62,3 +62,4 @@ copyFileSync('src/kernels/builtin/kernel.py', 'dist/kernel.py');
 copyFileSync('src/kernels/builtin/agent_bridge.py', 'dist/agent_bridge.py'); // code mode, imported by kernel.py
 copyFileSync('src/kernels/builtin/kernel_ipython.py', 'dist/kernel_ipython.py'); // the IPython path, loaded by kernel.py
 copyFileSync('src/kernels/builtin/kernel_text.py', 'dist/kernel_text.py'); // readable tables, loaded by kernel.py
+copyFileSync('src/kernels/builtin/kernel_inspect.py', 'dist/kernel_inspect.py'); // variables and cell analysis, loaded by kernel.py

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
@@ -15,10 +16,12 @@ import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
+import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
+import { StaleMarks } from './notebooks/staleMarks';
 import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
@@ -45,6 +48,9 @@ export interface Composition {
  */
 export function compose({ context, log, settings, bridge, version }: CompositionDeps): Composition {
   const push = (...items: vscode.Disposable[]) => context.subscriptions.push(...items);
+  const inspectFile = context.asAbsolutePath(join('dist', 'kernel_inspect.py'));
+  let inspectSource: string | undefined;
+  const inspectProgram = () => (inspectSource ??= readFileSync(inspectFile, 'utf8'));
   const builtin = new BuiltinKernels({
     extensionId: context.extension.id,
     python: () => settings.current.pythonPath,
@@ -72,12 +78,30 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
   const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
+  const analyzer = new PythonAnalyzer({
+    python: () => settings.current.pythonPath,
+    script: inspectFile,
+    builtinKernel: async (uri) => {
+      const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+      const kernel = notebook && (await builtin.kernelFor(notebook));
+      return kernel ?? undefined;
+    },
+    log,
+  });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
   const checkpoints = new Checkpoints(() => cells, checkpointFile);
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    analyzer,
   });
+  push(
+    new StaleMarks(
+      (uri) => cells.dependencies(uri),
+      (cell) => notebooks.cellId(cell),
+      log,
+    ),
+  );
   const access = createAgentAccess({
     context,
     cells,
@@ -157,6 +181,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
           version,
           access: access.gate,
           serveMcp: lazyMcp,
+          inspectProgram,
         },
         ...server,
         log: cappedLog(log),

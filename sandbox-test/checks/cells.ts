@@ -182,7 +182,9 @@ export function cellChecks(): void {
     ok(!before.some((c) => c.id === cell.id), `the new cell reuses id ${cell.id}`);
     const after = (await list(signal)).cells;
     eq(after.length, before.length + 1, 'cell count');
-    deepEq(after[1], cell, 'the listed cell at index 1');
+    // Reads add the cell's place in the dependency graph, which a write's answer does not carry.
+    const { dependsOn: _d, dependents: _e, stale: _s, ...listed } = after[1] as Cell & Record<string, unknown>;
+    deepEq(listed, cell, 'the listed cell at index 1');
     deepEq(
       after.filter((c) => c.id !== cell.id).map((c) => [c.id, c.code, c.version]),
       before.map((c) => [c.id, c.code, c.version]),
@@ -300,6 +302,160 @@ export function cellChecks(): void {
     eq(body.cell.execution?.success, false, 'execution.success');
     eq(body.cell.execution?.status, 'failed', 'execution.status');
   });
+
+  it('cells: GET /notebooks/variables lists and inspects variables (DataFrame columns, hostile repr bounded) without a cell or an execution count', async () => {
+    const { signal } = checkRun();
+    const setup = await create(
+      [
+        'import pandas as pd',
+        `vars_${tag} = 41`,
+        `frame_${tag} = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})`,
+        'class _Hostile:',
+        '    def __repr__(self):',
+        '        while True: pass',
+        `hostile_${tag} = _Hostile()`,
+      ].join('\n'),
+      signal,
+    );
+    const first = await runWait(setup.id, signal);
+    eq(first.json<{ success: boolean }>().success, true, `setup run (${show(first.text, 300)})`);
+    const order = first.json<{ cell: Cell }>().cell.execution?.order;
+    const cellCount = (await list(signal)).cells.length;
+    const r = await client.get(`/notebooks/variables?${q}`, { signal, timeoutMs: 20_000 });
+    eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
+    const vars = r.json<{ variables: { name: string; type: string; repr?: string; shape?: number[]; reprError?: true }[] }>()
+      .variables;
+    const byName = new Map(vars.map((v) => [v.name, v]));
+    eq(byName.get(`vars_${tag}`)?.repr, '41', 'the int');
+    deepEq(byName.get(`frame_${tag}`)?.shape, [2, 2], 'the DataFrame shape');
+    eq(byName.get(`hostile_${tag}`)?.reprError, true, 'a repr that never returns is cut off');
+    ok(!byName.has('pd'), 'modules are not listed');
+    const one = await client.get(`/notebooks/variables/frame_${tag}?${q}`, { signal });
+    eq(one.status, 200, `GET /notebooks/variables/:name (${show(one.text, 300)})`);
+    deepEq(
+      one.json<{ variable: { columns: { name: string; dtype: string }[] } }>().variable.columns.map((c) => c.name),
+      ['a', 'b'],
+      'columns',
+    );
+    eq((await client.get(`/notebooks/variables/missing_${tag}?${q}`, { signal })).status, 404, 'an unknown name');
+    eq((await list(signal)).cells.length, cellCount, 'no cell was created');
+    const next = await runWait(setup.id, signal);
+    eq(next.json<{ cell: Cell }>().cell.execution?.order, (order ?? 0) + 1, 'the execution count moved by the next run only');
+    await client.request({ method: 'DELETE', path: `/notebooks/cells/${setup.id}?${q}&force=true`, signal });
+  });
+
+  it('cells: written Python is compiled first — a syntax error is a 400 with line and column, the cell unchanged; IPython magics pass; strict refuses an undefined name', async () => {
+    const { signal } = checkRun();
+    const cell = await create(`checked_${tag} = 1`, signal);
+    const bad = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: sid, code: `checked_${tag} = (1,\n`, force: true },
+      { signal },
+    );
+    const body = expectError(bad, 400, 'a syntax error');
+    eq(body.line, 1, 'line');
+    ok(typeof body.column === 'number', `column ${show(body.column)}`);
+    eq((await getCell(cell.id, signal)).code, `checked_${tag} = 1`, 'the cell as it was');
+    const magic = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: sid, code: `%time checked_${tag} = 2\n!true`, force: true },
+      { signal },
+    );
+    eq(magic.status, 200, `IPython syntax (${show(magic.text, 300)})`);
+    const strict = await call(
+      'POST',
+      '/notebooks/cells',
+      { notebook: sid, code: `print(nowhere_${tag})`, strict: true },
+      { signal },
+    );
+    includes(expectError(strict, 400, 'strict').detail, `nowhere_${tag}, defined in no cell`, 'strict detail');
+    const warned = await create(`print(nowhere_${tag})`, signal);
+    deepEq((warned as Cell & { warnings?: string[] }).warnings, [`uses nowhere_${tag}, defined in no cell`], 'warnings');
+    for (const id of [cell.id, warned.id]) await call('DELETE', `/notebooks/cells/${id}?${q}&force=true`, undefined, { signal });
+  });
+
+  it('cells: editing the cell that defines x makes the cells using x stale (marked in the editor) and run-stale re-runs them only', async () => {
+    const { signal, note } = checkRun();
+    // At the top of the notebook, where the editor shows them once scrolled up.
+    const a = await create(`x_${tag} = 1`, signal, { index: 0 });
+    const b = await create(`y_${tag} = x_${tag} + 1`, signal, { index: 1 });
+    const c = await create(`unrelated_${tag} = 5`, signal, { index: 2 });
+    const d = await create(`print(y_${tag})`, signal, { index: 3 });
+    const ran = await client.post(
+      '/notebooks/run',
+      { notebook: sid, cells: [a.id, b.id, c.id, d.id], wait: true, timeoutMs: 20_000 },
+      { signal, timeoutMs: 25_000 },
+    );
+    eq(ran.json<{ status: string }>().status, 'succeeded', `first runs (${show(ran.text, 300)})`);
+    type Graphed = Cell & { dependsOn: string[]; dependents: string[]; stale: { reason: string } | null };
+    const graph = async () => new Map((await list(signal)).cells.map((cell) => [cell.id, cell as Graphed]));
+    let cells = await graph();
+    deepEq(cells.get(b.id)?.dependsOn, [a.id], 'b depends on a');
+    deepEq(cells.get(a.id)?.dependents, [b.id], 'a is used by b');
+    deepEq(
+      [a, b, c, d].map((x) => cells.get(x.id)?.stale),
+      [null, null, null, null],
+      'nothing stale after the runs',
+    );
+    const orderOf = (id: string) => cells.get(id)!.execution?.order;
+    const before = new Map([a, b, c, d].map((x) => [x.id, orderOf(x.id)]));
+    const edited = await call('PATCH', `/notebooks/cells/${a.id}`, { notebook: sid, code: `x_${tag} = 2` }, { signal });
+    eq(edited.status, 200, `edit a (${show(edited.text, 300)})`);
+    cells = await graph();
+    match(cells.get(a.id)?.stale?.reason ?? '', /edited after it last ran/, 'a is stale');
+    match(cells.get(b.id)?.stale?.reason ?? '', new RegExp(`defines x_${tag}, is stale`), 'b is stale');
+    ok(cells.get(d.id)?.stale, 'd (through b) is stale');
+    eq(cells.get(c.id)?.stale, null, 'c is not stale');
+    const page = ctx.sandbox.page;
+    await page
+      .getByRole('tab', { name: /analysis\.ipynb/ })
+      .first()
+      .click({ timeout: 5_000 });
+    // The editor renders only the cells in view.
+    await page.locator('.notebook-editor .monaco-list-row').first().hover();
+    await page.mouse.wheel(0, -100_000);
+    const mark = page.locator('.cell-statusbar-container', { hasText: 'stale' });
+    await mark
+      .first()
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('no "stale" cell status bar item in the editor'));
+    await mark.first().scrollIntoViewIfNeeded();
+    await mark.locator('.cell-status-item', { hasText: 'stale' }).first().hover();
+    await sleep(1500);
+    fs.mkdirSync(path.join(REPO_ROOT, 'sandbox-results'), { recursive: true });
+    const shot = path.join(REPO_ROOT, 'sandbox-results', 'stale-cells.png');
+    await page.screenshot({ path: shot });
+    note(`screenshot ${path.relative(REPO_ROOT, shot)}`);
+    const rerun = await client.post(
+      '/notebooks/run-stale',
+      { notebook: sid, cell: a.id, wait: true, timeoutMs: 20_000 },
+      { signal, timeoutMs: 25_000 },
+    );
+    eq(rerun.status, 200, `run-stale (${show(rerun.text, 300)})`);
+    deepEq(
+      rerun.json<{ runs: { cell: Cell }[] }>().runs.map((r) => r.cell.id),
+      [a.id, b.id, d.id],
+      'run-stale ran a, b and d, in order',
+    );
+    cells = await graph();
+    eq(orderOf(c.id), before.get(c.id), 'c did not run again');
+    ok((orderOf(b.id) ?? 0) > (before.get(b.id) ?? 0), 'b ran again');
+    deepEq(
+      [a, b, c, d].map((x) => cells.get(x.id)?.stale),
+      [null, null, null, null],
+      'nothing stale after run-stale',
+    );
+    includes(
+      items(cells.get(d.id)!)
+        .map((i) => i.text)
+        .join(''),
+      '3',
+      'd printed the new y',
+    );
+    for (const x of [a, b, c, d]) await call('DELETE', `/notebooks/cells/${x.id}?${q}&force=true`, undefined, { signal });
+  }).timeout(90_000);
 
   // ------------------------------------------------------------- run many, clear, tags, save
 

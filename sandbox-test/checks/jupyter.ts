@@ -40,6 +40,8 @@ const NAMES = {
   value: 'jupyter: execute trailing expression x + 1 gives output "42"',
   error: 'jupyter: execute raise → the traceback once on stderr, tag-like text kept, success false',
   scratchpad: 'jupyter: new bindings are discarded; In, Out, _ and the execution count are untouched',
+  variables:
+    'jupyter: GET /notebooks/variables lists x = 41 through executeCode (store_history false); In, Out, _ and the execution count are untouched',
   rich: 'jupyter: display(HTML) and a PNG display arrive as their MIME data',
   cells: 'jupyter: cells list/edit/run-and-wait with HTML and PNG outputs',
   interrupt:
@@ -306,6 +308,20 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const seen = await run('"y_new" in globals(), "items" in globals(), "ip" in globals()', signal);
     eq(expectWellFramed(seen).output.data, '(False, False, False)', 'new names visible afterwards');
     eq(expectWellFramed(await run(probe, signal)).output.data, before, 'execution count, In, Out, _');
+  });
+
+  it(NAMES.variables, async () => {
+    const { signal } = checkRun();
+    const probe =
+      'ip = get_ipython()\n(ip.execution_count, len(In), len(Out), repr(_), sorted(k for k in globals() if k.startswith("_agent")))';
+    const before = expectWellFramed(await run(probe, signal)).output.data;
+    const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
+    const x = r.json<{ variables: { name: string; repr?: string; type: string }[] }>().variables.find((v) => v.name === 'x');
+    eq(x?.repr, '41', `x in ${show(r.text, 300)}`);
+    const one = await client.get(`/notebooks/variables/x?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    eq(one.json<{ variable: { type: string } }>().variable.type, 'int', `GET /notebooks/variables/x (${show(one.text, 300)})`);
+    eq(expectWellFramed(await run(probe, signal)).output.data, before, 'execution count, In, Out, _ and no name left');
   });
 
   it(NAMES.rich, async () => {

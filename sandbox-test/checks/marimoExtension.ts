@@ -116,6 +116,22 @@ export function marimoExtensionChecks(): void {
     eq(done.success, true, 'done.success');
   });
 
+  it("marimo extension: GET /notebooks/variables lists x = 41 through marimo's scratchpad; no cell is added, no name left behind", async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const list = await cells(signal);
+    eq((await runCell(list[0]!.id, signal)).success, true, 'run of x = 41');
+    const before = list.length;
+    const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    eq(r.status, 200, `GET /notebooks/variables (body ${show(r.text, 300)})`);
+    const x = r.json<{ variables: { name: string; repr?: string }[] }>().variables.find((v) => v.name === 'x');
+    eq(x?.repr, '41', `x in ${show(r.text, 300)}`);
+    eq((await cells(signal)).length, before, 'cells');
+    const left = await run('print(sorted(k for k in globals() if k.startswith("_agent_bridge")))', signal);
+    eq(expectWellFramed(left).success, true, `the probe run (stderr ${show(left.stderr)})`);
+    eq(left.stdout, '[]\n', 'names the reading left in the kernel');
+  });
+
   it('marimo extension: the value of a trailing expression is marimo-formatted', async function () {
     this.timeout(40_000);
     const { signal } = checkRun();

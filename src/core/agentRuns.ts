@@ -14,6 +14,7 @@ import type {
   RunHandle,
   RunSelection,
   SeriesHandle,
+  StrictFlag,
 } from './cells';
 import type { ExecResult, Kernel, StreamEvent } from './kernel';
 import { FOREVER_MS } from './series';
@@ -35,6 +36,7 @@ export function agentHost(host: NotebookHost, activity: Activity | null, maxRunM
 export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs: number): Kernel {
   return {
     kind: kernel.kind,
+    ...(kernel.inspect && { inspect: kernel.inspect.bind(kernel) }),
     async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
       // One controller fed by listeners, not AbortSignal.any (~0.3 ms per run on Node 20).
       const stop = new AbortController();
@@ -128,15 +130,22 @@ class CappedCells implements CellService {
     return this.cap(notebook, await this.cells.run(notebook, ref));
   }
 
-  async batch(notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
-    const applied = await this.cells.batch(notebook, ops, run);
+  async batch(notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options?: StrictFlag) {
+    const applied = await this.cells.batch(notebook, ops, run, options);
     return { ...applied, runs: applied.runs.map((h) => this.cap(notebook, h)) };
   }
 
   // A run of many is capped as a whole: past the limit the kernel is interrupted, which ends the
   // running cell (and the series, or with onError "continue" the cells queued after it).
   async runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle> {
-    const series = await this.cells.runMany(notebook, selection, onError);
+    return this.capSeries(notebook, await this.cells.runMany(notebook, selection, onError));
+  }
+
+  async runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
+    return this.capSeries(notebook, await this.cells.runStale(notebook, from));
+  }
+
+  private capSeries(notebook: string | undefined, series: SeriesHandle): SeriesHandle {
     const detail = `The cells run reached the ${this.maxRunMs / 1000} s ${RUN_LIMIT_DETAIL} and was interrupted`;
     let capped = false;
     const timer = setTimeout(() => {

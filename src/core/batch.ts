@@ -52,6 +52,7 @@ export interface PlanOptions {
 export interface PlannedCell {
   readonly id: string;
   readonly kind: CellKind;
+  readonly language: string;
   readonly code: string;
   /** Created, edited or moved by the batch. */
   readonly touched: boolean;
@@ -241,7 +242,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   const kept = new Set(list.map((e) => e.id));
   return {
     change,
-    layout: list.map((e) => ({ id: e.id, kind: e.kind, code: e.code, touched: e.touched })),
+    layout: list.map((e) => ({ id: e.id, kind: e.kind, language: e.language, code: e.code, touched: e.touched })),
     deleted: ids.filter((id) => !kept.has(id)),
     created,
     names,

@@ -63,6 +63,7 @@ export const notebookBody = z.strictObject({ notebook });
 
 export const createBody = z.strictObject({
   notebook,
+  strict: z.boolean().optional(),
   code: z.string().optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -71,6 +72,7 @@ export const createBody = z.strictObject({
 });
 export const editBody = z.strictObject({
   notebook,
+  strict: z.boolean().optional(),
   code: code.optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -114,6 +116,7 @@ export const editsBody = z.strictObject({
   ops: z.array(op).min(1, 'give at least one operation'),
   /** Cells to run once the edits are applied: ids, or indices in the edited notebook. */
   run: z.array(ref).optional(),
+  strict: z.boolean().optional(),
   ...wait,
 });
 
@@ -151,6 +154,12 @@ export const runManyBody = z
     ...wait,
   })
   .refine(oneSelection, SELECTION);
+
+export const runStaleBody = z.strictObject({
+  notebook,
+  cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
+  ...wait,
+});
 
 export const clearBody = z.strictObject({ notebook, ...selection }).refine(oneSelection, SELECTION);
 

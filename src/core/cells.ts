@@ -87,6 +87,17 @@ export interface CellView {
   /** null for markup cells. */
   readonly execution: ExecutionView | null;
   readonly outputs: readonly OutputView[];
+  /** On reads of Python cells of Jupyter notebooks (cellGraph.ts): the cells it uses names from, those using its names, and whether its outputs are out of date. */
+  readonly dependsOn?: readonly string[];
+  readonly dependents?: readonly string[];
+  readonly stale?: { readonly reason: string } | null;
+  /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
+  readonly warnings?: readonly string[];
+}
+
+/** `strict`: refuse a write whose Python uses a name no cell defines, or defines one another cell does. */
+export interface StrictFlag {
+  readonly strict?: boolean | undefined;
 }
 
 export type CellMetadata = Readonly<Record<string, unknown>>;
@@ -215,11 +226,11 @@ export interface CellService {
   active(): Promise<ActiveNotebook>;
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
-  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView>;
+  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellView>;
   edit(
     notebook: string | undefined,
     ref: CellRef,
-    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
   ): Promise<CellView>;
   remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
   move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellView>;
@@ -228,10 +239,13 @@ export interface CellService {
     notebook: string | undefined,
     ops: readonly BatchOp[],
     run: readonly CellRef[],
+    options?: StrictFlag,
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** The run a code cell has queued or running, to wait on again; with none, its last run at once. */
   follow(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  /** Runs every stale cell, or `from` and the cells downstream of it that ran before, in notebook order. */
+  runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */
@@ -269,6 +283,10 @@ export interface ExecutionState {
   readonly status: ExecutionStatus;
   /** The last execution has an end time (with success undefined: it was cancelled). */
   readonly ended: boolean;
+  /** When the last execution ended (ms since the epoch), where the editor says. */
+  readonly endedAt?: number | undefined;
+  /** The cell's text when its last run started, where this window saw it start. */
+  readonly ranCode?: string | undefined;
 }
 
 /** What the batch planner needs to know of a cell as it is now. */

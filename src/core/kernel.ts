@@ -1,4 +1,5 @@
 /** What every kernel behind a notebook offers the bridge, whoever implements it. */
+import type { InspectQuery } from './variables';
 
 /** A rich value as mime type → string (binary mimes base64-encoded, as in Jupyter). */
 export type MimeBundle = Record<string, string>;
@@ -39,6 +40,11 @@ export interface Kernel {
   /** Short name shown in listings ("builtin", "marimo", "jupyter"). */
   readonly kind: string;
   executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult>;
+  /**
+   * Answers a kernel_inspect.py query over the kernel's own protocol, beside its runs (no run,
+   * no execution count, no history); absent where the kernel has no such channel (variables.ts).
+   */
+  inspect?(query: InspectQuery): Promise<unknown>;
 }
 
 /** Picks the value of a mimebundle that `done.output` carries: text/plain, else text/html. */

@@ -19,8 +19,11 @@ import type {
   CellRunResult,
   SavedNotebook,
   SeriesHandle,
+  StrictFlag,
   WriteGuard,
 } from './cells';
+import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
+import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { BridgeError } from './errors';
 import type { InterruptHow } from './kernel';
 import { KeyedQueue } from './keyedQueue';
@@ -33,6 +36,8 @@ import { ReadTracker } from './versions';
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
   outputTextLimit: () => number;
+  /** Compiles and analyzes the Python an agent writes (none: written unchecked). */
+  analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
 }
@@ -81,7 +86,9 @@ export class NotebookCells implements CellService {
 
   async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
-    const cells = this.docs.cells(entry.uri).map((c, i) => this.show(entry, c, i));
+    const snapshots = this.docs.cells(entry.uri);
+    const graph = await this.graph(entry, snapshots);
+    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i), ...graph?.get(c.id) }));
     return { notebook: await this.withKernel(entry), cells };
   }
 
@@ -89,20 +96,61 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
-    return this.show(notebook, cells[index]!, index);
+    const graph = await this.graph(notebook, cells);
+    return { ...this.show(notebook, cells[index]!, index), ...graph?.get(cells[index]!.id) };
   }
 
-  async create(ref: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'>): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single);
+  /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
+  async dependencies(ref: string | undefined): Promise<Map<string, CellDependencies> | undefined> {
+    const notebook = this.notebook(ref);
+    return this.graph(notebook, this.docs.cells(notebook.uri));
+  }
+
+  async runStale(ref: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const label = notebookLabel(notebook);
+    const graph = await this.graph(notebook, cells);
+    if (!graph)
+      throw new BridgeError(
+        409,
+        `No dependency analysis for ${label}: it needs a Jupyter notebook and a Python to parse its cells`,
+      );
+    const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
+    const order = staleRunOrder(graphCells(cells), graph, start);
+    if (!order.length) return new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
+    return this.runMany(notebook.sessionId, { cells: order }, 'stop');
+  }
+
+  private async graph(
+    notebook: NotebookEntry,
+    cells: readonly CellSnapshot[],
+  ): Promise<Map<string, CellDependencies> | undefined> {
+    // marimo notebooks: marimo's own graph is the truth.
+    if (notebook.notebookType !== 'jupyter-notebook' || !this.options.analyzer) return undefined;
+    const python = cells.filter((c) => c.kind === 'code' && c.language === 'python');
+    const analyses = await this.options.analyzer.analyze(
+      notebook.uri,
+      python.map((c) => ({ id: c.id, code: c.code })),
+    );
+    if (!analyses) return undefined;
+    return cellGraph(graphCells(cells), new Map(analyses.map((a) => [a.id, a])));
+  }
+
+  async create(
+    ref: string | undefined,
+    { strict, ...cell }: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag,
+  ): Promise<CellView> {
+    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single, strict);
     return result.cells[0]!;
   }
 
   async edit(
     ref: string | undefined,
     cell: CellRef,
-    change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'>,
+    { strict, ...change }: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
   ): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single);
+    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single, strict);
     return result.cells[0]!;
   }
 
@@ -120,7 +168,7 @@ export class NotebookCells implements CellService {
     return result.cells[0]!;
   }
 
-  batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
+  batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options: StrictFlag = {}) {
     if (ops.length > MAX_BATCH_OPS) {
       throw new BridgeError(
         413,
@@ -129,7 +177,7 @@ export class NotebookCells implements CellService {
         { maxOps: MAX_BATCH_OPS },
       );
     }
-    return this.apply(ref, ops, run, (i) => `ops.${i}: `);
+    return this.apply(ref, ops, run, (i) => `ops.${i}: `, options.strict);
   }
 
   async run(ref: string | undefined, cell: CellRef): Promise<RunHandle> {
@@ -239,7 +287,13 @@ export class NotebookCells implements CellService {
       : { ...entry, kernel: null, kernelUnavailable: kernel.unavailable };
   }
 
-  private async apply(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], where: (i: number) => string) {
+  private async apply(
+    ref: string | undefined,
+    ops: readonly BatchOp[],
+    run: readonly CellRef[],
+    where: (i: number) => string,
+    strict = false,
+  ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
@@ -264,6 +318,13 @@ export class NotebookCells implements CellService {
         return planned.id;
       });
       if (runIds.length) await this.checkKernel(notebook);
+      const before = new Map(cells.map((c) => [c.id, c.code]));
+      const warnings = await checkWrittenCode(
+        this.options.analyzer,
+        notebook.uri,
+        plan.layout.map((c) => ({ ...c, written: c.touched && before.get(c.id) !== c.code })),
+        strict,
+      );
 
       if (!plan.empty) {
         await this.docs.apply(notebook.uri, plan.change);
@@ -279,7 +340,8 @@ export class NotebookCells implements CellService {
         if (!p?.touched) return;
         // Only what the agent wrote counts as read: not text someone typed since.
         if (cell.code === p.code) this.tracker.saw(notebook.uri, cell.id, cell.version);
-        touched.push(this.view(notebook, cell, index));
+        const found = warnings.get(cell.id);
+        touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
       });
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
@@ -487,4 +549,14 @@ class CellRun implements RunHandle {
       });
     });
   }
+}
+
+/** The cells as the dependency graph sees them. */
+function graphCells(cells: readonly CellSnapshot[]): GraphCell[] {
+  return cells.map((c) => ({
+    id: c.id,
+    python: c.kind === 'code' && c.language === 'python',
+    endedAt: c.execution.ended && c.execution.endedAt !== undefined ? c.execution.endedAt : null,
+    editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
+  }));
 }

@@ -17,6 +17,8 @@ export interface BridgeServices {
   cells: CellService;
   /** The person's access policy and the activity record every agent action passes. */
   access: Gate;
+  /** kernel_inspect.py's text: how variables are read in kernels that are not ours (variables.ts). */
+  inspectProgram: () => string;
   /** Every agent change to a notebook, to keep, revert or undo. */
   checkpoints: Checkpoints;
 }

@@ -16,11 +16,13 @@ import {
   ref,
   runBody,
   runManyBody,
+  runStaleBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
 import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
 import type { BridgeServices } from '../core/services';
+import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
 import { tool, type ToolRow } from './access';
 
@@ -153,9 +155,9 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
         `new cell's id ("names"). Every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
       inputSchema: editsBody.extend(waitArgs),
-      handle: ({ notebook, ops, run, wait, timeoutMs, outputs }) =>
+      handle: ({ notebook, ops, run, wait, timeoutMs, outputs, strict }) =>
         answer(async () => {
-          const { runs, ...applied } = await cells.batch(notebook, ops, run ?? []);
+          const { runs, ...applied } = await cells.batch(notebook, ops, run ?? [], { strict });
           const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
           const { body } = await waitRuns(applied, runs, options);
           return shown(
@@ -190,6 +192,47 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
             body.outputs ?? 'summary',
           );
         }),
+    }),
+    tool({
+      name: 'run_stale',
+      access: 'run',
+      description:
+        'Run the stale cells in notebook order (list_cells shows "stale" with its reason, "dependsOn" and "dependents"): ' +
+        'every stale cell, or "cell" and the cells downstream of it that ran before. Stops at the first failure; ' +
+        `waits (unless wait: false) and returns per-cell results (default "summary"). ${NOTEBOOK}`,
+      inputSchema: runStaleBody,
+      handle: (body) =>
+        answer(async () => {
+          const series = await cells.runStale(body.notebook, body.cell);
+          if (body.wait === false) return { queued: series.cellIds };
+          const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+          const result = await series.wait({ timeoutMs });
+          const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
+          return shown(
+            body.notebook,
+            { ...detail, ...result },
+            result.runs.map((r) => r.cell),
+            'summary',
+          );
+        }),
+    }),
+    tool({
+      name: 'list_variables',
+      access: 'read',
+      description:
+        "The notebook kernel's variables without running a cell (no execution count, no history): name, type, " +
+        `shape or length, size in bytes and a short repr. Reprs that raise or hang come back as a note. ${NOTEBOOK}`,
+      inputSchema: notebookBody,
+      annotations: readOnly,
+      handle: ({ notebook }) => answer(() => notebookVariables(ctx, notebook)),
+    }),
+    tool({
+      name: 'inspect_variable',
+      access: 'read',
+      description: `One kernel variable in detail (a longer repr; a DataFrame's columns and dtypes), without running a cell. ${NOTEBOOK}`,
+      inputSchema: notebookBody.extend({ name: z.string().min(1).describe('The variable name.') }),
+      annotations: readOnly,
+      handle: ({ notebook, name }) => answer(() => notebookVariables(ctx, notebook, name)),
     }),
     tool({
       name: 'clear_outputs',

@@ -174,7 +174,9 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   latestRun(uri: string, cellId: string): RunTicket | undefined {
-    const cell = this.notebook(uri).getCells().find((c) => this.ids.id(c) === cellId);
+    const cell = this.notebook(uri)
+      .getCells()
+      .find((c) => this.ids.id(c) === cellId);
     return cell && this.tickets.latest(cell);
   }
 

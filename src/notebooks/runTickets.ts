@@ -32,6 +32,8 @@ interface CellRuns {
   reported: Reported | undefined;
   /** When the outputs were last cleared outside a run ("Clear Outputs" also resets the summary). */
   clearedAt?: number;
+  /** The cell's text when its latest run started (what its outputs come from; staleness reads it). */
+  ranCode?: string;
 }
 
 /**
@@ -111,6 +113,7 @@ export class RunTickets implements vscode.Disposable {
       const summary = report.phase === 'queued' ? {} : { executionOrder: report.executionOrder };
       runs.reported = { summary, outputs, unshown, countWait: held?.countWait };
     }
+    if (report.phase === 'running') runs.ranCode = cell.document.getText();
     ticket.step(report.phase === 'output' ? 'running' : report.phase);
     this.changed.fire(cell.notebook);
   }
@@ -125,6 +128,8 @@ export class RunTickets implements vscode.Disposable {
       ended: timing !== undefined,
       durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
       status: runs.ticket?.phase === 'queued' || runs.ticket?.phase === 'running' ? runs.ticket.phase : 'idle',
+      endedAt: timing?.endTime,
+      ranCode: runs.ranCode,
     };
   }
 
@@ -209,7 +214,9 @@ export class RunTickets implements vscode.Disposable {
       if (reset && clearing && !runs.ticket?.open) return;
       const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs);
       runs.seenLive = true;
-      ticket.step(summary.executionOrder === undefined ? 'queued' : 'running');
+      const phase = summary.executionOrder === undefined ? 'queued' : 'running';
+      if (phase === 'running' && ticket.phase !== 'running') runs.ranCode = cell.document.getText();
+      ticket.step(phase);
       return;
     }
     if (end === runs.lastEnd && !runs.seenLive) return;

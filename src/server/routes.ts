@@ -19,9 +19,11 @@ import {
   runBody,
   runManyBody,
   runQuery,
+  runStaleBody,
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
+import { notebookVariables } from '../core/variables';
 import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
@@ -143,7 +145,7 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'batch',
     body: editsBody,
     handle: async ({ body }, ctx) => {
-      const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
+      const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? [], { strict: body.strict });
       return respondRuns(applied, runs, {
         wait: body.wait ?? false,
         timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS,
@@ -168,6 +170,20 @@ export const routes: readonly Route<RouteContext>[] = [
       respondSeries(
         await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
         { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+        req,
+        res,
+      ),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/run-stale',
+    access: 'run',
+    activity: 'stale cells run',
+    body: runStaleBody,
+    handle: async ({ body, req, res }, ctx) =>
+      respondSeries(
+        await ctx.cells.runStale(body.notebook, body.cell),
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
         req,
         res,
       ),
@@ -206,6 +222,19 @@ export const routes: readonly Route<RouteContext>[] = [
       await ctx.cells.restart(body.notebook);
       return { restarted: true };
     },
+  }),
+  // ---- the kernel's variables, read beside the runs: no cell, no execution count, no history.
+  route({
+    method: 'get',
+    path: '/notebooks/variables',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => notebookVariables(ctx, query.notebook),
+  }),
+  route({
+    method: 'get',
+    path: '/notebooks/variables/:name',
+    query: notebookQuery,
+    handle: ({ query, params }, ctx) => notebookVariables(ctx, query.notebook, params['name']!),
   }),
   route({
     method: 'get',

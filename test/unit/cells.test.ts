@@ -159,7 +159,10 @@ describe('cell routes (fake notebooks)', () => {
       console.log(`      404 body: ${missing.raw}`);
       const unknown = await api('POST', '/notebooks/cells', { notebook: 's_aaaaaa', code: 'x', idx: 1 });
       assert.equal(unknown.status, 400);
-      assert.match(unknown.body.detail, /idx.*\(allowed: notebook, code, kind, language, index, before, after, metadata, tags\)/);
+      assert.match(
+        unknown.body.detail,
+        /idx.*\(allowed: notebook, strict, code, kind, language, index, before, after, metadata, tags\)/,
+      );
       console.log(`      400 body: ${unknown.raw}`);
       const op = await api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ops: [{ op: 'delete', ref: 0, code: 'x' }] });
       assert.equal(op.status, 400);

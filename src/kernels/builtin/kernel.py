@@ -8,6 +8,7 @@ stdout/stderr. One JSON object per line, UTF-8, on each channel:
   host -> kernel (fd 3)
     {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"id":str,"index":int}]}
     {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
+    {"op":"inspect","qid":int,"query":{"kind":"variables"|"variable"|"analyze",...}}  (kernel_inspect.py)
   kernel -> host (fd 4)
     {"type":"ready","pid":int,"python":"3.11.7","ipython":"8.5.0"|null}  once, at start
     {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id: the run that wrote it (null: none)
@@ -15,6 +16,7 @@ stdout/stderr. One JSON object per line, UTF-8, on each channel:
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
     {"type":"done","id":int,"success":bool,"value":{mime:str}|null[,"execution_count":int]}  ends every run
     {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply
+    {"type":"inspected","qid":int,"result":{...}}   answers an inspect, even while a run executes
 
 Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
 it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError
@@ -98,6 +100,7 @@ _failed_runs = set()  # ids of runs that fail_run() marked failed
 _CODE_MODE = "agent_bridge"
 _code_mode_in_cells = os.environ.get("AGENT_BRIDGE_CODE_MODE_IN_CELLS") == "1"
 _code_mode_module = None
+_inspect = None  # kernel_inspect: variables and the cells' analysis, answered beside the runs
 
 
 def _write_line(data):
@@ -977,7 +980,19 @@ def _read_requests(fd):
                 _inbox_wake.set()
             elif op == "reply":
                 _deliver_reply(msg)
+            elif op == "inspect" and _inspect is not None:
+                _inspect.serve(msg, _user_ns, _hidden_names(), _send, _start_untagged)
     _real_exit(0)  # host closed the channel: it is gone or wants us gone
+
+
+def _hidden_names():
+    """Names the shell binds for itself (In, Out, exit...): not the user's variables."""
+    return getattr(getattr(_ipython, "shell", None), "user_ns_hidden", None) or ()
+
+
+def _start_untagged(thread):
+    thread._agent_bridge_run = None  # what it prints belongs to no run
+    _thread_start(thread)
 
 
 def _start_thread(target, *args):
@@ -1027,7 +1042,11 @@ def _load_beside(filename, name):
 
 def _start_ipython():
     """Readable tables on both paths; IPython's shell when this Python has IPython."""
-    global _ipython, _text
+    global _ipython, _text, _inspect
+    try:
+        _inspect = _load_beside("kernel_inspect.py", "_agent_bridge_inspect")
+    except Exception as e:
+        _stderr.write("Agent Bridge: kernel_inspect.py could not be loaded (%s: %s)\n" % (type(e).__name__, e))
     try:
         _text = _load_beside("kernel_text.py", "_agent_bridge_text")
         _text.widen_tables()

@@ -86,6 +86,9 @@ export const KERNEL_DISPOSED = 'KernelDisposed';
 export const KERNEL_START_FAILED = 'KernelStartFailed';
 export const KERNEL_OUTPUT_TOO_LARGE = 'KernelOutputTooLarge';
 
+/** kernel_inspect.py answers within 4 s (ANSWER_SECONDS); past this the kernel is not reading. */
+const INSPECT_TIMEOUT_MS = 10_000;
+
 /** How long a run may take to stop after SIGINT before the kernel is restarted. */
 export const INTERRUPT_GRACE_MS = 2000;
 /** Interrupts of the same innermost run this close together send one SIGINT: a second one could
@@ -128,6 +131,9 @@ export class KernelProcess implements KernelChildEvents {
   private restartCount = 0;
   private lastSigint: { job: Job; at: number } | undefined;
   private readonly stray: StrayOutputRecord;
+  private nextQid = 0;
+  /** Inspect requests sent and not answered: settled by their answer, a timeout, or the process's end. */
+  private readonly inspects = new Map<number, { settle: (answer: unknown, error?: Error) => void }>();
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -203,6 +209,34 @@ export class KernelProcess implements KernelChildEvents {
       }
       this.queue.push(job);
       this.pump();
+    });
+  }
+
+  /**
+   * Asks the running kernel a kernel_inspect.py query (variables, one variable, the cells'
+   * analysis). Answered beside the runs, even while one executes: no run, no execution count,
+   * no history. Rejects when no kernel process is ready, or it does not answer in time.
+   */
+  inspect(query: unknown): Promise<unknown> {
+    const p = this.proc;
+    if (!p?.alive || !p.info)
+      return Promise.reject(
+        new Error('the kernel is not running (it starts with the first cell run; until then it has no variables)'),
+      );
+    const qid = ++this.nextQid;
+    return new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(
+        () => settle(undefined, new Error(`The kernel did not answer within ${INSPECT_TIMEOUT_MS / 1000} s.`)),
+        INSPECT_TIMEOUT_MS,
+      );
+      const settle = (answer: unknown, error?: Error) => {
+        clearTimeout(timer);
+        this.inspects.delete(qid);
+        if (error) reject(error);
+        else resolve(answer);
+      };
+      this.inspects.set(qid, { settle });
+      p.send({ op: 'inspect', qid, query });
     });
   }
 
@@ -365,6 +399,11 @@ export class KernelProcess implements KernelChildEvents {
     const p = this.proc;
     this.proc = null;
     p?.kill();
+    this.failInspects('The kernel was restarted before it answered.');
+  }
+
+  private failInspects(message: string): void {
+    for (const { settle } of [...this.inspects.values()]) settle(undefined, new Error(message));
   }
 
   /** @internal from KernelChild */
@@ -420,6 +459,9 @@ export class KernelProcess implements KernelChildEvents {
       case 'call':
         this.answerCall(p, msg.rid, msg.id ?? null, msg.method, msg.params);
         return;
+      case 'inspected':
+        this.inspects.get(msg.qid)?.settle(msg.result);
+        return;
       default:
         return;
     }
@@ -463,6 +505,7 @@ export class KernelProcess implements KernelChildEvents {
     // Before ready, the ready promise's rejection (already settled) fails the queue instead.
     if (this.proc === p && p.info) {
       this.proc = null;
+      this.failInspects('The kernel process exited before it answered.');
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
       const tail = p.stderrTail.trim();
       this.failAll(KERNEL_DIED, `The kernel process ${how}.${tail ? `\nLast stderr output:\n${tail}` : ''}`);

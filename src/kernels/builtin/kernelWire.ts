@@ -4,12 +4,14 @@
  *
  *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"id","index"}]}
  *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
+ *                   {"op":"inspect","qid","query"}   read state or code without a run (kernel_inspect.py)
  *   kernel -> host  {"type":"ready","pid","python","ipython":str|null}   once, at start
  *                   {"type":"stream","id","name","text"}      id: the run that wrote it (null: none)
  *                   {"type":"display","id","data":{mime:str}[,"metadata"][,"execution_count"]}
  *                   {"type":"error","id","name","message","traceback"}
  *                   {"type":"done","id","success","value":{mime:str}|null[,"execution_count"]}   ends every run
  *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
+ *                   {"type":"inspected","qid","result"}   answers an inspect, also while a run executes
  *
  * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). `ready.ipython` is
  * IPython's version when runs go through IPython's InteractiveShell (null: plain Python); a
@@ -32,7 +34,8 @@ export type DisplayMetadata = Record<string, unknown>;
 export type HostRequest =
   | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: CellName }
   | { op: 'reply'; rid: number; result: unknown }
-  | { op: 'reply'; rid: number; error: string; interrupt?: true };
+  | { op: 'reply'; rid: number; error: string; interrupt?: true }
+  | { op: 'inspect'; qid: number; query: unknown };
 
 export type KernelMessage =
   | { type: 'ready'; pid: number; python: string; ipython?: string | null }
@@ -40,7 +43,8 @@ export type KernelMessage =
   | { type: 'display'; id: number | null; data: MimeBundle; metadata?: DisplayMetadata; execution_count?: number }
   | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
   | { type: 'done'; id: number; success: boolean; value: MimeBundle | null; execution_count?: number }
-  | { type: 'call'; rid: number; id: number | null; method: string; params: unknown };
+  | { type: 'call'; rid: number; id: number | null; method: string; params: unknown }
+  | { type: 'inspected'; qid: number; result: unknown };
 
 /**
  * Largest message line the host accepts (bytes). kernel.py keeps its messages far below (stream

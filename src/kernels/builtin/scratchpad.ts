@@ -1,4 +1,5 @@
 import { NO_OUTPUT, reduceMimeBundle, type ExecResult, type Kernel, type StreamEvent } from '../../core/kernel';
+import type { InspectQuery } from '../../core/variables';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
 
 /**
@@ -14,6 +15,11 @@ export class BuiltinScratchpad implements Kernel {
 
   constructor(private readonly kernel: KernelProcess) {
     this.restarts = kernel.restarts;
+  }
+
+  /** Read beside the runs: the kernel answers even while a cell runs (kernel_inspect.py). */
+  inspect(query: InspectQuery): Promise<unknown> {
+    return this.kernel.inspect(query);
   }
 
   async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {

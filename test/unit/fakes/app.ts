@@ -1,5 +1,8 @@
 import { ScratchpadOutputs } from '../../../src/core/scratchpadOutputs';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Gate } from '../../../src/core/access';
+import type { CodeAnalyzer } from '../../../src/core/codeChecks';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
@@ -27,12 +30,14 @@ export function startTestServer(options: {
   outputTextLimit?: number;
   log?: Log;
   access?: Gate;
+  analyzer?: CodeAnalyzer;
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
   const cells = new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    ...(options.analyzer && { analyzer: options.analyzer }),
   });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
@@ -42,6 +47,7 @@ export function startTestServer(options: {
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),
+    inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
     routes: guardRoutes(routes),

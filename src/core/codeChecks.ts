@@ -1,0 +1,99 @@
+/**
+ * Checks of an agent's Python before it is written into a cell: compiled by the notebook's
+ * Python (kernel_inspect.py's analysis, IPython syntax accepted through IPython's own input
+ * transformer where there is IPython), so a syntax error is refused with its line and column and
+ * the cell keeps what it had. From the same analysis of every Python cell: names the new code
+ * uses that no cell defines, and names it defines that another cell defines too. These are
+ * warnings, or refusals with `strict`.
+ */
+import { BridgeError } from './errors';
+
+export interface SyntaxProblem {
+  readonly message: string;
+  readonly line: number;
+  readonly column: number;
+  readonly text?: string;
+}
+
+/** One cell's top-level definitions and the globals it reads, or why it does not compile. */
+export interface CellAnalysis {
+  readonly id: string;
+  readonly defines?: readonly string[];
+  readonly uses?: readonly string[];
+  readonly error?: SyntaxProblem;
+}
+
+/** Analyzes Python cells with the notebook's Python; undefined when no Python can (the check is then skipped). */
+export interface CodeAnalyzer {
+  analyze(notebookUri: string, cells: readonly { id: string; code: string }[]): Promise<readonly CellAnalysis[] | undefined>;
+}
+
+export interface PlannedCode {
+  readonly id: string;
+  readonly kind: string;
+  readonly language: string;
+  readonly code: string;
+  /** New code the write puts in (not a cell only moved). */
+  readonly written: boolean;
+}
+
+export type CodeWarnings = ReadonlyMap<string, readonly string[]>;
+
+/**
+ * Compiles the cells a write changes, in the notebook the write leaves. Throws 400 on a syntax
+ * error (nothing is written), or with `strict` on a warning; else returns the warnings per cell id.
+ */
+export async function checkWrittenCode(
+  analyzer: CodeAnalyzer | undefined,
+  notebookUri: string,
+  layout: readonly PlannedCode[],
+  strict: boolean,
+): Promise<CodeWarnings> {
+  const python = layout.filter((c) => c.kind === 'code' && c.language === 'python');
+  const written = python.filter((c) => c.written && c.code.trim());
+  if (!analyzer || !written.length) return new Map();
+  const analyses = await analyzer.analyze(
+    notebookUri,
+    python.map((c) => ({ id: c.id, code: c.code })),
+  );
+  if (!analyses) return new Map();
+  const byId = new Map(analyses.map((a) => [a.id, a]));
+  for (const cell of written) {
+    const error = byId.get(cell.id)?.error;
+    if (!error) continue;
+    const index = layout.indexOf(cell);
+    throw new BridgeError(
+      400,
+      `Syntax error in the code for cell ${cell.id} (index ${index}), line ${error.line}, column ${error.column}: ${error.message}; nothing was changed`,
+      { cell: cell.id, index, line: error.line, column: error.column, ...(error.text && { text: error.text }) },
+    );
+  }
+  const warnings = codeWarnings(
+    python.map((c) => byId.get(c.id)).filter((a) => a !== undefined),
+    new Set(written.map((c) => c.id)),
+  );
+  if (strict && warnings.size)
+    throw new BridgeError(400, `Refused ("strict"): ${[...warnings.values()].flat().join('; ')}; nothing was changed`, {
+      warnings: Object.fromEntries(warnings),
+    });
+  return warnings;
+}
+
+/** For each cell of `of`: names it uses that no cell defines, and names it defines that another cell defines too. */
+export function codeWarnings(analyses: readonly CellAnalysis[], of: ReadonlySet<string>): Map<string, string[]> {
+  const definers = new Map<string, string[]>();
+  for (const a of analyses) for (const name of a.defines ?? []) definers.set(name, [...(definers.get(name) ?? []), a.id]);
+  const warnings = new Map<string, string[]>();
+  for (const a of analyses) {
+    if (!of.has(a.id)) continue;
+    const found: string[] = [];
+    const undefinedNames = (a.uses ?? []).filter((n) => !definers.has(n));
+    if (undefinedNames.length) found.push(`uses ${undefinedNames.join(', ')}, defined in no cell`);
+    for (const name of a.defines ?? []) {
+      const others = definers.get(name)!.filter((id) => id !== a.id);
+      if (others.length) found.push(`defines ${name}, also defined in cell ${others.join(', ')}`);
+    }
+    if (found.length) warnings.set(a.id, found);
+  }
+  return warnings;
+}

@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import type { CellAnalysis, CodeAnalyzer } from '../core/codeChecks';
+import type { Kernel } from '../core/kernel';
+import type { Log } from '../core/log';
+import { INSPECT_MARKER, parseInspectOutput } from '../core/variables';
+
+/** Analyses kept, by code (the analysis of a text never changes). */
+const CACHED = 2000;
+const SUBPROCESS_TIMEOUT_MS = 20_000;
+
+type Analysis = Omit<CellAnalysis, 'id'>;
+
+export interface PythonAnalyzerOptions {
+  /** The Python of the builtin kernel (setting agentBridge.pythonPath). */
+  python: () => string;
+  /** kernel_inspect.py. */
+  script: string;
+  /** The notebook's builtin kernel, which answers in-process when it is running; undefined otherwise. */
+  builtinKernel: (notebookUri: string) => Promise<Kernel | undefined>;
+  log: Log;
+}
+
+/**
+ * Python's own compiler and symbol tables for the cells of a notebook (the extension host has
+ * no Python parser): the notebook's running builtin kernel answers, else a short-lived
+ * `python kernel_inspect.py` does. IPython syntax is accepted where IPython is importable.
+ */
+export class PythonAnalyzer implements CodeAnalyzer {
+  private readonly cache = new Map<string, Analysis>();
+
+  constructor(private readonly options: PythonAnalyzerOptions) {}
+
+  async analyze(notebookUri: string, cells: readonly { id: string; code: string }[]): Promise<CellAnalysis[] | undefined> {
+    const missing = [...new Set(cells.map((c) => c.code).filter((code) => !this.cache.has(code)))];
+    if (missing.length) {
+      const query = { kind: 'analyze' as const, cells: missing.map((code, i) => ({ id: String(i), code })), ipython: true };
+      const answer = (await this.fromKernel(notebookUri, query)) ?? (await this.fromSubprocess(query));
+      const analysed = (answer as { cells?: (CellAnalysis & { id: string })[] } | undefined)?.cells;
+      if (!Array.isArray(analysed)) return undefined;
+      for (const { id, ...analysis } of analysed) {
+        this.cache.delete(missing[Number(id)]!);
+        this.cache.set(missing[Number(id)]!, analysis);
+      }
+      while (this.cache.size > CACHED) this.cache.delete(this.cache.keys().next().value!);
+    }
+    return cells.map((c) => ({ id: c.id, ...this.cache.get(c.code) }));
+  }
+
+  private async fromKernel(notebookUri: string, query: object): Promise<unknown> {
+    const kernel = await this.options.builtinKernel(notebookUri);
+    return kernel?.inspect ? kernel.inspect(query as never).catch(() => undefined) : undefined;
+  }
+
+  private fromSubprocess(query: object): Promise<unknown> {
+    return new Promise((resolve) => {
+      const child = spawn(this.options.python(), [this.options.script], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        timeout: SUBPROCESS_TIMEOUT_MS,
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));
+      child.on('error', (error) => {
+        this.options.log.warn(`the Python code check could not start ${this.options.python()}: ${error.message}`);
+        resolve(undefined);
+      });
+      child.on('close', () => {
+        const answer = stdout.includes(INSPECT_MARKER) ? parseInspectOutput(stdout) : undefined;
+        if (answer === undefined) this.options.log.warn(`the Python code check gave no answer: ${stderr.trim()}`);
+        resolve(answer);
+      });
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(JSON.stringify(query));
+    });
+  }
+}

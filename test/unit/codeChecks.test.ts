@@ -1,0 +1,80 @@
+import { strict as assert } from 'node:assert';
+import * as path from 'node:path';
+import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
+import type { RunningServer } from '../../src/server/app';
+import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
+import { request } from './fakes/http';
+import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
+import { IPYTHON_PYTHON } from './support/kernelRuns';
+
+const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely
+type Json = any;
+
+/** The check of an agent's Python before it is written, with a real Python (kernel_inspect.py as a subprocess) over fake notebooks. */
+describe('checks before code is written into a cell', function () {
+  this.timeout(30_000);
+  let server: RunningServer;
+  let docs: FakeNotebooks;
+  let ids: string[];
+
+  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+    const res = await request(server.port, {
+      method,
+      path,
+      headers: { authorization: `Bearer ${TEST_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: JSON.parse(res.body) as Json };
+  };
+  const code = async () => (await api('GET', '/notebooks/cells')).body.cells.map((c: Json) => c.code);
+
+  beforeEach(async () => {
+    docs = new FakeNotebooks();
+    ids = docs.add(NOTEBOOK_A, [{ code: 'x = 1' }, { code: 'y = x + 1' }, { kind: 'markup', code: '# notes' }]);
+    const analyzer = new PythonAnalyzer({
+      python: () => IPYTHON_PYTHON,
+      script: SCRIPT,
+      builtinKernel: async () => undefined,
+      log: silentLog,
+    });
+    server = await startTestServer({ notebooks: docs, analyzer });
+  });
+  afterEach(() => server.close());
+
+  it('refuses a syntax error with its line and column and leaves the cell as it was', async () => {
+    const r = await api('PATCH', `/notebooks/cells/${ids[1]}`, { code: 'y = x + 1\nif y:\nprint(y)', force: true });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.line, 3);
+    assert.equal(typeof r.body.column, 'number');
+    assert.match(r.body.detail, /line 3, column \d+: expected an indented block/);
+    assert.deepEqual(await code(), ['x = 1', 'y = x + 1', '# notes']);
+    const batch = await api('POST', '/notebooks/edits', {
+      ops: [
+        { op: 'create', code: 'ok = 1' },
+        { op: 'create', code: 'def (' },
+      ],
+    });
+    assert.equal(batch.status, 400, 'one bad cell refuses the whole batch');
+    assert.equal((await code()).length, 3);
+  });
+
+  it("accepts IPython's magics and shell escapes (IPython's own input transformer)", async () => {
+    const r = await api('POST', '/notebooks/cells', { code: '%timeit x\n!echo hi\nfiles = !ls' });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+
+  it('warns about names defined nowhere and names defined twice; strict refuses them', async () => {
+    const r = await api('POST', '/notebooks/cells', { code: 'x = 2\nprint(zz)' });
+    assert.equal(r.status, 201);
+    assert.deepEqual(r.body.cell.warnings, ['uses zz, defined in no cell', `defines x, also defined in cell ${ids[0]}`]);
+    const strict = await api('POST', '/notebooks/cells', { code: 'print(qq)', strict: true });
+    assert.equal(strict.status, 400);
+    assert.deepEqual(Object.values(strict.body.warnings), [['uses qq, defined in no cell']]);
+    assert.equal((await code()).length, 4, 'the strict write changed nothing');
+    const clean = await api('POST', '/notebooks/cells', { code: 'print(x + y)', strict: true });
+    assert.equal(clean.status, 201);
+    assert.equal(clean.body.cell.warnings, undefined);
+  });
+});
