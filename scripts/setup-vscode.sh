@@ -40,7 +40,8 @@ need_apt=()
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 # The builtin kernel's IPython path and its fixture notebook (magics, pandas, a plot) run on
 # Debian's /usr/bin/python3; python3-venv makes the Python without IPython the tests also use.
-for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib python3-venv; do
+# bubblewrap runs the builtin kernel in a sandbox when the person asks (agentBridge.kernel.sandbox).
+for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib python3-venv bubblewrap; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -48,7 +49,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt_get update -qq
   apt_get install -y -qq "${need_apt[@]}" >/dev/null
 else
-  say "apt: chromium, libkrb5-dev and the Python packages already present"
+  say "apt: chromium, libkrb5-dev, bubblewrap and the Python packages already present"
 fi
 
 NODE24_DIR="$ROOT/node24"

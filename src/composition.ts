@@ -12,13 +12,14 @@ import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
-import { BridgeStatus } from './statusBar';
+import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
+import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 export interface CompositionDeps {
   context: vscode.ExtensionContext;
@@ -62,10 +63,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
       };
     },
     codeModeInCells: () => settings.current.codeModeInCells,
+    sandbox: () => settings.current.kernelSandbox,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
-  const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+  const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
   const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
@@ -86,8 +88,20 @@ export function compose({ context, log, settings, bridge, version }: Composition
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();
+  const sandboxStatus = new KernelSandboxStatus();
+  // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
+  let sandboxShown: boolean | undefined;
+  const showSandbox = () => {
+    if (sandboxShown === settings.current.kernelSandbox) return;
+    sandboxShown = settings.current.kernelSandbox;
+    const check = sandboxShown ? checkBubblewrap() : undefined;
+    sandboxStatus.update(check);
+    if (check && !check.ok) log.warn(`agentBridge.kernel.sandbox is on, but ${check.reason}: the builtin kernel will not start`);
+    else if (check) log.info(`builtin kernels run sandboxed (${check.detail})`);
+  };
+  setImmediate(showSandbox);
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);
-  push(mcp, builtin, jupyter, sessions, notebooks, status);
+  push(mcp, builtin, jupyter, sessions, notebooks, status, sandboxStatus);
 
   const terminalEnv = context.environmentVariableCollection;
   terminalEnv.persistent = false;
@@ -115,6 +129,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     sessions.onDidChange(() => void refresh()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
+      showSandbox();
     }),
   );
   const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));

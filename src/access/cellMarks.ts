@@ -69,7 +69,7 @@ export class CellMarks
       `$(hubot) ${mark.created ? 'Added' : 'Changed'} by ${mark.client} · ${ago(mark.at)}`,
       vscode.NotebookCellStatusBarAlignment.Right,
     );
-    item.tooltip = `${mark.created ? 'Created' : 'Changed'} by the agent ${mark.client} at ${new Date(mark.at).toLocaleTimeString()}. Click to compare before and after; the mark goes when you edit the cell.`;
+    item.tooltip = `${mark.created ? 'Created' : 'Changed'} by ${mark.client} at ${new Date(mark.at).toLocaleTimeString()}. Click to compare before and after; the mark goes when you edit the cell.`;
     item.command = { title: 'Compare with before the agent', command: SHOW_CELL_CHANGE, arguments: [cell.document.uri] };
     return [item];
   }

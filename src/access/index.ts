@@ -12,6 +12,7 @@ import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookResolver } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
+import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
   context: vscode.ExtensionContext;
@@ -47,7 +48,8 @@ export function createAgentAccess(deps: AccessDeps): {
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action) => askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs),
+    ask: (action, left) =>
+      askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs, left),
   };
   const gate = new Gate(person, [store]);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
@@ -67,6 +69,7 @@ export function createAgentAccess(deps: AccessDeps): {
     showChange,
   );
   const disposables: vscode.Disposable[] = [
+    new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
     new CellMarks(store, showChange),

@@ -1,4 +1,4 @@
-import { planBatch } from './batch';
+import { MAX_BATCH_OPS, planBatch } from './batch';
 import type {
   ActiveNotebook,
   BatchOp,
@@ -121,6 +121,14 @@ export class NotebookCells implements CellService {
   }
 
   batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
+    if (ops.length > MAX_BATCH_OPS) {
+      throw new BridgeError(
+        413,
+        `This batch has ${ops.length} operations; a batch takes at most ${MAX_BATCH_OPS}. ` +
+          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is one undo step).`,
+        { maxOps: MAX_BATCH_OPS },
+      );
+    }
     return this.apply(ref, ops, run, (i) => `ops.${i}: `);
   }
 

@@ -1,4 +1,5 @@
-import { actionCode, clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, type AccessKind, type Activity, type Gate } from '../core/access';
+import { CREDENTIAL_HEADER, httpCaller } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import type { CellService } from '../core/cells';
@@ -26,8 +27,12 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
         const activity = await ctx.access.enter({
+          left: leaving(input.res),
           transport: 'http',
-          client: clientOf(input.req.headers),
+          ...httpCaller(ctx.access.identities, input.req.headers),
+          issue: (credential) => {
+            if (!input.res.headersSent) input.res.setHeader(CREDENTIAL_HEADER, credential);
+          },
           kind,
           label,
           notebook: notebookOf(input),
@@ -45,6 +50,15 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       },
     };
   });
+}
+
+/** Aborted if the client closes its connection before the answer is sent (listened for before any wait). */
+function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
+  const left = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) left.abort();
+  });
+  return left.signal;
 }
 
 function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string | undefined {
