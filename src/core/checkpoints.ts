@@ -63,7 +63,7 @@ export const MAX_CODE_CHARS = 100_000;
 /** The whole list, as JSON, stays under this; the oldest checkpoints go first. */
 export const MAX_STORED_CHARS = 4_000_000;
 const UNKNOWN_AUTHOR: Author = { client: 'unknown agent' };
-const PERSON = 'you (or an edit outside the bridge)';
+const PERSON = 'the person (or an edit outside the bridge)';
 
 const decoder = new TextDecoder();
 
@@ -160,8 +160,10 @@ export interface RevertPlan {
  * The inverse of a checkpoint against the cells as they are now: created cells deleted, edited
  * cells given their old code back, deleted cells re-created and moved cells put back, each only
  * where the cell is still as the agent left it. `laterBy` names who changed a cell since (else
- * the person did). Positions are restored by placing cells in ascending order of their old
- * index, after first moving the moved ones to the end, so each lands where it was.
+ * the person did). Writes carry the version read here, so a cell changed between this plan and
+ * its apply is refused (409), not overwritten. Positions are restored by placing cells in
+ * ascending order of their old index, after first moving the moved ones to the end, so each
+ * lands where it was.
  */
 export function planRevert(
   checkpoint: Checkpoint,
@@ -213,7 +215,7 @@ export function planRevert(
     if (!d.before) {
       if (!asLeft) skip(d, 'it was changed since', i!);
       else {
-        ops.push({ op: 'delete', ref: d.id, force: true });
+        ops.push({ op: 'delete', ref: d.id, version: cell.version });
         sim.splice(sim.indexOf(d.id), 1);
         reverted.push(d.id);
       }
@@ -231,7 +233,7 @@ export function planRevert(
     }
     if (edited) {
       const metadata = JSON.stringify(b.metadata) === JSON.stringify(d.after.metadata) ? {} : { metadata: b.metadata };
-      ops.push({ op: 'edit', ref: d.id, code: b.code, kind: b.kind, language: b.language, force: true, ...metadata });
+      ops.push({ op: 'edit', ref: d.id, code: b.code, kind: b.kind, language: b.language, version: cell.version, ...metadata });
     }
     if (b.index !== d.after.index) {
       movers.push(d.id);
