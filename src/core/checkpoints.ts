@@ -33,8 +33,6 @@ export interface Checkpoint {
   /** The notebook's uri. */
   readonly notebook: string;
   readonly client: string;
-  /** The activity record's action, when the change was one. */
-  readonly action?: number;
   /** Epoch milliseconds. */
   readonly at: number;
   /** "1 added, 2 edited". */
@@ -278,6 +276,8 @@ export class Checkpoints {
   private nextId: number;
   private readonly listeners = new Set<() => void>();
   private readonly sizes = new WeakMap<Checkpoint, number>();
+  /** Action ids are this window's (they start again at 1 after a reload), so this is not stored. */
+  private readonly byAction = new Map<number, number>();
 
   constructor(
     private readonly cells: () => CellService,
@@ -303,9 +303,10 @@ export class Checkpoints {
     return this.list.find((c) => c.id === id);
   }
 
-  /** The newest checkpoint of an action of the activity record. */
+  /** The newest checkpoint of an action of this window's activity record. */
   ofAction(action: number): Checkpoint | undefined {
-    return this.newest((c) => c.action === action);
+    const id = this.byAction.get(action);
+    return id === undefined ? undefined : this.get(id);
   }
 
   /** Notes a change the cell rules applied to `notebook`. */
@@ -315,8 +316,11 @@ export class Checkpoints {
     const cells = deltasOf(before, after);
     if (!cells.length) return;
     const { client, action } = author ?? UNKNOWN_AUTHOR;
-    const at = this.now();
-    this.list.push({ id: this.nextId++, notebook, client, at, summary: summaryOf(cells), cells, ...(action ? { action } : {}) });
+    const id = this.nextId++;
+    this.list.push({ id, notebook, client, at: this.now(), summary: summaryOf(cells), cells });
+    if (action !== undefined) this.byAction.set(action, id);
+    // Only the newest can still name a kept checkpoint.
+    if (this.byAction.size > MAX_CHECKPOINTS) this.byAction.delete(this.byAction.keys().next().value!);
     this.changed();
   }
 
