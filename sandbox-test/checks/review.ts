@@ -81,12 +81,11 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
 
-    // The person types in the middle cell.
+    // The person types in the middle cell, the notebook in front (shown through the bridge: with
+    // many tabs open, its tab may be scrolled out of the strip).
     const typed = `  # person_${tag}`;
-    await page
-      .getByRole('tab', { name: /analysis\.ipynb/ })
-      .first()
-      .click({ timeout: 5_000 });
+    const front = await client.post('/notebooks/open', { path: ctx.analysis.path }, { signal, timeoutMs: 30_000 });
+    eq(front.status, 200, `showing analysis.ipynb (${show(front.text, 200)})`);
     const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: changed[1]! });
     await editor.first().waitFor({ state: 'visible', timeout: 10_000 });
     await editor.first().click({ timeout: 5_000 });
@@ -148,7 +147,11 @@ export function reviewChecks(): void {
 
   it("review: an agent's POST /notebooks/undo of its own batch leaves the saved file byte for byte as it was; a second undo after the person's edit is a 409 naming the cell", async () => {
     const { signal } = checkRun();
-    const nb = ctx.other.path;
+    // A notebook of its own (a copy of other.ipynb), so no other check's runs or saves meet it.
+    const nb = path.join(ctx.workspace, `undo-${tag}.ipynb`);
+    fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other.ipynb'), nb);
+    const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
     const headers = { 'x-agent-bridge-client': `undo-agent-${tag}` };
     const save = async (what: string) => {
       const r = await client.post('/notebooks/save', { notebook: nb }, { signal });

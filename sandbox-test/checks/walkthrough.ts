@@ -52,9 +52,12 @@ export function walkthroughChecks(): void {
     note(`screenshot ${path.relative(REPO_ROOT, file)}`);
     // Leave the workbench as the other checks expect it: the notebooks in front. (Ctrl+W would
     // be the browser's, closing the page.)
-    const tab = page.locator('.tabs-container .tab', { hasText: 'Welcome' }).first();
+    const tab = page.getByRole('tab', { name: /Welcome/ }).first();
     await tab.hover();
-    await tab.locator('.codicon-close').first().click({ timeout: 5_000 });
+    await tab
+      .getByRole('button', { name: /^Close/ })
+      .first()
+      .click({ timeout: 5_000 });
     await tab.waitFor({ state: 'detached', timeout: 5_000 });
   }).timeout(60_000);
 }

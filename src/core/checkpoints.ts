@@ -33,8 +33,6 @@ export interface Checkpoint {
   /** The notebook's uri. */
   readonly notebook: string;
   readonly client: string;
-  /** The activity record's action, when the change was one. */
-  readonly action?: number;
   /** Epoch milliseconds. */
   readonly at: number;
   /** "1 added, 2 edited". */
@@ -63,7 +61,7 @@ export const MAX_CODE_CHARS = 100_000;
 /** The whole list, as JSON, stays under this; the oldest checkpoints go first. */
 export const MAX_STORED_CHARS = 4_000_000;
 const UNKNOWN_AUTHOR: Author = { client: 'unknown agent' };
-const PERSON = 'you (or an edit outside the bridge)';
+const PERSON = 'the person (or an edit outside the bridge)';
 
 const decoder = new TextDecoder();
 
@@ -160,8 +158,10 @@ export interface RevertPlan {
  * The inverse of a checkpoint against the cells as they are now: created cells deleted, edited
  * cells given their old code back, deleted cells re-created and moved cells put back, each only
  * where the cell is still as the agent left it. `laterBy` names who changed a cell since (else
- * the person did). Positions are restored by placing cells in ascending order of their old
- * index, after first moving the moved ones to the end, so each lands where it was.
+ * the person did). Writes carry the version read here, so a cell changed between this plan and
+ * its apply is refused (409), not overwritten. Positions are restored by placing cells in
+ * ascending order of their old index, after first moving the moved ones to the end, so each
+ * lands where it was.
  */
 export function planRevert(
   checkpoint: Checkpoint,
@@ -213,7 +213,7 @@ export function planRevert(
     if (!d.before) {
       if (!asLeft) skip(d, 'it was changed since', i!);
       else {
-        ops.push({ op: 'delete', ref: d.id, force: true });
+        ops.push({ op: 'delete', ref: d.id, version: cell.version });
         sim.splice(sim.indexOf(d.id), 1);
         reverted.push(d.id);
       }
@@ -231,7 +231,7 @@ export function planRevert(
     }
     if (edited) {
       const metadata = JSON.stringify(b.metadata) === JSON.stringify(d.after.metadata) ? {} : { metadata: b.metadata };
-      ops.push({ op: 'edit', ref: d.id, code: b.code, kind: b.kind, language: b.language, force: true, ...metadata });
+      ops.push({ op: 'edit', ref: d.id, code: b.code, kind: b.kind, language: b.language, version: cell.version, ...metadata });
     }
     if (b.index !== d.after.index) {
       movers.push(d.id);
@@ -276,6 +276,8 @@ export class Checkpoints {
   private nextId: number;
   private readonly listeners = new Set<() => void>();
   private readonly sizes = new WeakMap<Checkpoint, number>();
+  /** Action ids are this window's (they start again at 1 after a reload), so this is not stored. */
+  private readonly byAction = new Map<number, number>();
 
   constructor(
     private readonly cells: () => CellService,
@@ -301,9 +303,10 @@ export class Checkpoints {
     return this.list.find((c) => c.id === id);
   }
 
-  /** The newest checkpoint of an action of the activity record. */
+  /** The newest checkpoint of an action of this window's activity record. */
   ofAction(action: number): Checkpoint | undefined {
-    return this.newest((c) => c.action === action);
+    const id = this.byAction.get(action);
+    return id === undefined ? undefined : this.get(id);
   }
 
   /** Notes a change the cell rules applied to `notebook`. */
@@ -313,8 +316,11 @@ export class Checkpoints {
     const cells = deltasOf(before, after);
     if (!cells.length) return;
     const { client, action } = author ?? UNKNOWN_AUTHOR;
-    const at = this.now();
-    this.list.push({ id: this.nextId++, notebook, client, at, summary: summaryOf(cells), cells, ...(action ? { action } : {}) });
+    const id = this.nextId++;
+    this.list.push({ id, notebook, client, at: this.now(), summary: summaryOf(cells), cells });
+    if (action !== undefined) this.byAction.set(action, id);
+    // Only the newest can still name a kept checkpoint.
+    if (this.byAction.size > MAX_CHECKPOINTS) this.byAction.delete(this.byAction.keys().next().value!);
     this.changed();
   }
 

@@ -62,7 +62,7 @@ describe('checkpoints (fake notebooks)', () => {
     assert.deepEqual(docs.codes(A), ['a = 1', 'b = 20  # mine', 'c = 3', '# notes']);
     assert.deepEqual(
       result.skipped.map((s) => [s.id, s.by]),
-      [[ids[1], 'you (or an edit outside the bridge)']],
+      [[ids[1], 'the person (or an edit outside the bridge)']],
     );
     assert.equal(checkpoints.pending().length, 0, 'the revert itself is no checkpoint, and the reverted one is gone');
   });

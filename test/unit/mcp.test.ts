@@ -278,6 +278,23 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(listed.body.cells[2].outputs, undefined);
     });
 
+    it("undo_last_change takes back the caller's own newest change, and says so when there is none", async () => {
+      const edited = await call('edit_cells', {
+        ops: [
+          { op: 'edit', ref: 1, code: 'y = 2' },
+          { op: 'create', code: 'z = 3' },
+        ],
+      });
+      assert.equal(edited.isError, undefined, JSON.stringify(edited.content));
+      const undone = await call('undo_last_change');
+      assert.equal(undone.isError, undefined, JSON.stringify(undone.content));
+      assert.equal(undone.body.summary, '1 added, 1 edited');
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
+      const none = await call('undo_last_change');
+      assert.equal(none.isError, true);
+      assert.equal(none.body.status, 404);
+    });
+
     it('surfaces service errors (404 unknown cell) as tool errors', async () => {
       const result = await call('get_cell', { ref: 'nope' });
       assert.equal(result.isError, true);
