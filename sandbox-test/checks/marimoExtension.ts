@@ -4,8 +4,8 @@
  * marimo's controller for the setup's venv as the person would), then marimo-pair's surface, the cell routes, MCP and
  * marimo-pair's code_mode snippet on it. The same checks run against the real extension when
  * SANDBOX_EXTENSIONS gives it (and ms-python.python), else against the FAKE
- * (test/fixtures/fake-marimo); the run's log says which. The fake has no reactivity: the
- * reactive check runs against the real extension only.
+ * (test/fixtures/fake-marimo); the run's log says which. The fake re-runs dependents in the order
+ * of marimo's own dataflow graph (its kernel runs in the setup's venv, which has marimo).
  */
 import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
@@ -44,13 +44,11 @@ export function marimoExtensionChecks(): void {
   let client: BridgeClient;
   let sid = '';
   let file = '';
-  let fake = true;
 
   before('open the marimo fixture with kernel "marimo"', async function () {
     this.timeout(180_000);
     const ctx = context();
     client = ctx.client;
-    fake = ctx.marimo.fake;
     file = path.join(ctx.workspace, MARIMO_FIXTURE);
     const opening = client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
     // With one marimo controller VS Code takes it; with several it shows its kernel picker.
@@ -188,7 +186,6 @@ export function marimoExtensionChecks(): void {
   });
 
   it('marimo extension: reactive: editing x through the bridge and running it re-runs its dependents', async function () {
-    if (fake) this.skip(); // the fake has no reactivity: marimo's own kernel is the truth here
     this.timeout(90_000);
     const { signal } = checkRun();
     const [first] = await cells(signal);
