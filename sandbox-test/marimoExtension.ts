@@ -55,8 +55,10 @@ export function marimoUnderTest(given: readonly GivenExtension[], dir: string): 
         'marimo.uv.path': path.join(STACK.venvBin, 'uv'),
         'python.defaultInterpreterPath': STACK.venvPython,
       },
-      env: lspPython ? { UV_PYTHON: lspPython } : {},
-      pick: STACK.venvPython,
+      // marimo runs its server with `uv tool run --python ">=3.13,<3.15"`: uv finds it on PATH.
+      env: lspPython ? { PATH: [STACK.node24Bin, process.env['PATH'] ?? '', path.dirname(lspPython)].join(path.delimiter) } : {},
+      // marimo's controllers are named after the Python environments; the setup's is a venv.
+      pick: 'venv',
       describe: `the REAL marimo extension ${real.extension.version} (${real.extension.vsix})`,
     };
   }

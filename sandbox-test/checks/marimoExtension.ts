@@ -203,6 +203,15 @@ export function marimoExtensionChecks(): void {
       if (last.includes('y is 100')) break;
     }
     includes(last, 'y is 100', 'the dependent print cell shows the new y');
+    // Back to the fixture's x for the checks after this one.
+    const back = await client.request({
+      method: 'PATCH',
+      path: `/notebooks/cells/${first!.id}`,
+      json: { notebook: sid, code: 'x = 41', force: true },
+      signal,
+    });
+    eq(back.status, 200, `edit back (body ${show(back.text, 300)})`);
+    await runCell(first!.id, signal);
   });
 
   it('marimo extension: MCP execute_code runs there; list_sessions lists it', async function () {
