@@ -101,7 +101,11 @@ export class BridgeClient {
   }
 
   private buildRequest(opts: RequestOptions): { options: http.RequestOptions; body: Buffer | undefined } {
-    const headers: Record<string, string> = { host: opts.host ?? `${this.hostname}:${this.port}` };
+    // The harness names itself as any HTTP client does (its activity then has no unnamed client).
+    const headers: Record<string, string> = {
+      host: opts.host ?? `${this.hostname}:${this.port}`,
+      'user-agent': 'agent-bridge-harness',
+    };
     const token = opts.token === undefined ? this.token : opts.token;
     if (token) headers['authorization'] = `Bearer ${token}`;
     if (opts.origin !== undefined) headers['origin'] = opts.origin;

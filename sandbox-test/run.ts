@@ -26,16 +26,21 @@ import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
 import { cellChecks } from './checks/cells';
 import { chaosChecks } from './checks/chaos';
+import { conformanceChecks } from './checks/conformance';
 import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
+import { kernelSandboxChecks } from './checks/kernelSandbox';
 import { marimoChecks } from './checks/marimo';
 import { marimoExtensionChecks } from './checks/marimoExtension';
 import { marimoUnderTest } from './marimoExtension';
 import * as os from 'node:os';
 import { reloadChecks } from './checks/reload';
+import { reviewChecks } from './checks/review';
+import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { guardChecks } from './checks/guard';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
@@ -69,10 +74,15 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
   describe('scripts', scriptChecks);
+  describe('conformance', () => conformanceChecks(extensions));
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
+  describe('review', reviewChecks);
+  describe('walkthrough', walkthroughChecks);
+  describe('guard', guardChecks);
   describe('jupyter', () => jupyterChecks(extensions));
+  describe('kernel sandbox', kernelSandboxChecks);
   describe('marimo extension', marimoExtensionChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window

@@ -143,7 +143,7 @@ function newId(kind: string): string {
   return `${kind}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();

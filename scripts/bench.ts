@@ -31,7 +31,7 @@ import { writeNotebook } from './bench/notebooks';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import * as sections from './bench/sections';
 
-const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'listing', 'jupyter', 'activation'] as const;
+const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'batch', 'listing', 'jupyter', 'activation'] as const;
 const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]...`;
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
@@ -236,6 +236,7 @@ async function main(): Promise<number> {
     if (opts.wants('cells')) await sections.cellRuns(ctx);
     if (opts.wants('agents')) await sections.agents(ctx);
     if (opts.wants('stall')) await sections.stalledReader(ctx);
+    if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
     if (jupyter) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));

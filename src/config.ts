@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { ACCESS_MODES, type AccessMode } from './core/access';
+import { personal } from './personalSettings';
 
 /** The `agentBridge.*` settings. */
 export interface BridgeConfig {
@@ -9,6 +10,8 @@ export interface BridgeConfig {
   pythonPath: string;
   outputTextLimit: number;
   codeModeInCells: boolean;
+  /** Run the builtin kernel under bubblewrap (`agentBridge.kernel.sandbox`). */
+  kernelSandbox: boolean;
   /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
   openFolders: string[];
   /** What agents may do (`agentBridge.access.mode`). */
@@ -24,17 +27,20 @@ export const RESTART_SETTINGS = ['port', 'requireToken', 'maxBodyBytes'] as cons
 
 function readConfig(): BridgeConfig {
   const c = vscode.workspace.getConfiguration('agentBridge');
+  // The governing settings: the person's own value only (personalSettings.ts says why).
+  const own = <T>(key: string, fallback: T) => personal(c, key, fallback);
   return {
-    port: c.get<number>('port', 0),
-    requireToken: c.get<boolean>('requireToken', true),
-    maxBodyBytes: c.get<number>('maxBodyBytes', 1024 * 1024),
-    pythonPath: c.get<string>('pythonPath', '').trim() || 'python3',
+    port: own<number>('port', 0),
+    requireToken: own<boolean>('requireToken', true),
+    maxBodyBytes: own<number>('maxBodyBytes', 1024 * 1024),
+    pythonPath: own<string>('pythonPath', '').trim() || 'python3',
     outputTextLimit: c.get<number>('outputTextLimit', 20_000),
-    codeModeInCells: c.get<boolean>('codeMode.inCells', false),
-    openFolders: c.get<string[]>('openFolders', []),
-    accessMode: oneOf(ACCESS_MODES, c.get<string>('access.mode', 'full'), 'full'),
-    askTimeoutMs: Math.max(5, c.get<number>('access.askTimeoutSeconds', 60)) * 1000,
-    maxRunMs: Math.max(0, c.get<number>('access.maxRunSeconds', 0)) * 1000,
+    codeModeInCells: own<boolean>('codeMode.inCells', false),
+    kernelSandbox: own<boolean>('kernel.sandbox', false),
+    openFolders: own<string[]>('openFolders', []),
+    accessMode: oneOf(ACCESS_MODES, own<string>('access.mode', 'full'), 'full'),
+    askTimeoutMs: Math.max(5, own<number>('access.askTimeoutSeconds', 60)) * 1000,
+    maxRunMs: Math.max(0, own<number>('access.maxRunSeconds', 0)) * 1000,
   };
 }
 

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { eq, fail, includes, show } from '../assert';
+import { eq, fail, includes, ok, show } from '../assert';
 import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
@@ -17,15 +17,23 @@ const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
+export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, name);
   await page.screenshot({ path: file });
   note(`screenshot ${path.relative(REPO_ROOT, file)}`);
 }
 
+/** Opens the Agent Bridge side bar from the activity bar (its icon may carry a badge over it). */
+export async function openAgentBridge(page: Page): Promise<void> {
+  await page
+    .locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Agent Bridge"]') })
+    .first()
+    .click({ timeout: 5_000 });
+}
+
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
-async function pickMode(page: Page, mode: string): Promise<void> {
+export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.locator('.statusbar-item', { hasText: 'Agents:' }).first().click({ timeout: 5_000 });
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 5_000 });
@@ -56,7 +64,7 @@ export function accessChecks(): void {
     await pickMode(page(), 'ask');
     try {
       const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: `${AGENT} wants a scratchpad run` });
+      const toast = page().locator('.notification-toast', { hasText: `says it is ${AGENT} wants a scratchpad run` });
       await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
       includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
       await sleep(600); // the toast slides in
@@ -85,11 +93,11 @@ export function accessChecks(): void {
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT}` });
+    const item = page().locator('.cell-statusbar-container', { hasText: `Added by an agent that says it is ${AGENT}` });
     await item
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no cell status bar item "Added by ${AGENT}" in the workbench`));
+      .catch(() => fail(`no cell status bar item "Added by an agent that says it is ${AGENT}" in the workbench`));
     includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
     await screenshot(page(), 'access-marked-cell.png', note);
   }).timeout(30_000);
@@ -98,7 +106,7 @@ export function accessChecks(): void {
     const { note, signal } = checkRun();
     const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
-    await page().locator('.activitybar .action-item a[aria-label^="Agent Bridge"]').first().click({ timeout: 5_000 });
+    await openAgentBridge(page());
     const rows = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
     await rows
       .first()
@@ -108,12 +116,13 @@ export function accessChecks(): void {
     note(`rows: ${show(texts.slice(0, 4), 400)}`);
     includes(texts[0] ?? '', 'scratchpad run', 'the newest row');
     includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
-    includes(texts[0] ?? '', AGENT, 'the newest row names the client');
+    includes(texts[0] ?? '', `says it is ${AGENT}`, 'the newest row names the client, as a claim');
     includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
     const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
     includes(message, ctx.advert.url, 'the view names the server');
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
+    ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
     // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
     const sidebar = await page().locator('.part.sidebar').boundingBox();
     const sashes = await page()

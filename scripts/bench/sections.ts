@@ -5,9 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
+import * as path from 'node:path';
+import { MAX_BATCH_OPS } from '../../src/core/batch';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BenchClient, type ExecResult } from './client';
 import { restingRssMb, rssMb } from './machine';
+import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';
 
 export interface Opened {
@@ -306,6 +309,51 @@ export async function agents(ctx: Ctx): Promise<void> {
     row('agents', `${AGENTS} agents × ${AGENT_RUNS} runs: throughput`, many, 'runs/s', { baseline: base('1 agent', single) }),
     row('agents', 'failed runs', failed, 'count', { target: goal('0', failed === 0) }),
     row('agents', 'runs that saw another run’s output', crossTalk, 'count', { target: goal('0', crossTalk === 0) }),
+  );
+}
+
+/**
+ * The largest batch a client may send (MAX_BATCH_OPS creates in one POST /notebooks/edits) while
+ * another client probes /health: the extension host, shared by every extension in the window,
+ * must keep answering. Probes on the quiet host before it are the baseline.
+ */
+export async function largestBatch(ctx: Ctx): Promise<void> {
+  ctx.say(`batch: ${MAX_BATCH_OPS} creates in one batch while /health is probed`);
+  const file = path.join(path.dirname(ctx.listFile), 'batch.ipynb');
+  writeNotebook(file, 1, true);
+  const nb = await ctx.open(file);
+  const bridge = new BenchClient(ctx.url, ctx.token);
+  const probe = new BenchClient(ctx.url, ctx.token);
+  const health = async () => (await probe.request('GET', '/health', undefined, 30_000)).ms;
+  const quiet: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    quiet.push(await health());
+    await sleep(10);
+  }
+  const ops = Array.from({ length: MAX_BATCH_OPS }, (_, i) => ({ op: 'create', code: `cell_${i} = ${i}` }));
+  let applying = true;
+  const during: number[] = [];
+  const probing = (async () => {
+    while (applying) {
+      during.push(await health());
+      await sleep(10);
+    }
+  })();
+  const r = await bridge.request('POST', '/notebooks/edits', { notebook: nb.sid, ops }, 300_000);
+  applying = false;
+  await probing;
+  const over = await bridge.request('POST', '/notebooks/edits', { notebook: nb.sid, ops: [...ops, ops[0]] }, 60_000);
+  await Promise.all([bridge.close(), probe.close()]);
+  if (r.status !== 200) ctx.problems.push(`batch of ${MAX_BATCH_OPS}: ${r.status} ${r.text.slice(0, 200)}`);
+  if (over.status !== 413) ctx.problems.push(`batch of ${MAX_BATCH_OPS + 1}: ${over.status}, not 413`);
+  const p99 = percentile(during, 99);
+  ctx.rows.push(
+    row('batch', `POST /notebooks/edits, ${MAX_BATCH_OPS} creates (the cap)`, r.ms, 'ms'),
+    row('batch', '/health p99 while it applies', p99, 'ms', {
+      baseline: base('quiet host', percentile(quiet, 99)),
+      target: goal('< 100 ms', p99 < 100),
+      note: `${during.length} probes, max ${Math.max(...during).toFixed(0)} ms`,
+    }),
   );
 }
 

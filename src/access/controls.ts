@@ -61,6 +61,7 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       if (picked) await setAccessMode(picked);
     },
     'agentBridge.stopAgents': async () => {
+      // Refuse new actions first, then stop those under way.
       await setAccessMode('off');
       const stopped = deps.gate.stopAll();
       // Cell runs go on in the kernel after their request: interrupt the notebooks they ran in.
@@ -68,7 +69,10 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       for (const notebook of notebooks) {
         await deps.cells.interrupt(notebook).catch((e: unknown) => deps.log.warn(`Stop Agents: ${String(e)}`));
       }
-      void vscode.window.showInformationMessage(`Agent Bridge: stopped ${stopped.length} agent action(s); access is now off.`);
+      // The mode as the gate now reads it, so the message cannot claim what is not so.
+      void vscode.window.showInformationMessage(
+        `Agent Bridge: stopped ${stopped.length} agent action(s); access is now ${deps.mode()}.`,
+      );
     },
     'agentBridge.showAuditLog': async () => {
       await deps.audit.flushed();

@@ -6,24 +6,41 @@ const ALLOW_10 = 'Allow for 10 Minutes';
 const DENY = 'Deny';
 const SHOW = 'Show Code';
 const EXPIRED = Symbol('expired');
+const WITHDRAWN = Symbol('withdrawn');
 
 /**
  * The `ask` mode's question: a notification naming the client, the action and the notebook, with
  * the code in full on request. No answer within `timeoutMs` is a refusal (the notification may
  * stay on screen; a late click changes nothing).
  */
-export async function askPerson(action: AgentAction, where: string, timeoutMs: number): Promise<Answer> {
+export async function askPerson(action: AgentAction, where: string, timeoutMs: number, gone?: AbortSignal): Promise<Answer> {
   const deadline = Date.now() + timeoutMs;
-  const message = `${action.client} wants a ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
+  const who = action.client.charAt(0).toUpperCase() + action.client.slice(1);
+  const message = `${who} wants a ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) return 'no-answer';
     let timer: NodeJS.Timeout | undefined;
     // The timer says so itself: it may fire a millisecond before Date.now() reaches the deadline.
     const expired = new Promise<typeof EXPIRED>((resolve) => (timer = setTimeout(() => resolve(EXPIRED), left)));
-    const choice = await Promise.race([vscode.window.showWarningMessage(message, ALLOW, ALLOW_10, DENY, SHOW), expired]);
+    const withdrawn = new Promise<typeof WITHDRAWN>((resolve) => {
+      if (gone?.aborted) resolve(WITHDRAWN);
+      gone?.addEventListener('abort', () => resolve(WITHDRAWN), { once: true });
+    });
+    const choice = await Promise.race([
+      vscode.window.showWarningMessage(message, ALLOW, ALLOW_10, DENY, SHOW),
+      expired,
+      withdrawn,
+    ]);
     clearTimeout(timer);
     if (choice === EXPIRED) return 'no-answer';
+    if (choice === WITHDRAWN) {
+      // The API cannot take a notification back: a second one marks the first as withdrawn.
+      void vscode.window.showInformationMessage(
+        `Withdrawn: ${action.client} left before you answered its ${action.label} in ${where}. Nothing was started; a click on the earlier prompt does nothing.`,
+      );
+      return 'withdrawn';
+    }
     if (choice === ALLOW) return 'allow';
     if (choice === ALLOW_10) return 'allow-10-minutes';
     if (choice === DENY || choice === undefined) return 'deny'; // closed with its X: a refusal

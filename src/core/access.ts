@@ -4,6 +4,7 @@
  * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
+import { ClientRegistry, type Caller } from './clients';
 import { BridgeError } from './errors';
 import type { RunOutcome } from './kernel';
 
@@ -20,11 +21,16 @@ export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'execute' | 'run
 
 export type ActionOutcome = RunOutcome | 'refused';
 
-/** What a transport knows of an action before it runs. */
-export interface ActionRequest {
+/** What a transport knows of an action before it runs; who asked is its `Caller` (clients.ts). */
+export interface ActionRequest extends Caller {
   readonly transport: 'http' | 'mcp';
-  /** Who asked: an optional client header, MCP clientInfo, else the User-Agent. */
-  readonly client: string;
+  /**
+   * Hands a credential the bridge minted to a caller that had none (an HTTP response header), so
+   * that a grant can bind to it; absent where the transport has no way to.
+   */
+  readonly issue?: (credential: string) => void;
+  /** Aborted when the client goes away (its connection closed): a prompt still open is withdrawn. */
+  readonly left?: AbortSignal;
   readonly kind: AccessKind;
   /** What the activity view calls it: "scratchpad run", "cell edit", "mcp edit_cells", ... */
   readonly label: string;
@@ -51,13 +57,14 @@ export interface ActionEnd {
   readonly output: string;
 }
 
-/** The person's answer to an `ask`. */
-export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer';
+/** The person's answer to an `ask`; `withdrawn`: the client left before they answered. */
+export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer' | 'withdrawn';
 
 /** The person's side of the policy: the current mode, a way to ask, and the cap on agent runs. */
 export interface Person {
   mode(): AccessMode;
-  ask(action: AgentAction): Promise<Answer>;
+  /** Asks about `action`; once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`. */
+  ask(action: AgentAction, left?: AbortSignal): Promise<Answer>;
   /** Longest an agent's run may take before it is interrupted as timed out; 0: no cap. */
   maxRunMs(): number;
 }
@@ -95,7 +102,8 @@ export function rule(mode: AccessMode, kind: AccessKind): Ruling {
   return 'ask';
 }
 
-const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer', string> = {
+const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
+  withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
   deny: 'The person denied this action in VS Code (access mode "ask").',
   'no-answer': 'The person did not answer in time (access mode "ask"), so the action was refused; try again when they are there.',
 };
@@ -182,8 +190,10 @@ export class Activity {
  */
 export class Gate {
   private nextId = 1;
-  /** Client → end of its "Allow for 10 minutes". */
+  /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
   private readonly grants = new Map<string, number>();
+  /** The credentials minted so far and whom they went to. */
+  readonly identities = new ClientRegistry();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -220,7 +230,9 @@ export class Gate {
     const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
     this.running.add(activity);
     for (const sink of this.sinks) sink.started(action);
-    const refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
+    let refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
+    // An approval that lands after the client left starts nothing.
+    if (!refusal && request.left?.aborted) refusal = REFUSED_BY_ANSWER.withdrawn;
     if (refusal) {
       activity.end('refused', refusal);
       throw new BridgeError(403, refusal);
@@ -236,26 +248,27 @@ export class Gate {
   }
 
   private async ask(action: AgentAction): Promise<string | null> {
-    const until = this.grants.get(action.client);
+    const until = action.credential === undefined ? undefined : this.grants.get(action.credential);
     if (until !== undefined && until > this.now()) return null;
-    const answer = await this.person.ask(action);
-    if (answer === 'allow-10-minutes') this.grants.set(action.client, this.now() + GRANT_MS);
+    if (action.left?.aborted) return REFUSED_BY_ANSWER.withdrawn;
+    const answer = await this.person.ask(action, action.left);
+    if (answer === 'allow-10-minutes') this.grant(action);
     if (answer === 'allow' || answer === 'allow-10-minutes') return null;
     return REFUSED_BY_ANSWER[answer];
+  }
+
+  /** Binds a 10-minute grant to the caller's credential, minting one first for a caller that can take it. */
+  private grant(action: AgentAction): void {
+    let credential = action.credential;
+    if (credential === undefined && action.issue) {
+      credential = this.identities.mint(action.claim);
+      action.issue(credential);
+    }
+    if (credential !== undefined) this.grants.set(credential, this.now() + GRANT_MS);
   }
 
   private finished(activity: Activity, end: ActionEnd): void {
     this.running.delete(activity);
     for (const sink of this.sinks) sink.ended(activity.action, end);
   }
-}
-
-/** Optional request header naming the agent; else its User-Agent names it. */
-export const CLIENT_HEADER = 'x-agent-bridge-client';
-
-/** The client as a request names itself: one printable line, short. */
-export function clientOf(headers: Readonly<Record<string, string | string[] | undefined>>): string {
-  const named = headers[CLIENT_HEADER] ?? headers['user-agent'];
-  const text = (Array.isArray(named) ? named[0] : named)?.replace(/[^\x20-\x7e]/g, '').trim();
-  return text ? text.slice(0, 80) : 'unknown client';
 }

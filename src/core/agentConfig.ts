@@ -11,6 +11,10 @@ export const MCP_URL_PATH = '/mcp/server';
 
 export type AgentClient = 'claude' | 'cursor' | 'codex';
 
+/** The agent-name header as the configurations spell it, and the name each agent is given. */
+const CLIENT_HEADER_NAME = 'X-Agent-Bridge-Client';
+const AGENT_NAMES: Record<AgentClient, string> = { claude: 'claude-code', cursor: 'cursor', codex: 'codex' };
+
 /**
  * How the config names the server and its token: `literal` writes this window's URL and token
  * (valid until the window reloads: the token is per window); `terminal` refers to the variables
@@ -31,7 +35,10 @@ export function jsonServerEntry(client: 'claude' | 'cursor', credentials: Creden
   const terminal = credentials.mode === 'terminal';
   const url = terminal ? `\${${URL_VAR}}${MCP_URL_PATH}` : `${credentials.url}${MCP_URL_PATH}`;
   const token = terminal ? (credentials.tokenRequired ? `\${${TOKEN_VAR}}` : null) : credentials.token;
-  const headers = token ? { headers: { Authorization: `Bearer ${token}` } } : {};
+  // The agent's name travels as a claim (core/clients.ts): shown to the person, never a key.
+  const headers = {
+    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), [CLIENT_HEADER_NAME]: AGENT_NAMES[client] },
+  };
   return client === 'claude' ? { type: 'http', url, ...headers } : { url, ...headers };
 }
 
@@ -73,10 +80,13 @@ const tomlString = (s: string) => JSON.stringify(s);
 /** The table to add to `~/.codex/config.toml` (printed for the person to paste, not merged blindly). */
 export function codexToml(credentials: Credentials, name = MCP_SERVER_NAME): string {
   const lines = [`[mcp_servers.${name}]`, `url = ${tomlString(`${credentials.url}${MCP_URL_PATH}`)}`];
+  const agent = `${tomlString(CLIENT_HEADER_NAME)} = ${tomlString(AGENT_NAMES.codex)}`;
   if (credentials.mode === 'terminal') {
     if (credentials.tokenRequired) lines.push(`bearer_token_env_var = ${tomlString(TOKEN_VAR)}`);
-  } else if (credentials.token) {
-    lines.push(`http_headers = { Authorization = ${tomlString(`Bearer ${credentials.token}`)} }`);
+    lines.push(`http_headers = { ${agent} }`);
+  } else {
+    const auth = credentials.token ? `Authorization = ${tomlString(`Bearer ${credentials.token}`)}, ` : '';
+    lines.push(`http_headers = { ${auth}${agent} }`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -13,6 +13,13 @@ import { BridgeError } from './errors';
 import { resolveCellIndex } from './refs';
 
 /**
+ * Most operations one batch may hold: a bigger one is applied as one edit and one undo step, and
+ * it held the extension host, which every extension in the window shares (the bench measures
+ * /health while the largest batch applies).
+ */
+export const MAX_BATCH_OPS = 1000;
+
+/**
  * A refusal of one op of a batch: `op` is its position in the batch, `reason` the sentence
  * without the op's name, so a caller that names ops its own way (code mode) relabels it
  * without reading the message.

@@ -1,4 +1,4 @@
-import { planBatch } from './batch';
+import { MAX_BATCH_OPS, planBatch } from './batch';
 import type {
   ActiveNotebook,
   BatchOp,
@@ -33,6 +33,8 @@ import { ReadTracker } from './versions';
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
   outputTextLimit: () => number;
+  /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
+  onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
 }
 
 const single = () => '';
@@ -119,6 +121,14 @@ export class NotebookCells implements CellService {
   }
 
   batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) {
+    if (ops.length > MAX_BATCH_OPS) {
+      throw new BridgeError(
+        413,
+        `This batch has ${ops.length} operations; a batch takes at most ${MAX_BATCH_OPS}. ` +
+          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is one undo step).`,
+        { maxOps: MAX_BATCH_OPS },
+      );
+    }
     return this.apply(ref, ops, run, (i) => `ops.${i}: `);
   }
 
@@ -243,6 +253,7 @@ export class NotebookCells implements CellService {
       }
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
+      if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
       const touched: CellView[] = [];
       after.forEach((cell, index) => {

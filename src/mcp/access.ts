@@ -1,8 +1,9 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { IncomingMessage } from 'node:http';
-import { actionCode, CLIENT_HEADER, clientOf, type AccessKind, type Gate } from '../core/access';
+import { actionCode, type AccessKind, type Gate } from '../core/access';
+import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
+import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/errors';
 
 /** Tools that run code; others are reads when annotated read-only, else edits. */
@@ -17,32 +18,6 @@ const RUNS: Readonly<Record<string, AccessKind>> = {
 
 type Fields = Record<string, unknown>;
 
-/**
- * MCP names its client once, in `initialize`; the stateless transport's later calls carry no
- * session, and may come over other connections. So the name is remembered by the User-Agent that
- * brought it (clients that share one are told apart only by their own header).
- */
-const namedAgents = new Map<string, string>();
-const REMEMBERED = 64;
-
-export function mcpClient(req: IncomingMessage, body: unknown): string {
-  const agent = clientOf(req.headers);
-  if (req.headers[CLIENT_HEADER]) return agent;
-  const messages = (Array.isArray(body) ? body : [body]) as Fields[];
-  const init = messages.find((m) => m && typeof m === 'object' && m['method'] === 'initialize');
-  const info = (init?.['params'] as { clientInfo?: { name?: unknown; version?: unknown } } | undefined)?.clientInfo;
-  if (typeof info?.name === 'string' && info.name) {
-    const name = `${info.name}${typeof info.version === 'string' ? `/${info.version}` : ''}`
-      .replace(/[^\x20-\x7e]/g, '')
-      .slice(0, 80);
-    namedAgents.delete(agent);
-    namedAgents.set(agent, name);
-    if (namedAgents.size > REMEMBERED) namedAgents.delete(namedAgents.keys().next().value!);
-    return name;
-  }
-  return namedAgents.get(agent) ?? agent;
-}
-
 type AnyCallback = (...params: unknown[]) => CallToolResult | Promise<CallToolResult>;
 type Extra = { signal: AbortSignal } & Fields;
 
@@ -51,7 +26,7 @@ type Extra = { signal: AbortSignal } & Fields;
  * record: one wrapper, applied before the tools are registered. A refusal is a tool error carrying
  * the policy's sentence; "Stop Agents" aborts the call as the client's cancel would.
  */
-export function guardTools(server: McpServer, gate: Gate, client: string): void {
+export function guardTools(server: McpServer, gate: Gate, caller: Caller): void {
   const register = server.registerTool.bind(server) as (name: string, config: Fields, cb: AnyCallback) => unknown;
   const guarded = (name: string, config: Fields, cb: AnyCallback) => {
     const readOnly = (config['annotations'] as { readOnlyHint?: boolean } | undefined)?.readOnlyHint === true;
@@ -64,7 +39,8 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
       try {
         activity = await gate.enter({
           transport: 'mcp',
-          client,
+          ...caller,
+          left: extra.signal,
           kind,
           label: `mcp ${name}`,
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
@@ -79,7 +55,8 @@ export function guardTools(server: McpServer, gate: Gate, client: string): void 
       const unlisten = activity.onStop(() => stop.abort());
       const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
       try {
-        const result = await cb(...params.slice(0, -1), own);
+        const author = { client: activity.action.client, action: activity.action.id };
+        const result = await asAuthor(author, () => cb(...params.slice(0, -1), own));
         const body = (result.structuredContent ?? {}) as Fields;
         const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
           (e) => typeof e === 'string',

@@ -1,5 +1,7 @@
-import { actionCode, clientOf, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, type AccessKind, type Activity, type Gate } from '../core/access';
+import { CREDENTIAL_HEADER, httpCaller } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
+import { asAuthor } from '../core/checkpoints';
 import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { NotebookHost } from '../core/sessions';
@@ -25,8 +27,12 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
         const activity = await ctx.access.enter({
+          left: leaving(input.res),
           transport: 'http',
-          client: clientOf(input.req.headers),
+          ...httpCaller(ctx.access.identities, input.req.headers),
+          issue: (credential) => {
+            if (!input.res.headersSent) input.res.setHeader(CREDENTIAL_HEADER, credential);
+          },
           kind,
           label,
           notebook: notebookOf(input),
@@ -46,6 +52,15 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
   });
 }
 
+/** Aborted if the client closes its connection before the answer is sent (listened for before any wait). */
+function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
+  const left = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) left.abort();
+  });
+  return left.signal;
+}
+
 function notebookOf({ body, query, req }: RouteInput<unknown, unknown>): string | undefined {
   const named = fields(body)['notebook'] ?? fields(query)['notebook'] ?? req.headers['marimo-session-id'];
   return typeof named === 'string' ? named : undefined;
@@ -57,10 +72,10 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
   return actionCode(code, rest);
 }
 
-/** Runs a handler as its activity, ending it with what the answer says. */
+/** Runs a handler as its activity (the author of the changes it makes), ending it with what the answer says. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
-    const result = await run();
+    const result = await asAuthor({ client: activity.action.client, action: activity.action.id }, run);
     const body = fields(result instanceof Reply ? result.body : result);
     if (result !== undefined) activity.note(JSON.stringify(body));
     const failed = (result instanceof Reply && result.status >= 400) || body['success'] === false;

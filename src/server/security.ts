@@ -34,7 +34,8 @@ export function requestLog(log: Log): RequestHandler {
 }
 
 /**
- * Host allowlist (421), loopback-only Origin (403), then the bearer token (401), in that order;
+ * Host allowlist (421), loopback-only Origin (403; any Origin while the token is off), then the
+ * bearer token (401), in that order;
  * the first that fails answers. Every request passes here before its route is even looked up.
  */
 export function securityChecks(options: SecurityOptions): RequestHandler {
@@ -49,6 +50,14 @@ export function securityChecks(options: SecurityOptions): RequestHandler {
       throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
     }
     const token = options.token();
+    // Without the token, a page on any loopback origin (an output the bridge served, say) could
+    // drive the bridge; agents and tools send no Origin.
+    if (token === null && origin !== undefined) {
+      throw new BridgeError(
+        403,
+        `Origin '${origin}' is not allowed while the token is off (agentBridge.requireToken): the bridge answers tools, not web pages`,
+      );
+    }
     if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearerMatches(req.headers.authorization, token)) {
       // marimo's text when nothing was sent (its clients print it); a wrong one says where the
       // current token is, since it changes with every window (re)load.

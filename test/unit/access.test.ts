@@ -25,7 +25,7 @@ class FakePerson {
   limitMs = 0;
   mode = () => this.current;
   maxRunMs = () => this.limitMs;
-  ask = async (action: AgentAction): Promise<Answer> => {
+  ask = async (action: AgentAction, _left?: AbortSignal): Promise<Answer> => {
     this.asked.push(action);
     return this.answers.shift() ?? 'no-answer';
   };
@@ -33,7 +33,9 @@ class FakePerson {
 
 const request$ = {
   transport: 'http' as const,
-  client: 'agent-1',
+  client: 'an agent that says it is agent-1',
+  claim: 'agent-1',
+  credential: undefined,
   label: 'scratchpad run',
   notebook: 's_aaaaaa',
   code: 'print(1)',
@@ -85,7 +87,7 @@ describe('Gate', () => {
     person.current = 'ask';
     assert.equal(await gate.enter({ ...request$, kind: 'read' }), null);
     assert.equal(started.length, 0);
-    assert.ok(gate.clients.has('agent-1'));
+    assert.ok(gate.clients.has('an agent that says it is agent-1'));
   });
 
   it('records an allowed action with its outcome and duration', async () => {
@@ -110,17 +112,24 @@ describe('Gate', () => {
     assert.equal(ended[0]!.end.outcome, 'refused');
   });
 
-  it('asks in ask mode: deny and no answer refuse; allow for 10 minutes stops asking that client', async () => {
+  it('asks in ask mode: deny and no answer refuse; allow for 10 minutes binds to a credential minted for that client', async () => {
     person.current = 'ask';
     person.answers = ['deny', 'no-answer', 'allow-10-minutes'];
     await assert.rejects(gate.enter({ ...request$, kind: 'execute' }), /denied/);
     await assert.rejects(gate.enter({ ...request$, kind: 'execute' }), /did not answer in time/);
-    assert.ok(await gate.enter({ ...request$, kind: 'execute' }));
-    assert.ok(await gate.enter({ ...request$, kind: 'run' }));
-    assert.equal(person.asked.length, 3, 'the grant covers the next actions of the same client');
-    person.answers = ['allow'];
-    assert.ok(await gate.enter({ ...request$, client: 'agent-2', kind: 'execute' }));
-    assert.equal(person.asked.length, 4, 'another client is asked about');
+    const issued: string[] = [];
+    assert.ok(await gate.enter({ ...request$, kind: 'execute', issue: (c) => issued.push(c) }));
+    assert.equal(issued.length, 1, 'the allowed client is handed a credential');
+    const holder = gate.identities.identify(issued[0], 'agent-1');
+    assert.ok(await gate.enter({ ...request$, ...holder, kind: 'execute' }));
+    assert.ok(await gate.enter({ ...request$, ...holder, kind: 'run' }));
+    assert.equal(person.asked.length, 3, 'the grant covers the next actions of the client holding the credential');
+    person.answers = ['deny', 'deny'];
+    await assert.rejects(gate.enter({ ...request$, kind: 'execute' }), /denied/, 'the same name without the credential is asked');
+    const forged = gate.identities.identify('made-up-credential', 'agent-1');
+    assert.equal(forged.credential, undefined, 'a credential the bridge never minted counts for nothing');
+    await assert.rejects(gate.enter({ ...request$, ...forged, kind: 'execute' }), /denied/);
+    assert.equal(person.asked.length, 5);
   });
 
   it('stopAll stops every action under way, which then ends as interrupted', async () => {
@@ -140,6 +149,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   let person: FakePerson;
   let ended: { action: AgentAction; end: ActionEnd }[];
   let gate: Gate;
+  let kernel: FakeKernel;
   const auth = { authorization: `Bearer ${TEST_TOKEN}` };
   const execute = (code: string, abortAfterMs?: number) =>
     request(port, {
@@ -160,7 +170,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     person = new FakePerson();
     ended = [];
     gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
-    const kernel = new FakeKernel({
+    kernel = new FakeKernel({
       'print(1)': {
         steps: [{ name: 'stdout', text: '1\n' }],
         result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
@@ -186,7 +196,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     const { action, end } = ended[0]!;
     assert.deepEqual(
       [action.client, action.label, action.notebook, action.code],
-      ['tester', 'scratchpad run', 's_aaaaaa', 'print(1)'],
+      ['an agent that says it is tester', 'scratchpad run', 's_aaaaaa', 'print(1)'],
     );
     assert.equal(end.outcome, 'succeeded');
     assert.equal(end.output, '1\n');
@@ -256,6 +266,36 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.equal(ended[0]!.end.outcome, 'timed_out');
   });
 
+  it('a client that leaves while the person is asked withdraws its request: the prompt is told, nothing runs', async () => {
+    person.current = 'ask';
+    let heard: AbortSignal | undefined;
+    person.ask = (action, left) => {
+      person.asked.push(action);
+      heard = left;
+      return new Promise((resolve) => left!.addEventListener('abort', () => resolve('withdrawn')));
+    };
+    await execute('print(1)', 150).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(heard?.aborted, true, 'the prompt heard the client leave');
+    assert.equal(ended[0]!.end.outcome, 'refused');
+    assert.match(ended[0]!.end.detail, /withdrawn/);
+    assert.equal(kernel.calls.length, 0, 'nothing ran');
+  });
+
+  it('an approval that lands after the client left starts nothing', async () => {
+    person.current = 'ask';
+    person.ask = async (action) => {
+      person.asked.push(action);
+      await new Promise((r) => setTimeout(r, 300)); // the person clicks Allow late, whatever happened
+      return 'allow';
+    };
+    await execute('print(1)', 100).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(person.asked.length, 1);
+    assert.match(ended[0]!.end.detail, /withdrawn/);
+    assert.equal(kernel.calls.length, 0, 'nothing ran');
+  });
+
   it('Stop Agents interrupts a run under way', async () => {
     const pending = execute('forever');
     await new Promise((r) => setTimeout(r, 150));
@@ -304,9 +344,44 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     it('records tool calls under the client that initialized, with their outcome', async () => {
       await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
       assert.equal(ended.length, 1);
-      assert.equal(ended[0]!.action.client, 'unit-agent/1.2.3');
+      assert.match(ended[0]!.action.client, /^agent #\d+ \(says it is unit-agent\/1\.2\.3\)$/);
       assert.equal(ended[0]!.action.label, 'mcp execute_code');
       assert.equal(ended[0]!.end.outcome, 'succeeded');
+    });
+
+    it('a clientInfo the SDK rejected names no one: the session it was offered stays unknown', async () => {
+      const post = (message: unknown, session?: string) =>
+        request(port, {
+          method: 'POST',
+          path: '/mcp/server',
+          headers: {
+            ...auth,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(session ? { 'mcp-session-id': session } : {}),
+          },
+          body: JSON.stringify(message),
+        });
+      // No protocolVersion: the SDK refuses this initialize.
+      const init = await post({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { clientInfo: { name: 'claude-code', version: '1' } },
+      });
+      const offered = init.headers['mcp-session-id'];
+      assert.equal(typeof offered, 'string');
+      assert.match(init.body, /error/);
+      const tool = {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'execute_code', arguments: { session_id: 's_aaaaaa', code: 'print(1)' } },
+      };
+      await post(tool, offered as string);
+      assert.equal(ended.length, 1);
+      assert.doesNotMatch(ended[0]!.action.client, /claude-code/);
+      assert.equal(ended[0]!.action.credential, undefined);
     });
 
     it('a capped run is reported as timed out', async () => {

@@ -6,36 +6,39 @@ const terminal = { mode: 'terminal', url: 'http://127.0.0.1:41234', tokenRequire
 
 describe('agent MCP configs', () => {
   describe('entries', () => {
-    it('Claude Code: type http, the URL and the token as a bearer header', () => {
+    it('Claude Code: type http, the URL, the token as a bearer header and the agent-name header', () => {
       assert.deepEqual(jsonServerEntry('claude', literal), {
         type: 'http',
         url: 'http://127.0.0.1:41234/mcp/server',
-        headers: { Authorization: 'Bearer tok' },
+        headers: { Authorization: 'Bearer tok', 'X-Agent-Bridge-Client': 'claude-code' },
       });
     });
     it('Claude Code from the terminal environment: ${VAR} references, no secret in the file', () => {
       assert.deepEqual(jsonServerEntry('claude', terminal), {
         type: 'http',
         url: '${AGENT_BRIDGE_URL}/mcp/server',
-        headers: { Authorization: 'Bearer ${MARIMO_TOKEN}' },
+        headers: { Authorization: 'Bearer ${MARIMO_TOKEN}', 'X-Agent-Bridge-Client': 'claude-code' },
       });
     });
-    it('Cursor: url and headers; no header when the token is off', () => {
+    it('Cursor: url and headers; no Authorization header when the token is off', () => {
       assert.deepEqual(jsonServerEntry('cursor', literal), {
         url: 'http://127.0.0.1:41234/mcp/server',
-        headers: { Authorization: 'Bearer tok' },
+        headers: { Authorization: 'Bearer tok', 'X-Agent-Bridge-Client': 'cursor' },
       });
-      assert.deepEqual(jsonServerEntry('cursor', { ...literal, token: null }), { url: 'http://127.0.0.1:41234/mcp/server' });
+      assert.deepEqual(jsonServerEntry('cursor', { ...literal, token: null }), {
+        url: 'http://127.0.0.1:41234/mcp/server',
+        headers: { 'X-Agent-Bridge-Client': 'cursor' },
+      });
       assert.throws(() => jsonServerEntry('cursor', terminal));
     });
     it('Codex: a TOML table with a header, or the token variable', () => {
       assert.equal(
         codexToml(literal),
-        '[mcp_servers.agent-bridge]\nurl = "http://127.0.0.1:41234/mcp/server"\nhttp_headers = { Authorization = "Bearer tok" }\n',
+        '[mcp_servers.agent-bridge]\nurl = "http://127.0.0.1:41234/mcp/server"\nhttp_headers = { Authorization = "Bearer tok", "X-Agent-Bridge-Client" = "codex" }\n',
       );
       assert.equal(
         codexToml(terminal),
-        '[mcp_servers.agent-bridge]\nurl = "http://127.0.0.1:41234/mcp/server"\nbearer_token_env_var = "MARIMO_TOKEN"\n',
+        '[mcp_servers.agent-bridge]\nurl = "http://127.0.0.1:41234/mcp/server"\nbearer_token_env_var = "MARIMO_TOKEN"\nhttp_headers = { "X-Agent-Bridge-Client" = "codex" }\n',
       );
     });
   });

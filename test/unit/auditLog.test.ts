@@ -19,6 +19,8 @@ function entry(code: string, kind: AccessKind = 'execute', outcome: ActionOutcom
       id: 1,
       transport: 'http',
       client: 'unit-agent',
+      claim: 'unit-agent',
+      credential: undefined,
       kind,
       label: kind === 'execute' ? 'scratchpad run' : 'cell edit',
       notebook: 's_aaaaaa',

@@ -1,3 +1,4 @@
+import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { ERROR_MIME } from '../../src/core/cellOutputs';
@@ -70,6 +71,7 @@ describe('cell routes (fake notebooks)', () => {
         ],
       },
       'sleep()': { steps: [{ waitMs: 400 }] },
+      'page()': { steps: [{ display: { mime: 'text/html', data: '<script>fetch("/api/sessions")</script>' } }] },
       'plot()': {
         steps: [{ display: { mime: 'image/png', data: PNG } }, { display: { mime: 'text/plain', data: 'y'.repeat(300) } }],
       },
@@ -383,6 +385,18 @@ describe('cell routes (fake notebooks)', () => {
   describe('batches', () => {
     const edits = (body: object) => api('POST', '/notebooks/edits', { notebook: 's_aaaaaa', ...body });
 
+    it('refuses a batch over the cap with a 413 that names the cap and says to split it; the cap itself applies', async () => {
+      const creates = (n: number) => Array.from({ length: n }, (_, i) => ({ op: 'create', code: `c${i}` }));
+      const over = await edits({ ops: creates(MAX_BATCH_OPS + 1) });
+      assert.equal(over.status, 413, over.raw);
+      assert.match(over.body.detail, new RegExp(`at most ${MAX_BATCH_OPS}`));
+      assert.match(over.body.detail, /Split it/);
+      assert.equal(docs.codes(A.uri).length, 4, 'nothing changed');
+      const at = await edits({ ops: creates(MAX_BATCH_OPS) });
+      assert.equal(at.status, 200, at.raw.slice(0, 300));
+      assert.equal(docs.codes(A.uri).length, 4 + MAX_BATCH_OPS);
+    });
+
     it('applies every op as one change', async () => {
       await list();
       const res = await edits({
@@ -568,6 +582,20 @@ describe('cell routes (fake notebooks)', () => {
       const full = await api('GET', text.url);
       assert.deepEqual([full.status, full.raw.length, full.type], [200, 300, 'text/plain; charset=utf-8']);
       assert.equal((await api('GET', q(`/notebooks/cells/${ids[0]}/outputs/5/0`))).status, 404);
+    });
+
+    it('serves an HTML output under a sandboxing Content-Security-Policy, so no browser runs it', async () => {
+      await list();
+      docs.type(A.uri, 0, 'page()');
+      const res = await run(ids[0]!, { wait: true });
+      assert.equal(res.body.cell.outputs[0].items[0].mime, 'text/html');
+      const raw = await request(port, {
+        path: q(`/notebooks/cells/${ids[0]}/outputs/0/0`),
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(raw.status, 200, raw.body);
+      assert.match(String(raw.headers['content-type']), /^text\/html/);
+      assert.match(String(raw.headers['content-security-policy']), /^sandbox\b/);
     });
 
     it('400 for a markup cell, 409 when no kernel serves the notebook', async () => {

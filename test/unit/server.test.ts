@@ -73,8 +73,8 @@ describe('HTTP contract (fake notebook host)', () => {
       const res = await request(port, { path: '/api/sessions', headers: auth() });
       assert.equal(res.status, 200);
       assert.deepEqual(JSON.parse(res.body), {
-        s_aaaaaa: { filename: '/work/a.ipynb', path: '/work/a.ipynb' },
-        s_bbbbbb: { filename: null, path: null },
+        s_aaaaaa: { session_id: 's_aaaaaa', filename: '/work/a.ipynb', path: '/work/a.ipynb' },
+        s_bbbbbb: { session_id: 's_bbbbbb', filename: null, path: null },
       });
     });
     it('requires the token', async () => {
@@ -254,6 +254,14 @@ describe('HTTP contract (fake notebook host)', () => {
       assert.equal((await request(port, { path: '/api/sessions' })).status, 200);
       assert.equal((await request(port, { path: '/api/sessions', headers: { host: 'evil.example' } })).status, 421);
       assert.equal((await request(port, { path: '/api/sessions', headers: { origin: 'http://evil.example' } })).status, 403);
+    });
+    it('with the token turned off, refuses every request that carries an Origin, loopback ones included', async () => {
+      token = null;
+      for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+        const res = await request(port, { path: '/api/sessions', headers: { origin } });
+        assert.equal(res.status, 403, origin);
+        assert.match(JSON.parse(res.body).detail, /token is off/);
+      }
     });
     it('answers unknown routes with a JSON 404', async () => {
       const res = await request(port, { path: '/nope', headers: auth() });

@@ -1,0 +1,184 @@
+/**
+ * An agent cannot lower the person's guard: what an agent could do with a shell and the token,
+ * tried against the real workbench. Workspace settings files that try to loosen access, a
+ * grant claimed by name, a request whose client left, oversized batches, active outputs, text
+ * the editor would mangle, and a write after another agent's change.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { eq, fail, includes, ok, show } from '../assert';
+import type { BridgeClient } from '../http';
+import { pickMode } from './access';
+import { type CheckContext, checkRun, context } from './context';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
+function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {
+  const dir = path.join(ctx.workspace, '.vscode');
+  const file = path.join(dir, 'settings.json');
+  if (!settings) {
+    fs.rmSync(file, { force: true });
+    return;
+  }
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+}
+
+/** Waits until the workbench shows the warning that workspace settings are ignored (VS Code read the file). */
+async function ignoredWarning(page: Page): Promise<void> {
+  await page
+    .locator('.statusbar-item', { hasText: 'Workspace settings ignored' })
+    .first()
+    .waitFor({ state: 'visible', timeout: 20_000 })
+    .catch(() => fail('no status bar warning that the workspace settings are ignored'));
+}
+
+/** Runs a command from the palette, as the person would. */
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
+}
+
+/** The `guard` suite's checks. */
+export function guardChecks(): void {
+  let ctx: CheckContext;
+  let client: BridgeClient;
+  let sid: string;
+  before(() => {
+    ctx = context();
+    ({ client } = ctx);
+    sid = ctx.analysis.session.id;
+  });
+  const page = () => ctx.sandbox.page;
+
+  it('guard: a workspace settings file that says "full" leaves the person\'s "ask" in force', async () => {
+    const { note } = checkRun();
+    await pickMode(page(), 'ask');
+    try {
+      workspaceSettings(ctx, { 'agentBridge.access.mode': 'full', 'agentBridge.requireToken': false });
+      await ignoredWarning(page());
+      await page().locator('.statusbar-item', { hasText: 'Agents: ask' }).first().waitFor({ timeout: 5_000 });
+      // The token is still required: the workspace's requireToken=false is ignored too.
+      const untokened = await client.get('/api/sessions', { token: null });
+      eq(untokened.status, 401, `GET /api/sessions without the token (${show(untokened.text, 200)})`);
+      const run = client.execute(sid, 'print("workspace said full")', {
+        headers: { 'x-agent-bridge-client': 'guard-agent' },
+        timeoutMs: 30_000,
+      });
+      const toast = page().locator('.notification-toast', { hasText: 'wants a scratchpad run' });
+      await toast
+        .first()
+        .waitFor({ state: 'visible', timeout: 15_000 })
+        .catch(async () => fail(`no ask prompt: the run went ahead (${show(await run.result, 300)})`));
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Deny$/ })
+        .click({ timeout: 5_000 });
+      const result = await run.result;
+      eq(result.status, 403, `the run after Deny (${show(result.raw, 200)})`);
+      note('the prompt came and Deny refused the run');
+    } finally {
+      workspaceSettings(ctx, undefined);
+      await pickMode(page(), 'full');
+    }
+  }).timeout(90_000);
+
+  it('guard: "Stop Agents" turns agents off while a workspace settings file says "full"', async () => {
+    const { signal } = checkRun();
+    workspaceSettings(ctx, { 'agentBridge.access.mode': 'full' });
+    try {
+      await ignoredWarning(page());
+      await runCommand(page(), 'Agent Bridge: Stop Agents');
+      const said = page().locator('.notification-toast', { hasText: 'stopped' });
+      await said.first().waitFor({ state: 'visible', timeout: 10_000 });
+      includes(await said.first().innerText(), 'access is now off', 'the Stop Agents message');
+      const run = await client.run(sid, 'print("after stop")', { signal, timeoutMs: 20_000 });
+      eq(run.status, 403, `execute after Stop Agents (${show(run.raw, 200)})`);
+      const sessions = await client.get('/api/sessions', { signal });
+      eq(sessions.status, 403, 'GET /api/sessions after Stop Agents');
+    } finally {
+      workspaceSettings(ctx, undefined);
+      await pickMode(page(), 'full');
+      await sleep(500);
+    }
+  }).timeout(90_000);
+
+  it('guard: "Allow for 10 Minutes" binds to the client approved; another process with the same name is asked', async () => {
+    const { note } = checkRun();
+    const named = { 'x-agent-bridge-client': 'guard-agent' };
+    await pickMode(page(), 'ask');
+    try {
+      const first = client.execute(sid, 'print("approved")', { headers: named, timeoutMs: 30_000 });
+      const toast = page().locator('.notification-toast', { hasText: 'says it is guard-agent wants a scratchpad run' });
+      await toast.first().waitFor({ state: 'visible', timeout: 15_000 });
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Allow for 10 Minutes$/ })
+        .click({ timeout: 5_000 });
+      const approved = await first.result;
+      eq(approved.status, 200, 'the approved run');
+      const credential = approved.headers['x-agent-bridge-credential'];
+      ok(typeof credential === 'string' && credential.length >= 20, `no credential handed back: ${show(approved.headers)}`);
+      // The approved client, with what it was handed: no prompt (one would hold the run past its timeout).
+      const again = await client.run(sid, 'print("again")', {
+        headers: { ...named, 'x-agent-bridge-credential': credential as string },
+        timeoutMs: 15_000,
+      });
+      eq(again.status, 200, `the approved client's next run (${show(again.raw, 200)})`);
+      eq(again.stdout, 'again\n', "the approved client's next run");
+      // Another process naming itself the same: asked, and Deny refuses it.
+      const impostor = client.execute(sid, 'print("impostor")', { headers: named, timeoutMs: 30_000 });
+      const asked = page().locator('.notification-toast', { hasText: 'print("impostor")' });
+      await asked
+        .first()
+        .waitFor({ state: 'visible', timeout: 15_000 })
+        .catch(async () => fail(`the same name ran without a prompt (${show((await impostor.result).raw, 200)})`));
+      await asked
+        .first()
+        .locator('.monaco-button', { hasText: /^Deny$/ })
+        .click({ timeout: 5_000 });
+      eq((await impostor.result).status, 403, 'the impostor after Deny');
+      note('approved client ran unprompted; the same name without the credential was asked');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+  }).timeout(90_000);
+
+  it('guard: a request whose client left is withdrawn, and the Allow clicked after starts nothing', async () => {
+    const { note } = checkRun();
+    const marker = path.join(ctx.workspace, `withdrawn-${Date.now()}.txt`);
+    await pickMode(page(), 'ask');
+    try {
+      const gone = new AbortController();
+      const run = client.execute(sid, `open(${JSON.stringify(marker)}, 'w').write('ran')`, {
+        headers: { 'x-agent-bridge-client': 'guard-agent' },
+        signal: gone.signal,
+        timeoutMs: 30_000,
+      });
+      const toast = page().locator('.notification-toast', { hasText: path.basename(marker) });
+      await toast.first().waitFor({ state: 'visible', timeout: 15_000 });
+      gone.abort(); // the agent gives up and closes its connection
+      await run.result.catch(() => undefined);
+      const withdrawn = page().locator('.notification-toast', { hasText: 'Withdrawn:' });
+      await withdrawn
+        .first()
+        .waitFor({ state: 'visible', timeout: 10_000 })
+        .catch(() => fail('the prompt was not marked withdrawn after the client left'));
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Allow$/ })
+        .click({ timeout: 5_000 });
+      await sleep(2_000);
+      ok(!fs.existsSync(marker), 'the code ran after its client had left');
+      note('withdrawn notice shown; the late Allow started nothing');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+    // The kernel is free: the next run answers at once.
+    const next = await client.run(sid, 'print("free")', { timeoutMs: 15_000 });
+    eq(next.stdout, 'free\n', 'the next run');
+  }).timeout(90_000);
+}
