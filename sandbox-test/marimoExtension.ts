@@ -54,11 +54,11 @@ function uvPythons(python: string): string {
   return root;
 }
 
-/** Packs the fake into `dir` (vsce, no dependencies: it has none). */
+/** Packs the fake into `dir` (vsce under setup's Node 24; no dependencies: it has none). */
 export function packFakeMarimo(dir: string): string {
   const vsix = path.join(dir, 'fake-marimo.vsix');
   const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
-  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), args, { cwd: FAKE_MARIMO_DIR, encoding: 'utf8' });
+  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'vsce.sh'), ...args], { cwd: FAKE_MARIMO_DIR, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`packing ${FAKE_MARIMO_DIR} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
   return vsix;
 }
