@@ -56,15 +56,20 @@ export function marimoExtensionChecks(): void {
     const picker = input.waitFor({ state: 'visible', timeout: 140_000 }).then(() => 'picker' as const);
     picker.catch(() => undefined);
     if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
+      // VS Code's picker may first list kernel sources ("Select Another Kernel...", an extension's
+      // group): a lone item that is not the kernel is opened, as the person would.
       const rows = ctx.sandbox.page.locator('.quick-input-widget .monaco-list-row');
-      let texts: string[] = [];
-      for (const end = Date.now() + 60_000; Date.now() < end; await sleep(500)) {
-        texts = await rows.allInnerTexts();
-        if (texts.some((t) => t.includes(ctx.marimo.pick))) break;
+      for (let level = 0; ; level++) {
+        let texts: string[] = [];
+        for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
+          texts = await rows.allInnerTexts();
+          if (texts.some((t) => t.includes(ctx.marimo.pick))) break;
+        }
+        const at = texts.findIndex((t) => t.includes(ctx.marimo.pick));
+        ok(at >= 0 || (texts.length === 1 && level < 3), `no "${ctx.marimo.pick}" among the picker's items: ${show(texts)}`);
+        await rows.nth(at >= 0 ? at : 0).click();
+        if (at >= 0) break;
       }
-      const at = texts.findIndex((t) => t.includes(ctx.marimo.pick));
-      ok(at >= 0, `no "${ctx.marimo.pick}" among the picker's items: ${show(texts)}`);
-      await rows.nth(at).click();
     }
     const r = await opening;
     eq(r.status, 200, `POST /notebooks/open ${MARIMO_FIXTURE} with kernel "marimo" (body ${show(r.text, 400)})`);
