@@ -79,8 +79,10 @@ export function marimoUnderTest(given: readonly GivenExtension[], dir: string): 
         'python.defaultInterpreterPath': STACK.venvPython,
       },
       env: lspPython ? { UV_PYTHON_INSTALL_DIR: uvPythons(lspPython) } : {},
-      // marimo's controllers are named after the Python environments; the setup's is a venv.
-      pick: 'venv',
+      // marimo's controllers are named after the Python environments the Python extension knows,
+      // which need not include the setup's venv; its sandbox controller makes a uv environment
+      // with marimo from PyPI.
+      pick: process.env['MARIMO_KERNEL_PICK'] || 'marimo sandbox',
       describe: `the REAL marimo extension ${real.extension.version} (${real.extension.vsix})`,
     };
   }
