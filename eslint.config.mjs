@@ -13,4 +13,23 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // The pure core runs in plain mocha and under any transport: no editor, no HTTP framework.
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'vscode',
+              message: 'src/core/ does not import vscode: put the VS Code side in src/notebooks, src/kernels or src/access.',
+            },
+            { name: 'express', message: 'src/core/ does not import express: HTTP belongs in src/server.' },
+          ],
+          patterns: [{ group: ['express/*', '**/server/*', '**/mcp/*'], message: 'src/core/ imports no transport.' }],
+        },
+      ],
+    },
+  },
 );

@@ -40,6 +40,7 @@ import { reviewChecks } from './checks/review';
 import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { twoWindowChecks } from './checks/twoWindows';
 import { guardChecks } from './checks/guard';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
@@ -85,6 +86,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('kernel sandbox', kernelSandboxChecks);
   describe('marimo extension', marimoExtensionChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python
+  describe('two windows', twoWindowChecks); // a second window shares the harness's discovery file
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
 }

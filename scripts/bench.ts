@@ -1,5 +1,6 @@
 /**
  * `npm run bench [-- --no-build] [--vsix FILE] [--only SECTIONS] [--extension FILE]...`
+ * `--peers` measures the bridge beside marimo edit and Jupyter + jupyter-mcp-server instead (scripts/bench/peers.ts).
  *
  * What the bridge costs, each figure beside a baseline measured in the same run: packages the
  * extension (unless --no-build), starts the harness's isolated VS Code (sandbox-test/vscode.ts)
@@ -28,11 +29,12 @@ import { BenchClient } from './bench/client';
 import { startFloor } from './bench/floor';
 import { waitForQuiet } from './bench/machine';
 import { writeNotebook } from './bench/notebooks';
+import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import * as sections from './bench/sections';
 
 const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'batch', 'listing', 'jupyter', 'activation'] as const;
-const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]...`;
+const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]... [--peers]`;
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
 const t0 = Date.now();
@@ -45,6 +47,7 @@ function options() {
       vsix: { type: 'string' },
       only: { type: 'string' },
       extension: { type: 'string', multiple: true },
+      peers: { type: 'boolean', default: false },
     },
   });
   const only = values.only?.split(',') ?? [...SECTIONS];
@@ -55,6 +58,7 @@ function options() {
     vsix: path.resolve(values.vsix ?? path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix')),
     wants: (s: (typeof SECTIONS)[number]) => only.includes(s),
     extensions: givenExtensions(values.extension),
+    peers: values.peers,
   };
 }
 
@@ -115,12 +119,14 @@ function activationRows(sandbox: Sandbox, advert: Advert, installed: string, vsi
     from === undefined
       ? row(section, 'activation → server listening', NaN, 'ms', missing('_doActivateExtension agent-bridge.agent-bridge'))
       : row(section, 'activation → server listening', total, 'ms', {
-          target: goal('≤ 100 ms', total <= 100),
           note: 'from VS Code’s log line to the discovery file’s startedAt, 1 ms resolution',
         }),
     split('  VS Code loading our bundle', total - sinceLoad),
-    split('  VS Code making our extension context', sinceLoad - inActivate),
-    split('  our activate() → listening', inActivate),
+    ours
+      ? row(section, '  ours: bundle loaded → listening', sinceLoad, 'ms', { target: goal('≤ 10 ms', sinceLoad <= 10) })
+      : row(section, '  ours: bundle loaded → listening', NaN, 'ms', missing('activate() → listening')),
+    split('    VS Code making our extension context', sinceLoad - inActivate),
+    split('    our activate() → listening', inActivate),
     ...['extension.js', 'composition.js'].map((f) => row('size', `dist/${f}`, size(path.join(installed, f)), 'B')),
     row('size', path.basename(vsix), size(vsix), 'B'),
   ];
@@ -141,6 +147,7 @@ async function main(): Promise<number> {
       throw new Error('npm run package failed');
   }
   if (!fs.existsSync(opts.vsix)) throw new Error(`${opts.vsix} not found (run without --no-build, or npm run package)`);
+  if (opts.peers) return runPeers({ vsix: opts.vsix, extensions: opts.extensions, say });
   const ws = makeWorkspace();
   process.on('exit', () => fs.rmSync(ws.dir, { recursive: true, force: true }));
 
@@ -200,6 +207,7 @@ async function main(): Promise<number> {
       token: advert.token,
       pid: advert.pid,
       floorUrl: floor.url,
+      expressFloorUrl: floor.expressUrl,
       kernels,
       notebooks,
       open: (file) => open(file),

@@ -6,6 +6,7 @@ import { commandTable } from './commands';
 import type { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
+import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
 import { createAgentAccess } from './access';
 import { JsonCheckpointFile } from './access/checkpointFile';
@@ -80,7 +81,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const access = createAgentAccess({
     context,
     cells,
-    session: (nb) => sessions.info(nb),
+    notebooks: sessions,
     connection: () => bridge.connection,
     log,
     settings,
@@ -152,6 +153,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
           cells,
           checkpoints,
           runs: new KeyedQueue(),
+          outputs: new ScratchpadOutputs(),
           version,
           access: access.gate,
           serveMcp: lazyMcp,

@@ -7,6 +7,12 @@ import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntrie
 
 /** When VS Code loaded this bundle: from then until it calls activate(), it makes our extension context. */
 const loadedAt = performance.now();
+/**
+ * Stops the server and withdraws the discovery files. VS Code calls deactivate() without the
+ * context and awaits what it returns (the subscriptions' dispose() cannot be awaited), so
+ * activation leaves the stop here.
+ */
+let stopBridge: (() => Promise<void>) | undefined;
 
 /**
  * Activation: the socket first, then the rest. This bundle (dist/extension.js) holds only the
@@ -37,7 +43,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       settings: () => settings.current,
       app: async (server) => (await composed()).app(server),
     });
-    push({ dispose: () => discovery.dispose() }, { dispose: () => void bridge.stop() });
+    stopBridge = () => bridge.stop();
+    push({ dispose: () => discovery.dispose() });
     try {
       await bridge.start();
       const ms = (from: number) => (performance.now() - from).toFixed(1);
@@ -56,6 +63,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   }
 }
 
-export function deactivate(): void {
-  // Everything is in context.subscriptions, which VS Code disposes after this returns.
+export async function deactivate(): Promise<void> {
+  // The rest is in context.subscriptions, which VS Code disposes after this settles.
+  await stopBridge?.();
+  stopBridge = undefined;
 }

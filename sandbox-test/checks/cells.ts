@@ -4,7 +4,7 @@
  * read-before-write check makes a real human edit: it clicks into the cell's editor in the
  * workbench through the launcher's Chromium page and types on the keyboard.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -347,6 +347,40 @@ export function cellChecks(): void {
     const onDisk = (readJson(nb.path).cells as { id: string; metadata: { tags?: string[] } }[]).find((c) => c.id === cell.id);
     ok(onDisk, `cell ${cell.id} is not in the saved file`);
     deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
+  });
+
+  it('cells: 50 saves right after an edit, under CPU load from a second process, all answer 200 (no false "changed on disk")', async function () {
+    this.timeout(240_000);
+    const { signal, note } = checkRun();
+    const cell = await create(`save_loop_${tag} = 0`, signal);
+    // One busy loop per CPU in another process: VS Code's save event then comes late, after the next edit.
+    const load = Array.from({ length: os.availableParallelism() }, () =>
+      spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+    );
+    const conflicts: string[] = [];
+    const t0 = Date.now();
+    try {
+      let version = cell.version;
+      for (let i = 1; i <= 50; i++) {
+        const edit = await call(
+          'PATCH',
+          `/notebooks/cells/${cell.id}`,
+          { notebook: sid, code: `save_loop_${tag} = ${i}`, version },
+          { signal },
+        );
+        eq(edit.status, 200, `edit ${i} status (body ${show(edit.text, 300)})`);
+        version = edit.json<{ cell: Cell }>().cell.version;
+        const saved = await client.post('/notebooks/save', { notebook: sid }, { signal, timeoutMs: 30_000 });
+        if (saved.status !== 200) conflicts.push(`save ${i}: ${saved.status} ${show(saved.text, 200)}`);
+      }
+    } finally {
+      for (const child of load) child.kill('SIGKILL');
+    }
+    note(`50 edit+save pairs under load took ${Date.now() - t0} ms`);
+    deepEq(conflicts, [], 'saves that did not answer 200');
+    const onDisk = (readJson(nb.path).cells as { id: string; source: string | string[] }[]).find((c) => c.id === cell.id);
+    const source = Array.isArray(onDisk?.source) ? onDisk.source.join('') : onDisk?.source;
+    eq(source, `save_loop_${tag} = 50`, 'the last edit is in the file');
   });
 
   it('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async () => {

@@ -10,6 +10,7 @@
  * Without marimo in the stack's venv, or without marimo-pair's scripts, every case is reported
  * skipped by name with the reason.
  */
+import { setMaxListeners } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { show } from '../assert';
@@ -19,11 +20,11 @@ import { MARIMO_FIXTURES, marimoMissing, type MarimoServer, newToken, startMarim
 import { differingFields, normalise } from '../conformance/normalise';
 import type { Observation, Target } from '../conformance/target';
 import { findExtension, type GivenExtension } from '../extensions';
+import { MARIMO_ID } from '../marimoExtension';
 import { MARKER_VAR, REPO_ROOT } from '../vscode';
 import { type CheckContext, checkRun, context, skipped } from './context';
 import { scriptsDir } from './scripts';
 
-const MARIMO_EXTENSION_ID = 'marimo-team.vscode-marimo';
 /** Cases observed at the same time (each runs on every target at once). */
 const POOL = 4;
 const SUMMARY = 'conformance: the summary line, and every intended difference is in SETUP.md';
@@ -38,7 +39,10 @@ function scriptEnv(home: string, stateHome: string): NodeJS.ProcessEnv {
 }
 
 async function marimoTarget(server: MarimoServer): Promise<Target> {
-  const notebook = (name: keyof typeof MARIMO_FIXTURES) => ({ session: `s_${name}`, path: path.join(server.dir, MARIMO_FIXTURES[name]) });
+  const notebook = (name: keyof typeof MARIMO_FIXTURES) => ({
+    session: `s_${name}`,
+    path: path.join(server.dir, MARIMO_FIXTURES[name]),
+  });
   const target: Target = {
     name: 'marimo',
     url: server.url,
@@ -60,7 +64,11 @@ async function bridgeTarget(ctx: CheckContext): Promise<Target> {
     [ctx.analysis, 'a1'],
     [ctx.other, 'o1'],
   ] as const) {
-    const r = await ctx.client.post(`/notebooks/cells/${cell}/run`, { notebook: nb.session.id, wait: true }, { timeoutMs: 60_000 });
+    const r = await ctx.client.post(
+      `/notebooks/cells/${cell}/run`,
+      { notebook: nb.session.id, wait: true },
+      { timeoutMs: 60_000 },
+    );
     if (r.status !== 200) throw new Error(`running ${nb.name} ${cell}: ${r.status} ${r.text.slice(0, 300)}`);
   }
   return {
@@ -79,7 +87,7 @@ async function bridgeTarget(ctx: CheckContext): Promise<Target> {
 async function marimoExtensionTarget(ctx: CheckContext, bridge: Target): Promise<Target> {
   const open = async (name: keyof typeof MARIMO_FIXTURES) => {
     const file = path.join(ctx.workspace, MARIMO_FIXTURES[name]);
-    const r = await ctx.client.post('/notebooks/open', { path: file }, { timeoutMs: 60_000 });
+    const r = await ctx.client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
     if (r.status !== 200) throw new Error(`opening ${file} with the marimo extension: ${r.status} ${r.text.slice(0, 300)}`);
     return { session: r.json<{ session: { id: string } }>().session.id, path: file };
   };
@@ -102,7 +110,11 @@ function observeAll(targets: readonly Target[], env: CaseEnv): Map<Case, Promise
   const pooled = CORPUS.filter((c) => !c.alone);
   const results = new Map<Case, Promise<Settled>>();
   const starts = new Map<Case, () => void>();
-  for (const c of CORPUS) results.set(c, new Promise<void>((resolve) => starts.set(c, resolve)).then(() => observe(c)));
+  for (const c of CORPUS)
+    results.set(
+      c,
+      new Promise<void>((resolve) => starts.set(c, resolve)).then(() => observe(c)),
+    );
   let next = 0;
   const worker = async () => {
     while (next < pooled.length) {
@@ -136,7 +148,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
         : undefined);
   const names = CORPUS.map((c) => `conformance: ${c.name}`);
   if (missing) return skipped([...names, SUMMARY], missing);
-  const withExtension = 'extension' in findExtension(extensions, MARIMO_EXTENSION_ID);
+  const withExtension = 'extension' in findExtension(extensions, MARIMO_ID);
 
   let ctx: CheckContext;
   let server: MarimoServer | undefined;
@@ -144,6 +156,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
   let tmp: string;
   const verdicts = new Map<string, Verdict>();
   const stopAll = new AbortController();
+  setMaxListeners(0, stopAll.signal); // every script and request of the corpus listens to it
   let observed: Map<Case, Promise<Settled>> = new Map();
 
   before('start marimo edit --headless and open its sessions', async function () {

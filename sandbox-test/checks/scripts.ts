@@ -63,6 +63,7 @@ const NAMES = [
   'scripts: execute-code.sh reads code from stdin (-)',
   'scripts: execute-code.sh reads code from a file argument',
   'scripts: execute-code.sh without the token fails to connect',
+  'scripts: execute-code.sh printing 15 MB ends within 2x raw curl; the whole output is at the URL its note gives',
 ] as const;
 
 /** The folder with marimo-pair's discover-servers.sh and execute-code.sh (MARIMO_PAIR_SCRIPTS), if given. */
@@ -175,5 +176,79 @@ export function scriptChecks(): void {
     const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: baseEnv });
     eq(r.code, 1, `exit code (${summarize(r)})`);
     includes(r.stderr, 'Failed to connect', 'stderr');
+  });
+
+  it(NAMES[8], async function () {
+    this.timeout(300_000);
+    const { signal, note } = checkRun();
+    const lines = 150_000;
+    const code = `for i in range(${lines}):\n    print(f"{i:08d} " + "x" * 91)`;
+    const printed = Array.from({ length: lines }, (_, i) => `${String(i).padStart(8, '0')} ${'x'.repeat(91)}\n`).join('');
+    // The same request the script sends, by curl alone: the time the run and the transfer take.
+    const curl = await runCommand(
+      'curl',
+      [
+        '-sN',
+        '-X',
+        'POST',
+        `${url}/api/kernel/execute`,
+        '-H',
+        'Content-Type: application/json',
+        '-H',
+        `Marimo-Session-Id: ${ctx.analysis.session.id}`,
+        '-H',
+        `Authorization: Bearer ${ctx.advert.token}`,
+        '-d',
+        JSON.stringify({ code }),
+        '-o',
+        '/dev/null',
+      ],
+      signal,
+    );
+    const r = await runScript(execute, ['--url', url, '--file', ctx.analysis.path, '-c', code], {
+      env: withToken,
+      signal,
+      timeoutMs: 240_000,
+    });
+    note(
+      `raw curl ${curl.ms} ms, execute-code.sh ${r.ms} ms (ratio ${(r.ms / curl.ms).toFixed(2)}), stdout ${r.stdout.length} characters`,
+    );
+    eq(r.code, 0, `exit code (${summarize(r)})`);
+    const cut =
+      /\[agent-bridge: (\d+) characters cut here, after character (\d+); the whole output \((\d+) characters\) is at (\S+) for/.exec(
+        r.stderr,
+      );
+    ok(cut, `no cut note on stderr: ${show(r.stderr, 400)}`);
+    const [cutChars, headChars, whole] = [Number(cut[1]), Number(cut[2]), Number(cut[3])];
+    eq(whole, printed.length, 'characters printed, as the note counts them');
+    // stdout: the head, the tail, and the script's newline after `done`; nothing else lost.
+    const expected = printed.slice(0, headChars) + printed.slice(headChars + cutChars) + '\n';
+    ok(
+      r.stdout === expected,
+      `stdout is not the printed text minus what the note says was cut (${r.stdout.length} vs ${expected.length} characters)`,
+    );
+    const fetched = await runCommand('curl', ['-sf', '-H', `Authorization: Bearer ${ctx.advert.token}`, cut[4]!], signal);
+    eq(fetched.code, 0, `curl ${cut[4]} exit code`);
+    ok(
+      fetched.stdout === printed,
+      `the output at the URL is not the whole printed text (${fetched.stdout.length} of ${printed.length} characters)`,
+    );
+    ok(r.ms <= 2 * curl.ms, `execute-code.sh took ${r.ms} ms, more than 2x raw curl's ${curl.ms} ms`);
+  });
+}
+
+/** A command with its stdout, exit code and duration (no shell). */
+export function runCommand(
+  file: string,
+  args: string[],
+  signal: AbortSignal,
+): Promise<{ code: number | null; stdout: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'], signal });
+    const chunks: Buffer[] = [];
+    child.stdout!.on('data', (d: Buffer) => chunks.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - t0 }));
   });
 }

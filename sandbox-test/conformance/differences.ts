@@ -25,19 +25,19 @@ const parse = (s: string | undefined): unknown => {
   }
 };
 
-/** The cut note the bridge puts where it cut a scratchpad run's output (src/core/scratchpadOutputs.ts). */
-const CUT = /\n?\[agent-bridge: (\d+) characters cut here[^\]]*\]\n/;
+/** The note the bridge puts on stderr where it cut a run's printed output (src/server/execute.ts). */
+const CUT = /\n?\[agent-bridge: (\d+) characters cut here, after character (\d+);[^\]]*\]\n/;
 
 /**
- * True when `capped` is `whole` with one stretch cut out where a note says so, and the note's
- * count is the stretch's length: what the cap kept is exactly marimo's output, minus what it said.
+ * True when `capped` is `whole` with the stretch cut out that the note in `stderr` names (its
+ * length and where it starts), and `stderr` is otherwise the same as `wholeStderr`: what the cap
+ * kept is exactly marimo's output, minus what the note said.
  */
-export function isCutOf(capped: string, whole: string): boolean {
-  const m = CUT.exec(capped);
+export function isCutOf(capped: string, whole: string, stderr: string, wholeStderr: string): boolean {
+  const m = CUT.exec(stderr);
   if (!m) return false;
-  const head = capped.slice(0, m.index);
-  const tail = capped.slice(m.index + m[0].length);
-  return whole.startsWith(head) && whole.endsWith(tail) && head.length + Number(m[1]) + tail.length === whole.length;
+  const [cut, head] = [Number(m[1]), Number(m[2])];
+  return capped === whole.slice(0, head) + whole.slice(head + cut) && stderr.replace(m[0], '') === wholeStderr;
 }
 
 export const DIFFERENCES = {
@@ -48,6 +48,14 @@ export const DIFFERENCES = {
       const [ml, bl] = [parse(m.stdout), parse(b.stdout)];
       return when(Array.isArray(ml) && Array.isArray(bl) && bl.length === ml.length + 1, ['stdout']);
     },
+  },
+  plainTrailingValue: {
+    title: "A trailing value comes back as text/plain, not in marimo's HTML",
+    accounts: (m, b) =>
+      when(
+        /<pre class='text-xs'>/.test(JSON.stringify([m.done, m.stdout])) && !/<pre /.test(JSON.stringify([b.done, b.stdout])),
+        ['stdout', 'done'],
+      ),
   },
   tracebacks: {
     title: "Tracebacks are the kernel's own (IPython's, in an IPython kernel)",
@@ -90,7 +98,7 @@ export const DIFFERENCES = {
   outputCap: {
     title: "A scratchpad run's printed output is capped, head and tail",
     accounts: (m, b) =>
-      when(isCutOf(b.stdout ?? '', m.stdout ?? '') && /the whole output/.test(b.stderr ?? ''), ['stdout', 'stderr', 'events']),
+      when(isCutOf(b.stdout ?? '', m.stdout ?? '', b.stderr ?? '', m.stderr ?? ''), ['stdout', 'stderr', 'events']),
   },
   healthNamesServer: {
     title: '/health also names the server and its version',

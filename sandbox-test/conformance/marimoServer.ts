@@ -60,7 +60,20 @@ export async function startMarimo(opts: { token: string | null; sandboxId: strin
   const tokenArgs = opts.token === null ? ['--no-token'] : ['--token-password', opts.token];
   const child = spawn(
     MARIMO_BIN,
-    ['-q', '-y', 'edit', '--headless', '--host', '127.0.0.1', '--port', String(port), ...tokenArgs, '--skip-update-check', '--no-skew-protection', dir],
+    [
+      '-q',
+      '-y',
+      'edit',
+      '--headless',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      ...tokenArgs,
+      '--skip-update-check',
+      '--no-skew-protection',
+      dir,
+    ],
     {
       cwd: root,
       detached: true, // its own process group: stop() ends the server and its kernels together

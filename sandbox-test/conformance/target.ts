@@ -74,4 +74,7 @@ export function observeStream(r: SseResult): Observation {
   return { status: r.status, contentType: type, events, stdout: r.stdout, stderr: r.stderr, done: r.done?.data };
 }
 
-const mediaType = (header: string | string[] | undefined) => String(header ?? '').split(';')[0]!.trim();
+const mediaType = (header: string | string[] | undefined) =>
+  String(header ?? '')
+    .split(';')[0]!
+    .trim();

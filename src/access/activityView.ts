@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { ActionOutcome } from '../core/access';
-import { notebookName, type ActivityStore, type Entry } from './record';
+import type { ActivityStore, Entry } from './record';
 
 export const VIEW_ID = 'agentBridge.activity';
 export const SHOW_ACTIVITY = 'agentBridge.showActivity';
@@ -40,7 +40,7 @@ export function rowOf(entry: Entry): { label: string; description: string } {
     description: [
       end ? `${end.outcome.replace('_', ' ')} ${duration(end.durationMs)}` : 'running',
       action.client,
-      notebookName(entry.notebook, action.notebook),
+      entry.notebookLabel.split(/[\\/]/).pop(),
       action.summary,
     ].join(' · '),
   };
@@ -110,7 +110,7 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
       return entry.changes.map((c) => `# cell ${c.cell.index + 1}${c.created ? ' (new)' : ''}\n${c[side]}\n`).join('\n');
     }
     return [
-      `# ${action.label} by ${action.client} in ${notebookName(entry.notebook, action.notebook)}`,
+      `# ${action.label} by ${action.client} in ${entry.notebookLabel}`,
       `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
       ...(end?.detail ? [`# ${end.detail.replace(/\n/g, '\n# ')}`] : []),
       '',

@@ -4,21 +4,20 @@ import { Gate, type Person } from '../core/access';
 import type { CellService } from '../core/cells';
 import type { Author, Checkpoints } from '../core/checkpoints';
 import type { Log } from '../core/log';
-import type { SessionInfo } from '../core/sessions';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
-import { ActivityStore, notebookName, type NotebookResolver } from './record';
+import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
 import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
   context: vscode.ExtensionContext;
   cells: CellService;
-  /** The session of an open notebook (session ids are how scratchpad runs name notebooks). */
-  session: (notebook: vscode.NotebookDocument) => SessionInfo;
+  /** The registry of open notebooks: how actions name them, and their labels. */
+  notebooks: NotebookRegistry;
   connection: () => { url: string; token: string | null } | undefined;
   log: Log;
   settings: Settings;
@@ -38,18 +37,12 @@ export function createAgentAccess(deps: AccessDeps): {
   codeAuthor: (notebook: vscode.NotebookDocument) => Author;
   disposables: vscode.Disposable[];
 } {
-  const resolve: NotebookResolver = (named) => {
-    const open = vscode.workspace.notebookDocuments;
-    if (named === undefined) return open.length === 1 ? open[0] : undefined;
-    return open.find((nb) => nb.uri.toString() === named || nb.uri.fsPath === named || deps.session(nb).id === named);
-  };
-  const store = new ActivityStore(resolve);
+  const store = new ActivityStore(deps.notebooks);
   const settings = () => deps.settings.current;
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action, left) =>
-      askPerson(action, notebookName(resolve(action.notebook), action.notebook), settings().askTimeoutMs, left),
+    ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
   };
   const gate = new Gate(person, [store]);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;

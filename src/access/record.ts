@@ -14,16 +14,25 @@ export interface Entry {
   readonly action: AgentAction;
   end: ActionEnd | undefined;
   readonly notebook: vscode.NotebookDocument | undefined;
+  /** The notebook's label in the registry; else the name the action gave; else "(no notebook)". */
+  readonly notebookLabel: string;
   changes: readonly CellChange[];
 }
 
-/** Names a notebook the way agents do: session id, uri or path; undefined means the only one open. */
-export type NotebookResolver = (named: string | undefined) => vscode.NotebookDocument | undefined;
+/** The registry of open notebooks (src/notebooks/sessions.ts), as the record uses it. */
+export interface NotebookRegistry {
+  /** The notebook an action names (session id, uri or path; undefined: the only one open). */
+  find(named: string | undefined): vscode.NotebookDocument | undefined;
+  label(notebook: vscode.NotebookDocument): string;
+}
 
 const KEPT = 500;
 
-export const notebookName = (notebook: vscode.NotebookDocument | undefined, named?: string) =>
-  notebook ? (notebook.uri.path.split('/').pop() ?? notebook.uri.toString()) : (named ?? '(no notebook)');
+/** How an action's notebook is named: the registry's label when it is open, else the name given. */
+export const notebookName = (registry: NotebookRegistry, named: string | undefined): string => {
+  const notebook = registry.find(named);
+  return notebook ? registry.label(notebook) : (named ?? '(no notebook)');
+};
 
 /**
  * The activity record of this window: the newest actions (for the view and the cell marks), each
@@ -42,11 +51,12 @@ export class ActivityStore implements ActivitySink, vscode.Disposable {
   /** An action ended (its changes are known). */
   readonly onDidEnd = this.ended$.event;
 
-  constructor(private readonly resolve: NotebookResolver) {}
+  constructor(private readonly registry: NotebookRegistry) {}
 
   started(action: AgentAction): void {
-    const notebook = this.resolve(action.notebook);
-    const entry: Entry = { action, end: undefined, notebook, changes: [] };
+    const notebook = this.registry.find(action.notebook);
+    const notebookLabel = notebook ? this.registry.label(notebook) : (action.notebook ?? '(no notebook)');
+    const entry: Entry = { action, end: undefined, notebook, notebookLabel, changes: [] };
     if (notebook && action.kind === 'edit') {
       this.before.set(action.id, new Map(notebook.getCells().map((c) => [c, c.document.getText()])));
     }

@@ -118,6 +118,7 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
       });
     return {
       cellId: handle.cellId,
+      runId: handle.runId,
       wait: async ({ timeoutMs, onEvent, signal }) => {
         forward = onEvent;
         let timer: NodeJS.Timeout | undefined;

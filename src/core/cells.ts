@@ -5,6 +5,7 @@
  */
 
 import type { InterruptHow, RunOutcome } from './kernel';
+import type { RunTicket } from './runTicket';
 
 export type CellKind = 'code' | 'markup';
 
@@ -190,9 +191,11 @@ export interface SavedNotebook {
 export type RunEvent =
   { readonly kind: 'stdout' | 'stderr'; readonly text: string } | { readonly kind: 'output'; readonly item: OutputItemView };
 
-/** A queued cell run; `wait` may be called once. */
+/** A queued cell run, read from its ticket; `wait` may be called again after a wait that timed out. */
 export interface RunHandle {
   readonly cellId: string;
+  /** The run's ticket (RunTicket.runId). */
+  readonly runId: string;
   wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult>;
 }
 
@@ -218,6 +221,8 @@ export interface CellService {
     run: readonly CellRef[],
   ): Promise<BatchResult & { runs: RunHandle[] }>;
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
+  /** A run started earlier, by its run id (RunHandle.runId), to wait on again; 404 once forgotten. */
+  runById(notebook: string | undefined, runId: string): Promise<RunHandle>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */
@@ -255,8 +260,6 @@ export interface ExecutionState {
   readonly status: ExecutionStatus;
   /** The last execution has an end time (with success undefined: it was cancelled). */
   readonly ended: boolean;
-  /** Executions seen to end since the notebook was opened: a run is over when this grows. */
-  readonly completedRuns: number;
 }
 
 /** What the batch planner needs to know of a cell as it is now. */
@@ -322,14 +325,17 @@ export interface OpenNotebooks {
   /** Fresh id for a new cell of this notebook. */
   newId(uri: string): string;
   apply(uri: string, change: NotebookChange): Promise<void>;
-  /** Queues the cells for execution by the notebook's kernel; does not wait for them. */
-  execute(uri: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
+   * ticket per cell, in order (the run under way, for a cell already queued or running).
+   */
+  execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
+  /** A run's ticket by its id, while the window remembers it. */
+  ticket(runId: string): RunTicket | undefined;
   /** Removes the outputs and the last run's summary of these cells (one edit). */
   clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
   /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */
   save(uri: string): Promise<void>;
-  /** Fires after any change of the notebook's cells (text, outputs, execution state). */
-  onDidChange(uri: string, listener: () => void): Disposable;
   interrupt(uri: string): Promise<InterruptHow>;
   restart(uri: string): Promise<void>;
 }

@@ -8,7 +8,6 @@ import type {
   CellState,
   CellStatus,
   CellView,
-  ExecutionState,
   NotebookEntry,
   NotebookInfo,
   OnError,
@@ -25,6 +24,7 @@ import type {
 import { BridgeError } from './errors';
 import type { InterruptHow } from './kernel';
 import { KeyedQueue } from './keyedQueue';
+import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
@@ -302,25 +302,34 @@ export class NotebookCells implements CellService {
     return code;
   }
 
+  async runById(ref: string | undefined, runId: string): Promise<RunHandle> {
+    const notebook = this.notebook(ref);
+    const ticket = this.docs.ticket(runId);
+    if (!ticket || !this.docs.cells(notebook.uri).some((c) => c.id === ticket.cellId))
+      throw new BridgeError(404, `No run ${runId} of ${notebookLabel(notebook)} is remembered; GET the cell to see its last run`);
+    // Its outputs are followed from the start: the waiter has seen none of them.
+    return this.handle(notebook, ticket, []);
+  }
+
   private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
-    const cells = this.docs.cells(notebook.uri);
-    const handles = cellIds.map((id) => {
-      const cell = cells.find((c) => c.id === id)!;
-      return new CellRun(id, cell.execution, cell.outputs, {
-        snapshot: () => {
-          const now = this.docs.cells(notebook.uri);
-          const index = now.findIndex((c) => c.id === id);
-          return index < 0 ? undefined : { cell: now[index]!, index };
-        },
-        subscribe: (listener) => this.docs.onDidChange(notebook.uri, listener),
-        show: (cell, index) => this.show(notebook, cell, index),
-        limit: () => this.options.outputTextLimit(),
-        url: (o, i) => outputUrl(notebook, id, o, i),
-      });
+    const before = this.docs.cells(notebook.uri);
+    const tickets = await this.docs.execute(notebook.uri, cellIds);
+    return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
+  }
+
+  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[]): RunHandle {
+    const id = ticket.cellId;
+    return new CellRun(ticket, baseline, {
+      snapshot: () => {
+        const now = this.docs.cells(notebook.uri);
+        const index = now.findIndex((c) => c.id === id);
+        return index < 0 ? undefined : { cell: now[index]!, index };
+      },
+      show: (cell, index) => this.show(notebook, cell, index),
+      limit: () => this.options.outputTextLimit(),
+      url: (o, i) => outputUrl(notebook, id, o, i),
     });
-    await this.docs.execute(notebook.uri, cellIds);
-    return handles;
   }
 
   /** The language most code cells use; the notebook's own when it has no code cell yet. */
@@ -391,28 +400,37 @@ export function cellStatus(cell: Pick<CellSnapshot, 'execution' | 'outputs'>): C
 
 interface RunDeps {
   snapshot(): { cell: CellSnapshot; index: number } | undefined;
-  subscribe(listener: () => void): { dispose(): void };
   show(cell: CellSnapshot, index: number): CellView;
   limit(): number;
   url(output: number, item: number): string;
 }
 
 /**
- * One queued run of a cell. It is over when the editor reports one more finished execution
- * than before it was queued; outputs are followed only once the execution has begun, so the
- * previous run's outputs are not reported as new.
+ * One run of a cell, as its ticket tells it: over when the ticket ends. Outputs are followed
+ * only once the run has started, so the previous run's outputs are not reported as new.
  */
 class CellRun implements RunHandle {
+  /** Shared by the waits on this run: a wait after a timed-out one goes on from what that sent. */
+  private readonly follower: OutputFollower;
+
   constructor(
-    readonly cellId: string,
-    private readonly before: ExecutionState,
-    private readonly baseline: readonly RawOutput[],
+    private readonly ticket: RunTicket,
+    baseline: readonly RawOutput[],
     private readonly deps: RunDeps,
-  ) {}
+  ) {
+    this.follower = new OutputFollower(baseline);
+  }
+
+  get cellId(): string {
+    return this.ticket.cellId;
+  }
+
+  get runId(): string {
+    return this.ticket.runId;
+  }
 
   wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
-    const follower = new OutputFollower(this.baseline);
-    let started = false;
+    const { ticket, deps } = this;
     let settled = false;
     return new Promise<CellRunResult>((resolve, reject) => {
       const finish = (result: CellRunResult | Error) => {
@@ -425,34 +443,38 @@ class CellRun implements RunHandle {
         else resolve(result);
       };
       const current = () => {
-        const now = this.deps.snapshot();
+        const now = deps.snapshot();
         if (!now) finish(new BridgeError(409, `Cell ${this.cellId} was deleted before its run ended`));
         return now;
       };
-      const check = () => {
-        const now = settled ? undefined : current();
-        if (!now) return;
-        const { execution, outputs } = now.cell;
-        started ||= execution.status !== 'idle' || execution.completedRuns > this.before.completedRuns;
-        if (started && options.onEvent)
-          for (const e of follower.next(outputs, this.deps.limit(), this.deps.url)) options.onEvent(e);
-        if (execution.completedRuns > this.before.completedRuns && execution.status === 'idle') {
-          const status = cellStatus(now.cell);
-          finish({ done: true, success: status === 'succeeded', status, cell: this.deps.show(now.cell, now.index) });
-        }
+      const follow = () => {
+        if (settled || !options.onEvent || ticket.phase === 'queued') return;
+        const now = current();
+        if (now) for (const e of this.follower.next(now.cell.outputs, deps.limit(), deps.url)) options.onEvent(e);
       };
       // Timeout, or the client went away: stop waiting; the run goes on.
       const stop = () => {
-        const now = current();
-        if (now) {
-          const status = now.cell.execution.status === 'idle' ? 'queued' : now.cell.execution.status;
-          finish({ done: false, success: null, status, cell: this.deps.show(now.cell, now.index) });
-        }
+        const now = settled ? undefined : current();
+        if (now)
+          finish({
+            done: false,
+            success: null,
+            status: ticket.phase === 'running' ? 'running' : 'queued',
+            cell: deps.show(now.cell, now.index),
+          });
       };
       const timer = setTimeout(stop, options.timeoutMs);
-      const subscription = this.deps.subscribe(check);
+      const subscription = ticket.onDidChange(follow);
       options.signal?.addEventListener('abort', stop);
-      check();
+      follow();
+      void ticket.ended.then(() => {
+        if (settled) return;
+        follow();
+        const now = current();
+        if (!now) return;
+        const status = cellStatus(now.cell);
+        finish({ done: true, success: status === 'succeeded', status, cell: deps.show(now.cell, now.index) });
+      });
     });
   }
 }

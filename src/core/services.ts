@@ -2,6 +2,7 @@ import type { Gate } from './access';
 import type { CellService } from './cells';
 import type { Checkpoints } from './checkpoints';
 import type { KeyedQueue } from './keyedQueue';
+import type { ScratchpadOutputs } from './scratchpadOutputs';
 import type { NotebookHost } from './sessions';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
@@ -9,6 +10,8 @@ export interface BridgeServices {
   host: NotebookHost;
   /** One run at a time per session, whichever transport sent it. */
   runs: KeyedQueue;
+  /** The whole output of scratchpad runs whose answer was capped, for a while. */
+  outputs: ScratchpadOutputs;
   version: string;
   /** Reading, editing and running the cells of open notebooks. */
   cells: CellService;

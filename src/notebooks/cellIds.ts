@@ -1,22 +1,8 @@
 import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { ExecutionState, ExecutionStatus } from '../core/cells';
-import type { CellRunReport } from '../kernels/kernel';
-import { ReportedRuns } from './reportedRuns';
 import type { KeptCell, VersionStore } from './versionStore';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
-/** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
-const CLEAR_WINDOW_MS = 500;
-
-interface Executions {
-  status: ExecutionStatus;
-  completedRuns: number;
-  /** End time of the last execution seen to end, to tell a new end from the old summary. */
-  lastEnd: number | undefined;
-  /** When the outputs were last cleared outside a run ("Clear Outputs" also resets the summary). */
-  clearedAt?: number;
-}
 
 interface CellRecord {
   id: string;
@@ -27,7 +13,6 @@ interface CellRecord {
   document: vscode.TextDocument;
   base: number;
   docBase: number;
-  executions: Executions;
 }
 
 /** What a notebook remembers of an id, so a cell VS Code re-creates (a reload after an edit on
@@ -40,7 +25,7 @@ interface IdHistory {
 }
 
 /**
- * Stable ids, text versions and execution history of the cells of open notebooks. A cell's id
+ * Stable ids and text versions of the cells of open notebooks. A cell's id
  * is the nbformat cell `id` its notebook file carries (VS Code's .ipynb support keeps it in the
  * cell metadata, and gives new cells one in nbformat 4.5+), so it survives saves, reloads,
  * window restarts and edits of the file on disk; cells without one get an id for this window.
@@ -48,31 +33,14 @@ interface IdHistory {
  * Records are keyed by the NotebookCell object, which VS Code keeps for as long as the cell
  * exists (edits, outputs, and moves made in the editor keep it). Cells the bridge itself
  * re-creates (a move, a change of kind or language, cleared outputs) are given their old record
- * with `adopt`.
+ * with `adopt`. Their runs are in RunTickets.
  */
 export class CellIds implements vscode.Disposable {
   private readonly records = new WeakMap<vscode.NotebookCell, CellRecord>();
   private readonly taken = new WeakMap<vscode.NotebookDocument, Set<string>>();
   private readonly history = new WeakMap<vscode.NotebookDocument, Map<string, IdHistory>>();
-  private readonly changed = new vscode.EventEmitter<vscode.NotebookDocument>();
-  /** Fires after a notebook's cells changed, once execution states are up to date. */
-  readonly onDidChange = this.changed.event;
-  private readonly subscription: vscode.Disposable;
-  private readonly reported = new ReportedRuns();
 
-  constructor(private readonly store?: VersionStore) {
-    this.subscription = vscode.workspace.onDidChangeNotebookDocument((e) => {
-      for (const change of e.cellChanges) {
-        // The document catching up with runs their controller reported already.
-        if (this.reported.echoed(change.cell)) continue;
-        const cleared = change.outputs?.length === 0;
-        if (change.executionSummary) this.observe(change.cell, change.executionSummary, cleared);
-        else if (cleared && this.record(change.cell).executions.status === 'idle')
-          this.record(change.cell).executions.clearedAt = Date.now();
-      }
-      this.changed.fire(e.notebook);
-    });
-  }
+  constructor(private readonly store?: VersionStore) {}
 
   id(cell: vscode.NotebookCell): string {
     const r = this.record(cell);
@@ -104,42 +72,6 @@ export class CellIds implements vscode.Disposable {
     return version;
   }
 
-  /** A step of a run as its controller took it: the cell's state moves on now, not at the echo. */
-  report(report: CellRunReport): void {
-    this.reported.take(report);
-    const ex = this.record(report.cell).executions;
-    if (report.phase === 'queued' || report.phase === 'running') ex.status = report.phase;
-    else if (report.phase === 'ended') {
-      ex.completedRuns++;
-      ex.status = 'idle';
-      ex.lastEnd = report.summary.timing?.endTime;
-    }
-    this.changed.fire(report.cell.notebook);
-  }
-
-  /** The cell's outputs, as its controller last reported them when the document lags behind. */
-  outputs(cell: vscode.NotebookCell): readonly vscode.NotebookCellOutput[] {
-    return this.reported.outputs(cell);
-  }
-
-  /** See ReportedRuns.caughtUp. */
-  caughtUp(notebook: vscode.NotebookDocument, unshown: number, timeoutMs: number): Promise<boolean> {
-    return this.reported.caughtUp(notebook, unshown, timeoutMs);
-  }
-
-  execution(cell: vscode.NotebookCell): ExecutionState {
-    const summary = this.reported.summary(cell) ?? cell.executionSummary;
-    const timing = summary?.timing;
-    return {
-      order: summary?.executionOrder ?? null,
-      success: summary?.success ?? null,
-      ended: timing !== undefined,
-      durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
-      status: this.record(cell).executions.status,
-      completedRuns: this.record(cell).executions.completedRuns,
-    };
-  }
-
   /** An id no cell of this notebook has had. */
   newId(notebook: vscode.NotebookDocument): string {
     const taken = this.takenIds(notebook);
@@ -150,11 +82,9 @@ export class CellIds implements vscode.Disposable {
     return id;
   }
 
-  /** Gives a cell the bridge just created its id, version and (for a copy) execution history. */
-  adopt(cell: vscode.NotebookCell, id: string, version: number, from?: vscode.NotebookCell): void {
+  /** Gives a cell the bridge just created its id and version. */
+  adopt(cell: vscode.NotebookCell, id: string, version: number): void {
     this.takenIds(cell.notebook).add(id);
-    const previous = from && this.records.get(from)?.executions;
-    const lastEnd = cell.executionSummary?.timing?.endTime;
     this.histories(cell.notebook).set(id, { cell, version, code: cell.document.getText() });
     const fromFile = fileIdOf(cell) === id;
     if (fromFile) this.keep(cell.notebook);
@@ -164,7 +94,6 @@ export class CellIds implements vscode.Disposable {
       document: cell.document,
       base: version,
       docBase: cell.document.version,
-      executions: previous ? { ...previous, lastEnd } : { status: 'idle', completedRuns: 0, lastEnd },
     });
   }
 
@@ -180,31 +109,10 @@ export class CellIds implements vscode.Disposable {
         document: cell.document,
         base: this.startingVersion(cell, fileId, known),
         docBase: cell.document.version,
-        executions: { status: 'idle', completedRuns: 0, lastEnd: cell.executionSummary?.timing?.endTime },
       };
       this.records.set(cell, r);
     }
     return r;
-  }
-
-  /**
-   * VS Code clears a cell's summary when it queues it, and fills in the timing when it ends.
-   * Changes of one cell can arrive merged, so an end counts when the summary's end time is new.
-   */
-  private observe(cell: vscode.NotebookCell, summary: vscode.NotebookCellExecutionSummary, outputsCleared: boolean): void {
-    const ex = this.record(cell).executions;
-    const end = summary.timing?.endTime;
-    if (end === undefined) {
-      const reset = summary.executionOrder === undefined && summary.success === undefined;
-      const clearing = outputsCleared || Date.now() - (ex.clearedAt ?? 0) < CLEAR_WINDOW_MS;
-      // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
-      if (reset && clearing && ex.status === 'idle') return;
-      ex.status = summary.executionOrder === undefined ? 'queued' : 'running';
-      return;
-    }
-    if (ex.status !== 'idle' || end !== ex.lastEnd) ex.completedRuns++;
-    ex.status = 'idle';
-    ex.lastEnd = end;
   }
 
   /**
@@ -252,9 +160,6 @@ export class CellIds implements vscode.Disposable {
 
   dispose(): void {
     this.store?.dispose();
-    this.reported.dispose();
-    this.subscription.dispose();
-    this.changed.dispose();
   }
 }
 

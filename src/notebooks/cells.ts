@@ -4,7 +4,6 @@ import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 import type {
   CellMetadata,
   CellSnapshot,
-  Disposable,
   IndexRange,
   NewCell,
   NotebookChange,
@@ -14,8 +13,10 @@ import type {
 import { BridgeError } from '../core/errors';
 import type { InterruptHow } from '../core/kernel';
 import type { Log } from '../core/log';
+import type { RunTicket } from '../core/runTicket';
 import { CellIds } from './cellIds';
 import { FileStamps } from './fileStamps';
+import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './sessions';
 
@@ -40,6 +41,7 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
+  private readonly tickets = new RunTickets((cell) => this.ids.id(cell));
   private readonly stamps = new FileStamps();
   private readonly reports: vscode.Disposable[];
 
@@ -51,21 +53,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     versionFile?: string,
   ) {
     this.ids = new CellIds(versionFile === undefined ? undefined : new VersionStore(versionFile));
-    this.reports = kernels.flatMap((k) => (k.onDidReportRun ? [k.onDidReportRun((r) => this.ids.report(r))] : []));
+    this.reports = kernels.flatMap((k) => (k.onDidReportRun ? [k.onDidReportRun((r) => this.tickets.report(r))] : []));
   }
 
   list(): NotebookEntry[] {
-    return vscode.workspace.notebookDocuments.map((notebook) => {
-      const session = this.sessions.info(notebook);
-      return {
-        sessionId: session.id,
-        uri: session.uri,
-        path: session.path,
-        notebookType: notebook.notebookType,
-        cellCount: notebook.cellCount,
-        dirty: notebook.isDirty,
-      };
-    });
+    return this.sessions.entries();
   }
 
   async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
@@ -94,8 +86,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         code: cell.document.getText(),
         version: this.ids.version(cell),
         metadata: agentMetadata(cell),
-        execution: this.ids.execution(cell),
-        outputs: this.ids.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
+        execution: this.tickets.execution(cell),
+        outputs: this.tickets.outputs(cell).map((o) => ({ items: o.items.map((i) => ({ mime: i.mime, data: i.data })) })),
       }));
   }
 
@@ -150,26 +142,35 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     }
     change.resultIds.forEach((id, index) => {
       const c = created.get(id);
-      if (c && index < notebook.cellCount)
-        this.ids.adopt(notebook.cellAt(index), id, c.version, c.copyOf === undefined ? undefined : cells[c.copyOf]);
+      if (!c || index >= notebook.cellCount) return;
+      this.ids.adopt(notebook.cellAt(index), id, c.version);
+      if (c.copyOf !== undefined) this.tickets.adopt(notebook.cellAt(index), cells[c.copyOf]!);
     });
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<void> {
+  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return;
+    const tickets = chosen.map((cell) => this.tickets.request(cell));
+    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return tickets;
     const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
       .then(undefined, (error: unknown) => {
         this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
+        for (const ticket of tickets) this.tickets.failed(ticket);
       });
+    return tickets;
+  }
+
+  /** A run's ticket by its id, while the window remembers it. */
+  ticket(runId: string): RunTicket | undefined {
+    return this.tickets.ticket(runId);
   }
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
@@ -177,7 +178,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     await this.caughtUp(notebook);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
-    const busy = indices.filter((i) => this.ids.execution(cells[i]!).status !== 'idle');
+    const busy = indices.filter((i) => this.tickets.execution(cells[i]!).status !== 'idle');
     if (busy.length)
       throw new BridgeError(
         409,
@@ -196,12 +197,15 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     edit.set(notebook.uri, copies);
     const versions = indices.map((i) => this.ids.version(cells[i]!));
     if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
-    indices.forEach((i, k) => this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!, cells[i]));
+    indices.forEach((i, k) => {
+      this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!);
+      this.tickets.adopt(notebook.cellAt(i), cells[i]!);
+    });
   }
 
   async save(uri: string): Promise<void> {
     const notebook = this.notebook(uri);
-    const label = labelOf(notebook);
+    const label = this.sessions.label(notebook);
     if (notebook.isUntitled)
       throw new BridgeError(
         409,
@@ -210,18 +214,21 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     // Saved from the document: with the runs' ends (and the counts the .ipynb support adds) in it.
     await this.caughtUp(notebook);
     if (!notebook.isDirty) return;
-    if (await this.stamps.changedOnDisk(notebook))
+    const changed = await this.stamps.changedOnDisk(notebook);
+    if (changed) {
+      this.log.warn(`${label}: not saved, its file changed on disk (${changed})`);
       throw new BridgeError(
         409,
         `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
       );
+    }
     let saved: boolean;
     try {
       saved = await notebook.save();
     } catch (error) {
       throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (saved) return;
+    if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
       () => true,
       () => false,
@@ -232,12 +239,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         ? `${label} was not saved: the file changed on disk since the editor loaded it (VS Code asks the person to compare or overwrite), or the save was cancelled. Tell the person; the changes are still in the editor.`
         : `${label} was not saved: the file is read-only. Tell the person (they can make it writable, or save it elsewhere); the changes are still in the editor.`,
     );
-  }
-
-  onDidChange(uri: string, listener: () => void): Disposable {
-    return this.ids.onDidChange((notebook) => {
-      if (notebook.uri.toString() === uri) listener();
-    });
   }
 
   /** The kernel's own provider interrupts it; else VS Code's cancel command stops its cells. */
@@ -257,14 +258,16 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     for (const provider of this.kernels) if (await provider.restart(notebook)) return;
     throw new BridgeError(
       409,
-      `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${labelOf(notebook)} uses another kernel ` +
+      `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${this.sessions.label(notebook)} uses another kernel ` +
         '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
     );
   }
 
   private async caughtUp(notebook: vscode.NotebookDocument, unshown = 0): Promise<void> {
-    if (!(await this.ids.caughtUp(notebook, unshown, CATCH_UP_MS)))
-      this.log.warn(`${labelOf(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`);
+    if (!(await this.tickets.caughtUp(notebook, unshown, CATCH_UP_MS)))
+      this.log.warn(
+        `${this.sessions.label(notebook)}: the editor had not shown the last cell runs after ${CATCH_UP_MS} ms; going on`,
+      );
   }
 
   /**
@@ -285,6 +288,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   dispose(): void {
     for (const r of this.reports) r.dispose();
     this.ids.dispose();
+    this.tickets.dispose();
     this.stamps.dispose();
   }
 }
@@ -292,10 +296,6 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 interface NbMeta {
   language_info?: { name?: string };
   kernelspec?: { language?: string };
-}
-
-function labelOf(notebook: vscode.NotebookDocument): string {
-  return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
 }
 
 function fullRange(document: vscode.TextDocument): vscode.Range {

@@ -1,14 +1,23 @@
-import { stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
 
+/** A file as the editor last matched it: its modification time, and a hash of its bytes. */
+interface Stamp {
+  mtimeMs: number;
+  hash: string;
+}
+
 /**
- * When each open notebook's file was last known to match the editor: its modification time at
- * open, after each save, and whenever the notebook is seen clean (VS Code reloads a clean
- * notebook whose file changed). A file modified after that, under a dirty notebook, was changed
- * by someone else: saving would overwrite their work.
+ * What each open notebook's file held when it was last known to match the editor: at open,
+ * after each save (ours as soon as it resolves: VS Code's save event can come after the next
+ * edit on a busy window), and whenever the notebook is seen clean (VS Code reloads a clean
+ * notebook whose file changed). A file whose bytes differ from that, under a dirty notebook,
+ * was changed by someone else: saving would overwrite their work. The modification time alone
+ * is only a shortcut (unchanged: nothing to read); a newer one with the same bytes is no change.
  */
 export class FileStamps implements vscode.Disposable {
-  private readonly stamps = new Map<string, Promise<number | undefined>>();
+  private readonly stamps = new Map<string, Promise<Stamp | undefined>>();
   private readonly subscriptions: vscode.Disposable[];
 
   constructor() {
@@ -23,15 +32,33 @@ export class FileStamps implements vscode.Disposable {
     ];
   }
 
-  /** True when the file was modified since the editor last matched it. */
-  async changedOnDisk(notebook: vscode.NotebookDocument): Promise<boolean> {
+  /**
+   * How the file's bytes changed since the editor last matched it (for the log: the two
+   * modification times and hash heads); undefined when they did not.
+   */
+  async changedOnDisk(notebook: vscode.NotebookDocument): Promise<string | undefined> {
     const known = await this.stamps.get(notebook.uri.toString());
-    const now = await mtime(notebook);
-    return known !== undefined && now !== undefined && now > known;
+    if (!known) return undefined;
+    const now = await stampOf(notebook, known);
+    if (now === undefined || now.hash === known.hash) return undefined;
+    const show = (s: Stamp) => `mtime ${new Date(s.mtimeMs).toISOString()}, sha256 ${s.hash.slice(0, 12)}`;
+    return `known: ${show(known)}; on disk: ${show(now)}`;
+  }
+
+  /** The editor just wrote the file (a save of ours resolved). */
+  async saved(notebook: vscode.NotebookDocument): Promise<void> {
+    this.note(notebook);
+    await this.stamps.get(notebook.uri.toString());
   }
 
   private note(notebook: vscode.NotebookDocument): void {
-    if (notebook.uri.scheme === 'file') this.stamps.set(notebook.uri.toString(), mtime(notebook));
+    if (notebook.uri.scheme !== 'file') return;
+    const key = notebook.uri.toString();
+    const previous = this.stamps.get(key);
+    this.stamps.set(
+      key,
+      (previous ?? Promise.resolve(undefined)).then((known) => stampOf(notebook, known)),
+    );
   }
 
   dispose(): void {
@@ -39,9 +66,16 @@ export class FileStamps implements vscode.Disposable {
   }
 }
 
-function mtime(notebook: vscode.NotebookDocument): Promise<number | undefined> {
-  return stat(notebook.uri.fsPath).then(
-    (s) => s.mtimeMs,
-    () => undefined,
-  );
+/** The file's stamp; its bytes are read only when its modification time is not `known`'s. */
+async function stampOf(notebook: vscode.NotebookDocument, known: Stamp | undefined): Promise<Stamp | undefined> {
+  try {
+    const { mtimeMs } = await stat(notebook.uri.fsPath);
+    if (known && known.mtimeMs === mtimeMs) return known;
+    const hash = createHash('sha256')
+      .update(await readFile(notebook.uri.fsPath))
+      .digest('hex');
+    return { mtimeMs, hash };
+  } catch {
+    return undefined;
+  }
 }

@@ -2,17 +2,21 @@ import { randomInt } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
+import type { NotebookEntry } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { Kernel } from '../core/kernel';
 import { KeyedQueue } from '../core/keyedQueue';
+import { notebookLabel, resolveNotebook } from '../core/refs';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/sessions';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 /**
- * The open notebooks as marimo-style sessions. Ids are minted when a notebook opens and live
- * until it closes; kernels are looked up per request through the providers, in order.
+ * The registry of open notebooks: each has a session id (marimo-style), minted when it opens and
+ * kept until it closes, and one label. Every transport and the activity record find a notebook
+ * by session id, path or uri here (with core's rules, resolveNotebook) and name it with `label`.
+ * Kernels are looked up per request through the providers, in order.
  */
 export class Sessions implements NotebookHost, vscode.Disposable {
   private readonly idByNotebook = new Map<vscode.NotebookDocument, string>();
@@ -126,6 +130,36 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     return { session: this.info(notebook), document: notebook };
   }
 
+  /** The open notebook a request names (session id, path or uri; none: the only one open), if any. */
+  find(named: string | undefined): vscode.NotebookDocument | undefined {
+    try {
+      const { uri } = resolveNotebook(this.entries(), named);
+      return vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The open notebooks as the cell rules list them. */
+  entries(): NotebookEntry[] {
+    return vscode.workspace.notebookDocuments.map((notebook) => {
+      const session = this.info(notebook);
+      return {
+        sessionId: session.id,
+        uri: session.uri,
+        path: session.path,
+        notebookType: notebook.notebookType,
+        cellCount: notebook.cellCount,
+        dirty: notebook.isDirty,
+      };
+    });
+  }
+
+  /** How the notebook is named to agents and to the person: its path, else its uri. */
+  label(notebook: vscode.NotebookDocument): string {
+    return notebookLabel(this.info(notebook));
+  }
+
   /** The session of a notebook (minting its id if new). */
   info(notebook: vscode.NotebookDocument): SessionInfo {
     return {
@@ -162,10 +196,6 @@ export class Sessions implements NotebookHost, vscode.Disposable {
       this.notebookById.set(id, notebook);
     }
     return id;
-  }
-
-  private label(notebook: vscode.NotebookDocument): string {
-    return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
   }
 
   dispose(): void {

@@ -1,39 +1,76 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BridgeError } from '../core/errors';
 import type { KeyedQueue } from '../core/keyedQueue';
+import { OutputCap, SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
+import type { KeptOutput, ScratchpadOutputs } from '../core/scratchpadOutputs';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { NotebookHost } from '../core/sessions';
 import { DEFAULT_LIMITS, openEventStream, type StreamLimits } from './sse';
+
+/** Where the whole output of a capped run can be fetched (a row of the route table). */
+export const SCRATCHPAD_OUTPUT_PATH = '/notebooks/scratchpad/outputs/:id';
+
+/** The stderr line that stands where a run's printed output was cut. */
+export function cappedNote(cut: { cutChars: number; headChars: number }, kept: KeptOutput, url: string): string {
+  const minutes = Math.round((kept.expiresAt - Date.now()) / 60_000);
+  const whole = kept.complete
+    ? `the whole output (${kept.printed} characters) is at ${url}`
+    : `its first ${kept.text.length} of ${kept.printed} characters are at ${url}`;
+  return `\n[agent-bridge: ${cut.cutChars} characters cut here, after character ${cut.headChars}; ${whole} for ${minutes} minutes (GET with the token)]\n`;
+}
+
+export interface ExecuteOptions {
+  limits?: StreamLimits;
+  /** Characters of printed output the answer carries, head and tail (Infinity: all of it). */
+  cap?: number;
+}
 
 /**
  * marimo's `POST /api/kernel/execute`: validate the session before the stream starts (errors
  * are JSON), then stream stdout/stderr and exactly one `done`. Runs of one session wait their
  * turn with the 200 already sent; a client that goes away, or stops reading, interrupts its run.
+ *
+ * Printed output is capped (OutputCap): its head streams as it comes, its tail follows at the
+ * end after a note that says how much was cut and where the whole output is kept
+ * (ScratchpadOutputs); every event carries at most MAX_EVENT_CHARS characters.
  */
 export async function serveExecute(
   code: string,
   req: IncomingMessage,
   res: ServerResponse,
-  deps: { host: NotebookHost; runs: KeyedQueue },
-  limits: StreamLimits = DEFAULT_LIMITS,
+  deps: { host: NotebookHost; runs: KeyedQueue; outputs: ScratchpadOutputs },
+  opts: ExecuteOptions = {},
 ): Promise<void> {
   const sessionId = req.headers['marimo-session-id'];
   if (typeof sessionId !== 'string' || !sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
   const kernel = await deps.host.kernelFor(sessionId);
 
   const abort = new AbortController();
-  const stream = openEventStream(res, { ...limits, onStall: () => abort.abort() });
+  const stream = openEventStream(res, { ...(opts.limits ?? DEFAULT_LIMITS), onStall: () => abort.abort() });
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
+  const cap = new OutputCap(opts.cap ?? SCRATCHPAD_OUTPUT_CAP);
+  const whole = deps.outputs.record();
   const result = await runScratchpad(
     deps.runs,
     sessionId,
     kernel,
     code,
-    (e) => stream.send(e.name, { data: e.text }),
+    (e) => {
+      whole.push(e.text);
+      const head = cap.push(e);
+      if (head) stream.sendText(head.name, head.text);
+    },
     abort.signal,
   );
+  const end = cap.finish();
+  if (end.cutChars > 0) {
+    const kept = deps.outputs.keep(whole);
+    const url = `http://${req.headers.host}${SCRATCHPAD_OUTPUT_PATH.replace(':id', kept.id)}`;
+    stream.sendText('stderr', cappedNote(end, kept, url));
+  }
+  for (const e of end.tail) stream.sendText(e.name, e.text);
   if (result) stream.end('done', result);
   else stream.end();
 }

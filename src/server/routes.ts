@@ -19,10 +19,11 @@ import {
   saveBody,
   toSelection,
 } from '../core/cellSchemas';
-import { serveExecute } from './execute';
+import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errors';
+import { BridgeError } from '../core/errors';
 
 /** What the handlers work with: the services, and the MCP transport, which the composition root loads on first use. */
 export interface RouteContext extends BridgeServices {
@@ -62,6 +63,27 @@ export const routes: readonly Route<RouteContext>[] = [
     // marimo ignores other keys, so this schema does too.
     body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }) }),
     handle: ({ body, req, res }, ctx) => serveExecute(body.code, req, res, ctx),
+  }),
+
+  route({
+    method: 'get',
+    path: SCRATCHPAD_OUTPUT_PATH,
+    activity: 'scratchpad output',
+    handle: ({ params, res }, ctx) => {
+      const kept = ctx.outputs.get(params['id']!);
+      if (!kept)
+        throw new BridgeError(
+          404,
+          'No such output: scratchpad outputs are kept for a while only (run the code again to get a new URL)',
+        );
+      res.writeHead(200, {
+        'Content-Type': 'text/plain; charset=utf-8',
+        'Content-Length': Buffer.byteLength(kept.text),
+        'X-Content-Type-Options': 'nosniff',
+        'X-Agent-Bridge-Output-Complete': String(kept.complete),
+      });
+      res.end(kept.text);
+    },
   }),
 
   // marimo's MCP mount: Streamable HTTP, stateless, so only POST carries meaning.

@@ -39,6 +39,7 @@ export function requestLog(log: Log): RequestHandler {
  * the first that fails answers. Every request passes here before its route is even looked up.
  */
 export function securityChecks(options: SecurityOptions): RequestHandler {
+  const bearer = new BearerCheck();
   return (req: Request, _res: Response, next: NextFunction): void => {
     const port = options.port();
     const host = req.headers.host ?? '';
@@ -58,7 +59,7 @@ export function securityChecks(options: SecurityOptions): RequestHandler {
         `Origin '${origin}' is not allowed while the token is off (agentBridge.requireToken): the bridge answers tools, not web pages`,
       );
     }
-    if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearerMatches(req.headers.authorization, token)) {
+    if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearer.matches(req.headers.authorization, token)) {
       // marimo's text when nothing was sent (its clients print it); a wrong one says where the
       // current token is, since it changes with every window (re)load.
       if (req.headers.authorization === undefined) throw new BridgeError(401, 'Authorization header required');
@@ -103,17 +104,19 @@ function isLoopbackOrigin(origin: string): boolean {
   }
 }
 
-/** The token's bytes, kept while the token stays the same. */
-let expected: { token: string; bytes: Buffer } | undefined;
-
 /**
  * Constant-time over the token's bytes. Only the length can show through the timing, and every
- * token the bridge makes has the same length (32 random bytes, in hex).
+ * token the bridge makes has the same length (32 random bytes, in hex). One per app: it keeps the
+ * token's bytes while the token stays the same.
  */
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  if (!match) return false;
-  if (expected?.token !== token) expected = { token, bytes: Buffer.from(token) };
-  const presented = Buffer.from(match[1]!);
-  return presented.length === expected.bytes.length && timingSafeEqual(presented, expected.bytes);
+class BearerCheck {
+  private expected: { token: string; bytes: Buffer } | undefined;
+
+  matches(header: string | undefined, token: string): boolean {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!match) return false;
+    if (this.expected?.token !== token) this.expected = { token, bytes: Buffer.from(token) };
+    const presented = Buffer.from(match[1]!);
+    return presented.length === this.expected.bytes.length && timingSafeEqual(presented, this.expected.bytes);
+  }
 }

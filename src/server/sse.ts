@@ -9,8 +9,33 @@ export function frameEvent(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/**
+ * The most characters of printed text one event carries. marimo-pair's execute-code.sh reads the
+ * stream a line at a time in bash, whose cost grows much faster than a line's length: a 1 MB
+ * line takes it about a minute on a small VM, the same text in 16 KiB events a few seconds.
+ */
+export const MAX_EVENT_CHARS = 16 * 1024;
+
+/** `text` in pieces of at most `max` characters, each ending at a line end where the text has one. */
+export function splitAtLines(text: string, max = MAX_EVENT_CHARS): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  while (text.length - start > max) {
+    const lineEnd = text.lastIndexOf('\n', start + max - 1);
+    let end = lineEnd >= start ? lineEnd + 1 : start + max;
+    // Never split a surrogate pair (an emoji) across two events.
+    if (end === start + max && /[\ud800-\udbff]/.test(text[end - 1]!)) end--;
+    pieces.push(text.slice(start, end));
+    start = end;
+  }
+  pieces.push(text.slice(start));
+  return pieces;
+}
+
 export interface EventStream {
   send(name: string, data: unknown): void;
+  /** Sends printed text as `{data}` events of at most MAX_EVENT_CHARS characters each. */
+  sendText(name: string, text: string): void;
   /** Ends the stream, with its last event written in the same packet when there is one. */
   end(name?: string, data?: unknown): void;
   /** True once the client went away (or the stream was ended). */
@@ -102,18 +127,22 @@ export function openEventStream(res: ServerResponse, limits: StreamLimits = DEFA
       if (pending || dropped.events) flush();
     });
   };
+  const send = (name: string, data: unknown) => {
+    if (!open()) return;
+    const event = frameEvent(name, data);
+    if (blocked && pending.length + event.length > limits.holdChars) {
+      dropped.events++;
+      dropped.chars += event.length;
+      return;
+    }
+    pending += event;
+    if (pending.length >= SEND_AT_CHARS) flush();
+    else flushing ??= setImmediate(flush);
+  };
   return {
-    send(name, data) {
-      if (!open()) return;
-      const event = frameEvent(name, data);
-      if (blocked && pending.length + event.length > limits.holdChars) {
-        dropped.events++;
-        dropped.chars += event.length;
-        return;
-      }
-      pending += event;
-      if (pending.length >= SEND_AT_CHARS) flush();
-      else flushing ??= setImmediate(flush);
+    send,
+    sendText(name, text) {
+      for (const piece of splitAtLines(text)) send(name, { data: piece });
     },
     end(name, data) {
       stopTimers();

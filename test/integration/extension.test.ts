@@ -31,6 +31,19 @@ describe('Agent Bridge extension', () => {
     assert.equal(ext.packageJSON.name, 'agent-bridge');
   });
 
+  it('registers every command package.json contributes', async () => {
+    const declared = (
+      vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON as { contributes: { commands: { command: string }[] } }
+    ).contributes.commands.map((c) => c.command);
+    assert.ok(declared.length > 0, 'package.json contributes no commands');
+    const registered = new Set(await vscode.commands.getCommands(true));
+    assert.deepEqual(
+      declared.filter((id) => !registered.has(id)),
+      [],
+      'commands declared in package.json but not registered',
+    );
+  });
+
   it('answers /health on the port in its discovery file', async () => {
     assert.equal(advert.url, `http://127.0.0.1:${advert.port}`);
     const r = await client.get('/health', { token: null, timeoutMs: 2000 });

@@ -30,6 +30,7 @@ function entry(code: string, kind: AccessKind = 'execute', outcome: ActionOutcom
     },
     end: { outcome, durationMs: 1.4, detail: '', output: '' },
     notebook: { uri: { toString: () => URI } } as Entry['notebook'],
+    notebookLabel: '/work/a.ipynb',
     changes: changes.map((after, index) => ({ cell: { index } as never, before: '', after, created: true })),
   };
 }

@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KeyedQueue } from '../../src/core/keyedQueue';
+import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
 import { serveExecute } from '../../src/server/execute';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 
@@ -21,8 +22,10 @@ describe('execute with a client that stops reading', () => {
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
     ]);
-    const deps = { host, runs: new KeyedQueue() };
-    server = createServer((req, res) => void serveExecute('flood', req, res, deps, { holdChars: 100_000, stallMs: 150 }));
+    const deps = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs() };
+    server = createServer(
+      (req, res) => void serveExecute('flood', req, res, deps, { limits: { holdChars: 100_000, stallMs: 150 }, cap: Infinity }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));

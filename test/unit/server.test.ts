@@ -426,7 +426,7 @@ describe('HTTP contract (fake notebook host)', () => {
         ['slow', 'print(2 + 2)'],
       );
     });
-    it('holds a bounded amount for a client that does not read, and says what it dropped', async () => {
+    it('sends a client that does not read a capped answer, with where the whole output is', async () => {
       const body = await new Promise<string>((resolve, reject) => {
         const req = httpRequest({
           host: '127.0.0.1',
@@ -448,8 +448,12 @@ describe('HTTP contract (fake notebook host)', () => {
         req.on('error', reject);
         req.end(JSON.stringify({ code: 'flood' }));
       });
-      assert.ok(body.length < 12 * 1024 * 1024, `${body.length} characters reached the client`);
-      assert.match(body, /output events \(\d+ characters\) dropped here: the client read slower than the run wrote/);
+      // The answer is capped (head and tail), so what waits for the client is small whatever the run printed.
+      assert.ok(body.length < 300_000, `${body.length} characters reached the client`);
+      assert.match(
+        body,
+        /characters cut here, after character \d+; .* at http:\/\/127\.0\.0\.1:\d+\/notebooks\/scratchpad\/outputs\//,
+      );
       assert.ok(
         body.endsWith(
           'event: done\ndata: {"success":true,"status":"succeeded","output":{"mimetype":"text/plain","data":""}}\n\n',

@@ -1,3 +1,4 @@
+import { ScratchpadOutputs } from '../../../src/core/scratchpadOutputs';
 import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
@@ -38,6 +39,7 @@ export function startTestServer(options: {
     cells,
     checkpoints,
     runs: new KeyedQueue(),
+    outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),
   };

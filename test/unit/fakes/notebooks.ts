@@ -3,7 +3,6 @@ import type {
   CellKind,
   CellMetadata,
   CellSnapshot,
-  Disposable,
   ExecutionState,
   IndexRange,
   NotebookChange,
@@ -13,6 +12,7 @@ import type {
   RawOutput,
 } from '../../../src/core/cells';
 import { BridgeError } from '../../../src/core/errors';
+import { Ticket, type RunTicket } from '../../../src/core/runTicket';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
 
 /** A scripted step of a fake cell run. */
@@ -42,7 +42,7 @@ interface FakeNotebook {
 }
 
 const enc = (s: string) => new TextEncoder().encode(s);
-const idle: ExecutionState = { order: null, success: null, ended: false, durationMs: null, status: 'idle', completedRuns: 0 };
+const idle: ExecutionState = { order: null, success: null, ended: false, durationMs: null, status: 'idle' };
 
 /**
  * In-memory notebooks for the cell routes' contract tests (no VS Code): applies changes with
@@ -51,9 +51,12 @@ const idle: ExecutionState = { order: null, success: null, ended: false, duratio
  */
 export class FakeNotebooks implements OpenNotebooks {
   private readonly books: FakeNotebook[] = [];
-  private readonly listeners = new Map<string, Set<() => void>>();
   private nextId = 0;
   private order = 0;
+  private runs = 0;
+  /** Each cell's latest run, and every run by id. */
+  private readonly tickets = new Map<string, Ticket>();
+  private readonly byRunId = new Map<string, Ticket>();
   activeEditor: { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null = null;
   readonly calls: { method: string; uri: string; args?: unknown }[] = [];
   /** Makes the next apply fail the way VS Code's applyEdit does when the notebook moved on. */
@@ -94,7 +97,6 @@ export class FakeNotebooks implements OpenNotebooks {
     const cell = this.book(uri).cells[index]!;
     cell.code = code;
     cell.version++;
-    this.changed(uri);
   }
 
   close(uri: string): void {
@@ -171,21 +173,32 @@ export class FakeNotebooks implements OpenNotebooks {
     }
     book.cells = cells;
     book.dirty = true;
+    // A run of a cell that went away ends its ticket, as the editor's removal does.
+    for (const cell of before) if (!cells.some((c) => c.id === cell.id)) this.tickets.get(cell.id)?.drop();
     if (cells.map((c) => c.id).join() !== change.resultIds.join())
       throw new Error(`fake apply: got ${cells.map((c) => c.id)}, planned ${change.resultIds}`);
-    this.changed(uri);
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<void> {
+  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
     this.calls.push({ method: 'execute', uri, args: ids });
     const book = this.book(uri);
     const queued = ids.map((id) => book.cells.find((c) => c.id === id)!);
-    for (const cell of queued)
+    // Like VS Code's Run, a cell queued or running already is not queued again: its run is the one.
+    const fresh = queued.filter((cell) => !this.tickets.get(cell.id)?.open);
+    for (const cell of fresh) {
       cell.execution = { ...cell.execution, status: 'queued', order: null, success: null, durationMs: null };
-    this.changed(uri);
+      const ticket = new Ticket(`run_${++this.runs}`, cell.id);
+      this.tickets.set(cell.id, ticket);
+      this.byRunId.set(ticket.runId, ticket);
+    }
     void (async () => {
-      for (const cell of queued) await this.play(uri, cell);
+      for (const cell of fresh) await this.play(cell, this.tickets.get(cell.id)!);
     })();
+    return queued.map((cell) => this.tickets.get(cell.id)!);
+  }
+
+  ticket(runId: string): RunTicket | undefined {
+    return this.byRunId.get(runId);
   }
 
   async clearOutputs(uri: string, ids: readonly string[]): Promise<void> {
@@ -193,9 +206,8 @@ export class FakeNotebooks implements OpenNotebooks {
     for (const cell of this.book(uri).cells)
       if (ids.includes(cell.id)) {
         cell.outputs = [];
-        cell.execution = { ...idle, completedRuns: cell.execution.completedRuns };
+        cell.execution = idle;
       }
-    this.changed(uri);
   }
 
   async save(uri: string): Promise<void> {
@@ -204,13 +216,6 @@ export class FakeNotebooks implements OpenNotebooks {
     if (failure) throw new BridgeError(409, failure);
     this.calls.push({ method: 'save', uri });
     book.dirty = false;
-  }
-
-  onDidChange(uri: string, listener: () => void): Disposable {
-    let set = this.listeners.get(uri);
-    if (!set) this.listeners.set(uri, (set = new Set()));
-    set.add(listener);
-    return { dispose: () => set.delete(listener) };
   }
 
   async interrupt(uri: string): Promise<InterruptHow> {
@@ -228,11 +233,11 @@ export class FakeNotebooks implements OpenNotebooks {
 
   // ------------------------------------------------------------------------------ internals
 
-  private async play(uri: string, cell: FakeCell): Promise<void> {
+  private async play(cell: FakeCell, ticket: Ticket): Promise<void> {
     const started = Date.now();
     cell.outputs = [];
     cell.execution = { ...cell.execution, status: 'running', order: ++this.order };
-    this.changed(uri);
+    ticket.step('running');
     const script = this.scripts[cell.code] ?? { steps: [] };
     for (const step of script.steps) {
       if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
@@ -254,7 +259,7 @@ export class FakeNotebooks implements OpenNotebooks {
           { items: [{ mime: ERROR_MIME, data: enc(JSON.stringify({ name, message, stack: traceback })) }] },
         ];
       }
-      this.changed(uri);
+      ticket.step('running');
     }
     const success = script.success ?? !script.steps.some((s) => 'error' in s);
     cell.execution = {
@@ -263,13 +268,8 @@ export class FakeNotebooks implements OpenNotebooks {
       success,
       ended: true,
       durationMs: Date.now() - started,
-      completedRuns: cell.execution.completedRuns + 1,
     };
-    this.changed(uri);
-  }
-
-  private changed(uri: string): void {
-    for (const listener of [...(this.listeners.get(uri) ?? [])]) listener();
+    ticket.step('ended');
   }
 
   private book(uri: string): FakeNotebook {

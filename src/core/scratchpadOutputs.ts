@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The whole printed output of scratchpad runs whose answer was capped, kept for a while so an
+ * agent can fetch it by URL (to a file, to grep) instead of reading it in its context. Bounded:
+ * each run keeps at most `runChars` characters (the rest is counted, and the entry says it is not
+ * complete), all runs together at most `totalChars` (the oldest go first), each for `keepMs`.
+ */
+export interface KeptOutput {
+  readonly id: string;
+  readonly text: string;
+  /** Characters the run printed, all of them (text holds fewer when `complete` is false). */
+  readonly printed: number;
+  readonly complete: boolean;
+  readonly expiresAt: number;
+}
+
+export interface OutputBounds {
+  runChars: number;
+  totalChars: number;
+  keepMs: number;
+}
+
+/** A 15 MB print kept whole; two such at most, for ten minutes. */
+export const DEFAULT_OUTPUT_BOUNDS: OutputBounds = {
+  runChars: 16 * 1024 * 1024,
+  totalChars: 32 * 1024 * 1024,
+  keepMs: 10 * 60_000,
+};
+
+/** One run's output as it arrives, up to the run bound. */
+export class OutputRecording {
+  private readonly pieces: string[] = [];
+  private kept = 0;
+  private printed = 0;
+
+  constructor(private readonly runChars: number) {}
+
+  push(text: string): void {
+    this.printed += text.length;
+    const room = this.runChars - this.kept;
+    if (room <= 0) return;
+    const piece = text.length > room ? text.slice(0, room) : text;
+    this.pieces.push(piece);
+    this.kept += piece.length;
+  }
+
+  /** Characters printed so far. */
+  get chars(): number {
+    return this.printed;
+  }
+
+  text(): string {
+    return this.pieces.join('');
+  }
+}
+
+export class ScratchpadOutputs {
+  private readonly entries = new Map<string, KeptOutput>();
+
+  constructor(
+    readonly bounds: OutputBounds = DEFAULT_OUTPUT_BOUNDS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  record(): OutputRecording {
+    return new OutputRecording(this.bounds.runChars);
+  }
+
+  /** Keeps a finished recording; returns its entry (the id is unguessable, as the URL is all it takes with the token). */
+  keep(recording: OutputRecording): KeptOutput {
+    this.expire();
+    const text = recording.text();
+    const entry: KeptOutput = {
+      id: randomBytes(9).toString('base64url'),
+      text,
+      printed: recording.chars,
+      complete: text.length === recording.chars,
+      expiresAt: this.now() + this.bounds.keepMs,
+    };
+    this.entries.set(entry.id, entry);
+    let total = [...this.entries.values()].reduce((n, e) => n + e.text.length, 0);
+    // Oldest first (a Map iterates in insertion order); the new entry stays, it is within runChars.
+    for (const [id, e] of this.entries) {
+      if (total <= this.bounds.totalChars || id === entry.id) break;
+      this.entries.delete(id);
+      total -= e.text.length;
+    }
+    return entry;
+  }
+
+  get(id: string): KeptOutput | undefined {
+    this.expire();
+    return this.entries.get(id);
+  }
+
+  private expire(): void {
+    const now = this.now();
+    for (const [id, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(id);
+  }
+}
