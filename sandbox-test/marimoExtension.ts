@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findExtension, type GivenExtension } from './extensions';
-import { STACK } from './stack';
+import { STACK, STACK_ROOT } from './stack';
 import { REPO_ROOT } from './vscode';
 
 export const MARIMO_ID = 'marimo-team.vscode-marimo';
@@ -31,11 +31,34 @@ export interface MarimoUnderTest {
   describe: string;
 }
 
-/** Packs the fake into `dir` (vsce, no dependencies: it has none). */
+/**
+ * marimo runs its language server with `uv tool run --python ">=3.13,<3.15"`, and uv cannot
+ * download a Python here. VS Code's extension host takes PATH from a login shell, so the Python
+ * is offered where uv looks besides: a folder of "managed" Pythons (UV_PYTHON_INSTALL_DIR), as a
+ * `cpython-<version>-<os>-<arch>-gnu/bin/` of links to it, kept in the stack like the venv.
+ */
+function uvPythons(python: string): string {
+  const r = spawnSync(python, ['-c', 'import platform, sys; print("%d.%d.%d" % sys.version_info[:3], platform.machine())'], {
+    encoding: 'utf8',
+  });
+  const [version, machine] = r.stdout.trim().split(' ');
+  if (r.status !== 0 || !version || !machine) throw new Error(`${LSP_PYTHON_VAR}=${python} does not run: ${r.stderr}`);
+  const root = path.join(STACK_ROOT, 'uv-pythons');
+  const bin = path.join(root, `cpython-${version}-linux-${machine}-gnu`, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  const minor = version.split('.').slice(0, 2).join('.');
+  for (const name of [`python${minor}`, 'python3', 'python']) {
+    fs.rmSync(path.join(bin, name), { force: true });
+    fs.symlinkSync(python, path.join(bin, name));
+  }
+  return root;
+}
+
+/** Packs the fake into `dir` (vsce under setup's Node 24; no dependencies: it has none). */
 export function packFakeMarimo(dir: string): string {
   const vsix = path.join(dir, 'fake-marimo.vsix');
   const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
-  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), args, { cwd: FAKE_MARIMO_DIR, encoding: 'utf8' });
+  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'vsce.sh'), ...args], { cwd: FAKE_MARIMO_DIR, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`packing ${FAKE_MARIMO_DIR} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
   return vsix;
 }
@@ -55,8 +78,11 @@ export function marimoUnderTest(given: readonly GivenExtension[], dir: string): 
         'marimo.uv.path': path.join(STACK.venvBin, 'uv'),
         'python.defaultInterpreterPath': STACK.venvPython,
       },
-      env: lspPython ? { UV_PYTHON: lspPython } : {},
-      pick: STACK.venvPython,
+      env: lspPython ? { UV_PYTHON_INSTALL_DIR: uvPythons(lspPython) } : {},
+      // marimo's controllers are named after the Python environments the Python extension knows,
+      // which need not include the setup's venv; its sandbox controller makes a uv environment
+      // with marimo from PyPI.
+      pick: process.env['MARIMO_KERNEL_PICK'] || 'marimo sandbox',
       describe: `the REAL marimo extension ${real.extension.version} (${real.extension.vsix})`,
     };
   }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs vsce (the VS Code extension packager) under setup's Node 24: vsce needs Node 22 or newer,
 # and the project builds and tests on Node 20, so vsce is installed by setup into the stack
-# (.vscode-test/ or $AGENT_BRIDGE_STACK) rather than among the devDependencies.
+# (.vscode-test/ or $AGENT_BRIDGE_STACK) rather than among the devDependencies. It packs the
+# extension in the current folder (the harness packs its fake marimo extension too).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT="${AGENT_BRIDGE_STACK:-$PWD/.vscode-test}"
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="${AGENT_BRIDGE_STACK:-$REPO/.vscode-test}"
 NODE24="$ROOT/node24/node_modules/.bin/node"
 VSCE="$ROOT/vsce/node_modules/@vscode/vsce/vsce"
 if [ ! -x "$NODE24" ] || [ ! -f "$VSCE" ]; then

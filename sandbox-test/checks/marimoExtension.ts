@@ -4,8 +4,8 @@
  * marimo's controller for the setup's venv as the person would), then marimo-pair's surface, the cell routes, MCP and
  * marimo-pair's code_mode snippet on it. The same checks run against the real extension when
  * SANDBOX_EXTENSIONS gives it (and ms-python.python), else against the FAKE
- * (test/fixtures/fake-marimo); the run's log says which. The fake has no reactivity: the
- * reactive check runs against the real extension only.
+ * (test/fixtures/fake-marimo); the run's log says which. The fake re-runs dependents in the order
+ * of marimo's own dataflow graph (its kernel runs in the setup's venv, which has marimo).
  */
 import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
@@ -44,13 +44,11 @@ export function marimoExtensionChecks(): void {
   let client: BridgeClient;
   let sid = '';
   let file = '';
-  let fake = true;
 
   before('open the marimo fixture with kernel "marimo"', async function () {
     this.timeout(180_000);
     const ctx = context();
     client = ctx.client;
-    fake = ctx.marimo.fake;
     file = path.join(ctx.workspace, MARIMO_FIXTURE);
     const opening = client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
     // With one marimo controller VS Code takes it; with several it shows its kernel picker.
@@ -58,12 +56,20 @@ export function marimoExtensionChecks(): void {
     const picker = input.waitFor({ state: 'visible', timeout: 140_000 }).then(() => 'picker' as const);
     picker.catch(() => undefined);
     if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
-      await input.fill(ctx.marimo.pick);
-      await ctx.sandbox.page
-        .locator('.quick-input-widget .monaco-list-row')
-        .first()
-        .waitFor({ state: 'visible', timeout: 30_000 });
-      await ctx.sandbox.page.keyboard.press('Enter');
+      // VS Code's picker may first list kernel sources ("Select Another Kernel...", an extension's
+      // group): a lone item that is not the kernel is opened, as the person would.
+      const rows = ctx.sandbox.page.locator('.quick-input-widget .monaco-list-row');
+      for (let level = 0; ; level++) {
+        let texts: string[] = [];
+        for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
+          texts = await rows.allInnerTexts();
+          if (texts.some((t) => t.includes(ctx.marimo.pick))) break;
+        }
+        const at = texts.findIndex((t) => t.includes(ctx.marimo.pick));
+        ok(at >= 0 || (texts.length === 1 && level < 3), `no "${ctx.marimo.pick}" among the picker's items: ${show(texts)}`);
+        await rows.nth(at >= 0 ? at : 0).click();
+        if (at >= 0) break;
+      }
     }
     const r = await opening;
     eq(r.status, 200, `POST /notebooks/open ${MARIMO_FIXTURE} with kernel "marimo" (body ${show(r.text, 400)})`);
@@ -204,7 +210,6 @@ export function marimoExtensionChecks(): void {
   });
 
   it('marimo extension: reactive: editing x through the bridge and running it re-runs its dependents', async function () {
-    if (fake) this.skip(); // the fake has no reactivity: marimo's own kernel is the truth here
     this.timeout(90_000);
     const { signal } = checkRun();
     const [first] = await cells(signal);
@@ -222,6 +227,15 @@ export function marimoExtensionChecks(): void {
       if (last.includes('y is 100')) break;
     }
     includes(last, 'y is 100', 'the dependent print cell shows the new y');
+    // Back to the fixture's x for the checks after this one.
+    const back = await client.request({
+      method: 'PATCH',
+      path: `/notebooks/cells/${first!.id}`,
+      json: { notebook: sid, code: 'x = 41', force: true },
+      signal,
+    });
+    eq(back.status, 200, `edit back (body ${show(back.text, 300)})`);
+    await runCell(first!.id, signal);
   });
 
   it('marimo extension: MCP execute_code runs there; list_sessions lists it', async function () {

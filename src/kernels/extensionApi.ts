@@ -147,7 +147,12 @@ export abstract class ExtensionKernels implements KernelProvider {
         ranges: [{ start: index, end: index + 1 }],
         document: notebook.uri,
       });
-      return await this.waitForKernel(notebook, timeoutMs);
+      if (!(await this.waitForKernel(notebook, timeoutMs))) return false;
+      // marimo hands out its kernel on selection, before the cell ran: removing a cell that is
+      // still queued would fail its run, so let it end first (a comment ends at once).
+      for (const end = Date.now() + STARTER_END_MS; Date.now() < end && added.executionSummary?.success === undefined;)
+        await sleep(100);
+      return true;
     } finally {
       const now = notebook.getCells().indexOf(added);
       if (now >= 0 && added.document.getText() === STARTER) {
@@ -184,6 +189,8 @@ export function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
 
 /** The cell the bridge runs to start a kernel (see startWithCell). */
 const STARTER = '# Agent Bridge: starting the kernel';
+/** How long the starter cell's run may take to end once the kernel is there. */
+const STARTER_END_MS = 15_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
