@@ -7,10 +7,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { eq, fail, includes, ok, show } from '../assert';
+import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
-import { type CheckContext, checkRun, context } from './context';
+import { type CheckContext, checkRun, context, readJson } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -181,4 +181,34 @@ export function guardChecks(): void {
     const next = await client.run(sid, 'print("free")', { timeoutMs: 15_000 });
     eq(next.stdout, 'free\n', 'the next run');
   }).timeout(90_000);
+
+  it('guard: a lone surrogate is refused with its position; astral characters and combining marks survive later edits exactly', async () => {
+    const { signal } = checkRun();
+    const patch = (id: string, code: string) =>
+      client.request({ method: 'PATCH', path: `/notebooks/cells/${id}`, json: { notebook: sid, code }, signal });
+    const get = async (id: string): Promise<string> =>
+      (await client.get(`/notebooks/cells/${id}?notebook=${sid}`, { signal })).json().cell.code;
+    const created = await client.post('/notebooks/cells', { notebook: sid, code: 'text_check = 0', index: 0 }, { signal });
+    eq(created.status, 201, `create (${show(created.text, 200)})`);
+    const id: string = created.json().cell.id;
+    const lone = await patch(id, "s = '\ud800'");
+    eq(lone.status, 400, `PATCH with a lone surrogate (${show(lone.text, 300)})`);
+    includes(lone.json().detail, 'character 5', 'the 400 names the position');
+    eq(await get(id), 'text_check = 0', 'the refused text left the cell as it was');
+    // Astral characters (two UTF-16 units each) and combining marks, then plain edits after them.
+    const texts = ["s = '𝒳😀 e\u0301 n\u0303 👩🏽‍🔬'  # 𝕏", "x = 'ABC'", "t = '🧪' + 'a\u0308'\nu = '𝔘'", "y = 'DEF'  # after"];
+    for (const code of texts) {
+      const r = await patch(id, code);
+      eq(r.status, 200, `PATCH ${show(code)} (${show(r.text, 200)})`);
+      eq(await get(id), code, 'the cell holds exactly what was sent');
+    }
+    const saved = await client.post('/notebooks/save', { notebook: sid }, { signal });
+    eq(saved.status, 200, `save (${show(saved.text, 200)})`);
+    const inFile = readJson(ctx.analysis.path).cells.map((c: { source: string[] | string }) =>
+      Array.isArray(c.source) ? c.source.join('') : c.source,
+    );
+    ok(inFile.includes(texts[texts.length - 1]), `the .ipynb holds the last text exactly: ${show(inFile, 300)}`);
+    const removed = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, signal });
+    deepEq([removed.status], [200], `delete the check's cell (${show(removed.text, 200)})`);
+  }).timeout(60_000);
 }
