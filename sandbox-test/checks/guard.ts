@@ -211,4 +211,35 @@ export function guardChecks(): void {
     const removed = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, signal });
     deepEq([removed.status], [200], `delete the check's cell (${show(removed.text, 200)})`);
   }).timeout(60_000);
+
+  it("guard: each agent reads for itself — agent B's write after agent A's read refuses A's write, naming B", async () => {
+    const { signal } = checkRun();
+    const as = (name: string) => ({ 'x-agent-bridge-client': name });
+    const created = await client.post('/notebooks/cells', { notebook: sid, code: 'shared = 0', index: 0 }, { signal });
+    eq(created.status, 201, `create (${show(created.text, 200)})`);
+    const id: string = created.json().cell.id;
+    const read = (name: string) => client.get(`/notebooks/cells/${id}?notebook=${sid}`, { headers: as(name), signal });
+    const write = (name: string, code: string) =>
+      client.request({
+        method: 'PATCH',
+        path: `/notebooks/cells/${id}`,
+        json: { notebook: sid, code },
+        headers: as(name),
+        signal,
+      });
+    try {
+      eq((await read('agent-a')).status, 200, 'A reads');
+      eq((await read('agent-b')).status, 200, 'B reads');
+      eq((await write('agent-b', 'shared = "b"')).status, 200, 'B writes');
+      const refused = await write('agent-a', 'shared = "a"');
+      eq(refused.status, 409, `A's write after B's change (${show(refused.text, 300)})`);
+      includes(refused.json().detail, 'says it is agent-b', 'the 409 names who changed the cell');
+      eq(refused.json().cell.code, 'shared = "b"', 'the 409 returns the current cell');
+      const never = await write('agent-c', 'shared = "c"');
+      eq(never.status, 409, `a write by an agent that never read the cell (${show(never.text, 300)})`);
+      eq(JSON.parse((await read('agent-b')).text).cell.code, 'shared = "b"', "the cell keeps B's change");
+    } finally {
+      await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, headers: as('agent-b'), signal });
+    }
+  }).timeout(60_000);
 }

@@ -18,6 +18,7 @@ import type {
 import type { ExecResult, Kernel, StreamEvent } from './kernel';
 import { FOREVER_MS } from './series';
 import type { NotebookHost } from './sessions';
+import type { Reader } from './versions';
 
 /** The words a capped run's stderr and outcome carry (MCP results are read for them). */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
@@ -159,6 +160,7 @@ export function cappedCells(cells: CellService, activity: Activity | null, maxRu
       }
       if (key === 'run')
         return async (notebook: string | undefined, ref: CellRef) => cap(notebook, await target.run(notebook, ref));
+      if (key === 'as') return (reader: Reader) => cappedCells(target.as(reader), activity, maxRunMs);
       if (key === 'batch') {
         return async (notebook: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[]) => {
           const applied = await target.batch(notebook, ops, run);

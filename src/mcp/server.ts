@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, type Caller } from '../core/clients';
+import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, readerOf, type Caller } from '../core/clients';
 import type { BridgeServices } from '../core/services';
 import { guardTools } from './access';
 import { registerCellTools } from './cellTools';
@@ -19,8 +19,9 @@ const INSTRUCTIONS = [
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   guardTools(server, ctx.access, caller);
-  registerCodeTools(server, ctx);
-  registerCellTools(server, ctx);
+  const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
+  registerCodeTools(server, own);
+  registerCellTools(server, own);
   return server;
 }
 
