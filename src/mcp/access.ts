@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { actionCode, type AccessKind, type Gate } from '../core/access';
+import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/access';
 import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { BridgeError } from '../core/errors';
@@ -41,7 +41,9 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
           ...caller,
           left: extra.signal,
           kind,
-          label: `mcp ${name}`,
+          ...(kind === 'edit' && alsoRuns(rest['run'])
+            ? { also: ['run'] as const, label: `mcp ${name} (edit and run)` }
+            : { label: `mcp ${name}` }),
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
           code: actionCode(code, rest),
         });

@@ -1,4 +1,4 @@
-import { actionCode, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/access';
 import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import type { CellService } from '../core/cells';
@@ -26,7 +26,9 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
         const caller = httpCaller(ctx.access.identities, input.req.headers);
+        const runs = kind === 'edit' && alsoRuns(fields(input.body)['run']);
         const activity = await ctx.access.enter({
+          ...(runs ? { also: ['run'] as const, label: `${label} (edit and run)` } : { label }),
           left: leaving(input.res),
           transport: 'http',
           ...caller,
@@ -34,7 +36,6 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
             if (!input.res.headersSent) input.res.setHeader(CREDENTIAL_HEADER, credential);
           },
           kind,
-          label,
           notebook: notebookOf(input),
           code: kind === 'read' || kind === 'gateway' ? '' : codeOf(input),
         });
