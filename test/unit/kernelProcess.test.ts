@@ -176,6 +176,8 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
     const after = await run('gone');
     assert.equal(after.errors[0]?.name, 'NameError');
+    assert.match(after.stderr, /^Kernel state was lost: the kernel was restarted/, 'the next run is told');
+    assert.doesNotMatch((await run('1')).stderr, /state was lost/, 'only the next run');
   });
 
   it('reports a dead kernel (os._exit) and starts a fresh one on the next run', async () => {
@@ -198,6 +200,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(kernel.running, false);
     const again = await run('40 + 2');
     assert.deepEqual(again.value, { 'text/plain': '42' });
+    assert.match(again.stderr, /^Kernel state was lost: the kernel process exited with code 3/);
     assert.notEqual(kernel.info?.pid, pid);
   });
 

@@ -128,6 +128,8 @@ export class KernelProcess implements KernelChildEvents {
   private restartCount = 0;
   private lastSigint: { job: Job; at: number } | undefined;
   private readonly stray: StrayOutputRecord;
+  /** Why the kernel's state was thrown away since the last run started, to tell the next run. */
+  private lost: string | undefined;
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -221,6 +223,7 @@ export class KernelProcess implements KernelChildEvents {
   async restart(): Promise<void> {
     if (this.disposed) throw new Error('The kernel was disposed.');
     this.restartCount++;
+    this.lost = 'the kernel was restarted';
     this.killProc();
     this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
     await this.start();
@@ -267,6 +270,10 @@ export class KernelProcess implements KernelChildEvents {
     const job = this.queue.shift() as Job;
     if (!inner) p.stderrTail = '';
     this.active.push(job);
+    if (!inner && this.lost) {
+      emit(job, { kind: 'stream', name: 'stderr', text: `${lostStateNote(this.lost)}\n` }, this.opts.log);
+      this.lost = undefined;
+    }
     p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
     try {
       job.onStart?.();
@@ -300,6 +307,7 @@ export class KernelProcess implements KernelChildEvents {
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
         this.restartCount++;
+        this.lost = 'the kernel was restarted when an interrupt did not stop a run';
         this.killProc();
         this.failAll(
           KERNEL_RESTARTED,
@@ -465,6 +473,7 @@ export class KernelProcess implements KernelChildEvents {
       this.proc = null;
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
       const tail = p.stderrTail.trim();
+      this.lost = `the kernel process ${how}`;
       this.failAll(KERNEL_DIED, `The kernel process ${how}.${tail ? `\nLast stderr output:\n${tail}` : ''}`);
     }
     if (p.info) {
@@ -522,6 +531,10 @@ export class KernelProcess implements KernelChildEvents {
     if (job) this.pump();
   }
 }
+
+/** What the first run after a restart or a death is told before its own output. */
+export const lostStateNote = (why: string) =>
+  `Kernel state was lost: ${why} since the last run, so variables and imports from earlier runs are gone; re-run the cells that define them.`;
 
 function emit(job: Job, output: KernelOutput, log: ((line: string) => void) | undefined): void {
   try {
