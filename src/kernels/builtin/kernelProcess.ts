@@ -203,9 +203,32 @@ export class KernelProcess implements KernelChildEvents {
         job.onAbort = () => this.abort(job);
         signal.addEventListener('abort', job.onAbort, { once: true });
       }
+      const ahead = this.waitsFor();
+      if (ahead && mode === 'scratchpad') {
+        // Told at once, so a run that queues does not look hung.
+        emit(
+          job,
+          { kind: 'stream', name: 'stderr', text: `Waiting for ${ahead} to finish before this run starts.\n` },
+          this.opts.log,
+        );
+      }
       this.queue.push(job);
       this.pump();
     });
+  }
+
+  /** What a run queued now would wait for, in words; undefined when it would start at once. */
+  private waitsFor(): string | undefined {
+    const inner = this.active[this.active.length - 1];
+    const busy = (inner && inner.openCalls === 0) || this.queue.length > 0;
+    if (!busy) return undefined;
+    const running = inner
+      ? inner.cell
+        ? `the run of cell ${inner.cell.index + 1} (id ${inner.cell.id})`
+        : 'a scratchpad run'
+      : 'the kernel to start';
+    const queued = this.queue.length ? ` and ${this.queue.length} queued run(s)` : '';
+    return `${running}${queued}`;
   }
 
   /**
