@@ -13,6 +13,7 @@ import { BridgeClient } from './http';
 import { launchSandbox, REPO_ROOT, type Sandbox, SandboxError } from './vscode';
 import { beginCheck, endCheck, findBridge, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
 import { findExtension, type GivenExtension, JUPYTER_ID } from './extensions';
+import type { MarimoUnderTest } from './marimoExtension';
 
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
 /** Launching, installing two extensions, finding the bridge and opening two notebooks, on a slow shared machine. */
@@ -46,7 +47,7 @@ function printNotes(notes: string[]): void {
 }
 
 /** Declares the root hooks; call at the root of the suite tree (see run.ts). */
-export function rootHooks(opts: { vsix: string; extensions: readonly GivenExtension[] }): void {
+export function rootHooks(opts: { vsix: string; extensions: readonly GivenExtension[]; marimo: MarimoUnderTest }): void {
   const verbose = process.env['VERBOSE'] === '1';
   let workspace: string | undefined;
   let sandbox: Sandbox | undefined;
@@ -61,9 +62,10 @@ export function rootHooks(opts: { vsix: string; extensions: readonly GivenExtens
       workspace: ws,
       vsix: opts.vsix,
       kind: 'harness',
-      otherVsix: opts.extensions.map((e) => e.vsix),
+      otherVsix: [...opts.extensions.map((e) => e.vsix), ...(opts.marimo.vsix ? [opts.marimo.vsix] : [])],
       venvKernelspec: 'extension' in findExtension(opts.extensions, JUPYTER_ID),
-      env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
+      settings: opts.marimo.settings,
+      env: (dirs) => ({ ...opts.marimo.env, AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
     });
     const discoveryFile = path.join(sandbox.root, 'bridge.json');
     const advert = await findBridge(sandbox, discoveryFile);
@@ -84,6 +86,7 @@ export function rootHooks(opts: { vsix: string; extensions: readonly GivenExtens
       client,
       analysis,
       other,
+      marimo: opts.marimo,
     });
   };
 

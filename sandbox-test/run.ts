@@ -26,11 +26,18 @@ import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
 import { cellChecks } from './checks/cells';
 import { chaosChecks } from './checks/chaos';
+import { conformanceChecks } from './checks/conformance';
 import { afterStopChecks, discoveryChecks } from './checks/discovery';
 import { ipythonChecks } from './checks/ipython';
 import { jupyterChecks } from './checks/jupyter';
+import { kernelSandboxChecks } from './checks/kernelSandbox';
 import { marimoChecks } from './checks/marimo';
+import { marimoExtensionChecks } from './checks/marimoExtension';
+import { marimoUnderTest } from './marimoExtension';
+import * as os from 'node:os';
 import { reloadChecks } from './checks/reload';
+import { reviewChecks } from './checks/review';
+import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
 import { guardChecks } from './checks/guard';
@@ -67,11 +74,16 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
   describe('scripts', scriptChecks);
+  describe('conformance', () => conformanceChecks(extensions));
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
+  describe('review', reviewChecks);
+  describe('walkthrough', walkthroughChecks);
   describe('guard', guardChecks);
   describe('jupyter', () => jupyterChecks(extensions));
+  describe('kernel sandbox', kernelSandboxChecks);
+  describe('marimo extension', marimoExtensionChecks);
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
@@ -92,7 +104,11 @@ async function main(): Promise<number> {
   // Declare the suites as mocha does for a spec file: its `describe`, `it`, ... are set up by this event.
   mocha.suite.emit(Mocha.Suite.constants.EVENT_FILE_PRE_REQUIRE, globalThis, __filename, mocha);
   say(`other extensions: ${describeExtensions(args.extensions)}`);
-  rootHooks({ vsix: args.vsix, extensions: args.extensions });
+  const packed = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-fake-marimo-'));
+  process.on('exit', () => fs.rmSync(packed, { recursive: true, force: true }));
+  const marimo = marimoUnderTest(args.extensions, packed);
+  say(`marimo extension checks run against ${marimo.describe}`);
+  rootHooks({ vsix: args.vsix, extensions: args.extensions, marimo });
   suites(args.extensions);
 
   const t0 = Date.now();

@@ -143,7 +143,7 @@ function newId(kind: string): string {
   return `${kind}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
@@ -631,7 +631,7 @@ export function publishInfo(id: string, info: Record<string, unknown>): void {
 // --------------------------------------------------------------------------------------- CLI
 
 const USAGE = `usage: tsx sandbox-test/vscode.ts --workspace DIR (--vsix FILE | --dev DIR [--tests FILE])
-         [--extension FILE]... [--id ID] [--kind KIND] [--env K=V]... [--timeout SECONDS]
+         [--extension FILE]... [--id ID] [--kind KIND] [--env K=V]... [--setting KEY=JSON]... [--timeout SECONDS]
   Other extensions: --extension FILE and SANDBOX_EXTENSIONS=/a.vsix:/b.vsix (installed first).
   With --tests: runs the tests in the extension host, stops, exits with their exit code.
   Otherwise: keeps the sandbox running until SIGTERM/SIGINT (sandbox-up runs it detached).
@@ -655,6 +655,7 @@ function cliOptions(argv: string[]) {
         id: { type: 'string' },
         kind: { type: 'string' },
         env: { type: 'string', multiple: true, default: [] },
+        setting: { type: 'string', multiple: true, default: [] },
         timeout: { type: 'string', default: '600' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -671,9 +672,19 @@ function cliOptions(argv: string[]) {
     if (eq <= 0) throw new Error(`--env wants K=V, got ${pair}`);
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
+  const settings: Record<string, unknown> = {};
+  for (const pair of values.setting) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--setting wants KEY=JSON, got ${pair}`);
+    try {
+      settings[pair.slice(0, eq)] = JSON.parse(pair.slice(eq + 1));
+    } catch {
+      throw new Error(`--setting ${pair.slice(0, eq)}: the value is not JSON`);
+    }
+  }
   const timeoutSeconds = Number(values.timeout);
   if (!(timeoutSeconds > 0)) throw new Error(`--timeout wants seconds, got ${values.timeout}`);
-  return { ...values, env, timeoutMs: timeoutSeconds * 1000 };
+  return { ...values, env, settings, timeoutMs: timeoutSeconds * 1000 };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -693,6 +704,7 @@ async function main(argv: string[]): Promise<number> {
     venvKernelspec: 'extension' in findExtension(extensions, JUPYTER_ID),
     extensionDevelopmentPath: values.dev,
     extensionTestsPath: tests,
+    settings: values.settings,
     id: values.id,
     kind: values.kind ?? (tests ? 'tests' : 'cli'),
     env: (dirs) => ({

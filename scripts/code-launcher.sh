@@ -4,7 +4,7 @@
 # workspace folder as the first plain argument) onto the sandbox launcher, which runs the tests in a
 # real VS Code (code-server + headless Chromium) and exits with their result. One option is ours:
 # --install-vsix=FILE installs that .vsix into the sandbox first (how test-integration adds its
-# test-only stand-in extension: the web workbench keeps only one extensionDevelopmentPath, its
+# FAKE marimo extension (test/fixtures/fake-marimo): the web workbench keeps only one extensionDevelopmentPath, its
 # payload being a Map). Every other --option runTests adds (--no-sandbox, --user-data-dir=..., ...)
 # is meant for Electron and ignored: the sandbox makes its own isolated dirs.
 set -eu

@@ -7,8 +7,10 @@
  * Packages the extension when dist/agent-bridge.vsix is missing or older than the sources, copies
  * the fixtures into a workspace (or uses WORKSPACE), starts a detached launcher process
  * (sandbox-test/vscode.ts) that owns the sandbox and records it in .vscode-test/sandboxes/,
- * waits for the bridge, opens the workspace's notebooks through it, prints how to connect, and
- * exits. `npm run sandbox-down` stops it.
+ * waits for the bridge, opens the workspace's notebooks through it (.ipynb with the builtin
+ * kernel, marimo notebooks with the marimo extension's kernel), prints how to connect, and exits.
+ * `npm run sandbox-down` stops it. The marimo extension is the real one when given (with
+ * ms-python.python), else the FAKE of the harness (sandbox-test/marimoExtension.ts).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -28,6 +30,7 @@ import {
   stopRecorded,
 } from '../sandbox-test/vscode';
 import { describeExtensions, givenExtensions } from '../sandbox-test/extensions';
+import { marimoUnderTest } from '../sandbox-test/marimoExtension';
 import { runMain } from './runMain';
 
 const VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
@@ -57,13 +60,18 @@ function packageIfNeeded(mode: 'auto' | 'always' | 'never'): void {
   if (r.status !== 0) throw new Error(`npm run package failed (status ${r.status})`);
 }
 
+/** A `.py` file in marimo's format (it makes a `marimo.App`). */
+function isMarimoNotebook(file: string): boolean {
+  return file.endsWith('.py') && /^app = marimo\.App\(/m.test(fs.readFileSync(file, 'utf8').slice(0, 4000));
+}
+
 function notebooksIn(dir: string, depth = 0, out: string[] = []): string[] {
   if (depth > 3 || out.length >= 20) return out;
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     if (e.name.startsWith('.') || e.name === 'node_modules') continue;
     const full = path.join(dir, e.name);
     if (e.isDirectory()) notebooksIn(full, depth + 1, out);
-    else if (e.isFile() && e.name.endsWith('.ipynb') && out.length < 20) out.push(full);
+    else if (e.isFile() && (e.name.endsWith('.ipynb') || isMarimoNotebook(full)) && out.length < 20) out.push(full);
   }
   return out.sort();
 }
@@ -127,6 +135,10 @@ async function main(): Promise<number> {
   }
 
   fs.mkdirSync(STACK.recordsDir, { recursive: true });
+  // The fake's .vsix is packed next to the record, removed once the launcher installed it.
+  const packDir = fs.mkdtempSync(path.join(STACK.recordsDir, `${id}-fake-`));
+  const marimo = marimoUnderTest(extensions, packDir);
+  say(`marimo notebooks open with ${marimo.describe}`);
   const logFile = path.join(STACK.recordsDir, `${id}.log`);
   const out = fs.openSync(logFile, 'a');
   const launcher = spawn(
@@ -144,6 +156,9 @@ async function main(): Promise<number> {
       '--kind',
       'up',
       ...extensions.flatMap((e) => ['--extension', e.vsix]),
+      ...(marimo.vsix ? ['--extension', marimo.vsix] : []),
+      ...Object.entries(marimo.settings).flatMap(([key, value]) => ['--setting', `${key}=${JSON.stringify(value)}`]),
+      ...Object.entries(marimo.env).flatMap(([key, value]) => ['--env', `${key}=${value}`]),
     ],
     {
       cwd: REPO_ROOT,
@@ -173,6 +188,7 @@ async function main(): Promise<number> {
       },
       alive,
     );
+    fs.rmSync(packDir, { recursive: true, force: true });
     if (ownedWorkspace) publishInfo(id, { ownedWorkspace });
     const discoveryFile = path.join(record.root, 'bridge.json');
     const advert = await waitFor(
@@ -193,7 +209,8 @@ async function main(): Promise<number> {
     );
     const opened: { id: string; path: string }[] = [];
     for (const nb of notebooksIn(workspace)) {
-      const r = await client.post('/notebooks/open', { path: nb, kernel: 'builtin' }, { timeoutMs: 30_000 });
+      const kernel = nb.endsWith('.py') ? 'marimo' : 'builtin';
+      const r = await client.post('/notebooks/open', { path: nb, kernel }, { timeoutMs: 150_000 });
       if (r.status === 200) opened.push({ id: r.json().session?.id, path: nb });
       else say(`could not open ${nb}: ${r.status} ${r.text.slice(0, 200)}`);
     }
@@ -221,6 +238,7 @@ async function main(): Promise<number> {
     process.stdout.write(lines.join('\n') + '\n');
     return 0;
   } catch (err) {
+    fs.rmSync(packDir, { recursive: true, force: true });
     say(`failed: ${err instanceof Error ? err.message : String(err)}`);
     const r = readRecord(id) ?? record;
     if (r) say(await stopRecorded(r));

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the harness, the integration tests, the conformance run and the bench run on,
 # into the project's gitignored .vscode-test/ folder (or $AGENT_BRIDGE_STACK): Node 24 (npm),
-# code-server (npm, built against Node 24's headers), Debian's Chromium, Debian's IPython, numpy,
-# pandas and matplotlib for the builtin kernel's tests (the system python3 a person's
-# `pythonPath` most often names, and no venv in between), and a venv of pinned PyPI packages for
+# vsce (npm, run under Node 24), code-server (npm, built against Node 24's headers), Debian's
+# Chromium, Debian's IPython, numpy, pandas and matplotlib for the builtin kernel's tests (the
+# system python3 a person's `pythonPath` most often names, and no venv in between), and a venv of pinned PyPI packages for
 # marimo, Jupyter and the peers. Other extensions (Jupyter, marimo) are never built here: the
 # harness takes them as .vsix files by path (SANDBOX_EXTENSIONS). Idempotent: each step is skipped
 # when already in place.
@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="${AGENT_BRIDGE_STACK:-$PWD/.vscode-test}"
 CODE_SERVER_VERSION=4.139.1
+VSCE_VERSION=4.1.0
 mkdir -p "$ROOT"
 say() { echo "[setup] $*"; }
 # code-server writes a default config under $HOME even for --version: give it a throwaway one.
@@ -39,7 +40,8 @@ need_apt=()
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 # The builtin kernel's IPython path and its fixture notebook (magics, pandas, a plot) run on
 # Debian's /usr/bin/python3; python3-venv makes the Python without IPython the tests also use.
-for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib python3-venv; do
+# bubblewrap runs the builtin kernel in a sandbox when the person asks (agentBridge.kernel.sandbox).
+for pkg in python3-ipython python3-numpy python3-pandas python3-matplotlib python3-venv bubblewrap; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -47,7 +49,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt_get update -qq
   apt_get install -y -qq "${need_apt[@]}" >/dev/null
 else
-  say "apt: chromium, libkrb5-dev and the Python packages already present"
+  say "apt: chromium, libkrb5-dev, bubblewrap and the Python packages already present"
 fi
 
 NODE24_DIR="$ROOT/node24"
@@ -74,6 +76,18 @@ else
   env -u npm_config_user_agent PATH="$NODE24_DIR/node_modules/.bin:$PATH" npm_config_nodedir="$NODEDIR" \
     npm install -g --no-audit --no-fund --loglevel=error --prefix "$CS_DIR" "code-server@$CODE_SERVER_VERSION"
   say "code-server $(cs_version)"
+fi
+
+# vsce, the extension packager, needs Node 22+: it runs under Node 24 from here (scripts/vsce.sh).
+VSCE_DIR="$ROOT/vsce"
+if [ -f "$VSCE_DIR/node_modules/@vscode/vsce/package.json" ] && grep -q "\"version\": \"$VSCE_VERSION\"" "$VSCE_DIR/node_modules/@vscode/vsce/package.json"; then
+  say "vsce $VSCE_VERSION already present"
+else
+  say "npm: installing @vscode/vsce@$VSCE_VERSION under Node 24"
+  mkdir -p "$VSCE_DIR"
+  (cd "$VSCE_DIR" && echo '{"private":true}' > package.json &&
+    env -u npm_config_user_agent PATH="$NODE24_DIR/node_modules/.bin:$PATH" \
+      npm install --no-audit --no-fund --loglevel=error "@vscode/vsce@$VSCE_VERSION")
 fi
 
 # The Python packages the kernels and peers need (marimo, ipykernel, Jupyter Server, uv,

@@ -18,16 +18,12 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { runTests } from '@vscode/test-electron';
+import { FAKE_MARIMO_DIR, packFakeMarimo } from '../sandbox-test/marimoExtension';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const TEST_DIR = path.join(REPO_ROOT, 'test', 'integration');
 const OUT_FILE = path.join(REPO_ROOT, 'out', 'integration', 'index.js');
 const LAUNCHER = path.join(REPO_ROOT, 'scripts', 'code-launcher.sh');
-/**
- * Test-only stand-in for the marimo extension (same id and kernels API shape), loaded next to ours
- * for the contract tests of the extension kernel adapter (test/integration/extensionKernels.test.ts).
- */
-const STAND_IN_MARIMO = path.join(REPO_ROOT, 'test', 'fixtures', 'stand-in-marimo');
 
 const say = (msg: string) => process.stderr.write(`[test:integration] ${msg}\n`);
 
@@ -68,18 +64,6 @@ async function bundleTests(): Promise<void> {
   say(`bundled ${files.length} test file(s) into ${path.relative(REPO_ROOT, OUT_FILE)}`);
 }
 
-/**
- * Packs the stand-in into a .vsix for the sandbox to install: the web workbench loads a single
- * extensionDevelopmentPath (its payload is a Map, so a second entry replaces the first).
- */
-function packStandIn(dir: string): string {
-  const vsix = path.join(dir, 'stand-in-marimo.vsix');
-  const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
-  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'vsce'), args, { cwd: STAND_IN_MARIMO, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`packing ${STAND_IN_MARIMO} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
-  return vsix;
-}
-
 async function main(): Promise<number> {
   const { values: args } = parseArgs({
     options: { grep: { type: 'string' }, 'no-build': { type: 'boolean', default: false } },
@@ -100,8 +84,9 @@ async function main(): Promise<number> {
   try {
     const code = await runTests({
       ...(download ? { version: process.env['AGENT_BRIDGE_VSCODE_VERSION'] || 'stable' } : { vscodeExecutablePath: LAUNCHER }),
-      // Desktop VS Code loads several development extensions; the sandbox installs the stand-in.
-      extensionDevelopmentPath: download ? [REPO_ROOT, STAND_IN_MARIMO] : REPO_ROOT,
+      // Desktop VS Code loads several development extensions; the sandbox installs the fake (the
+      // web workbench loads a single extensionDevelopmentPath: its payload is a Map).
+      extensionDevelopmentPath: download ? [REPO_ROOT, FAKE_MARIMO_DIR] : REPO_ROOT,
       extensionTestsPath: OUT_FILE,
       extensionTestsEnv: env,
       launchArgs: download
@@ -111,7 +96,7 @@ async function main(): Promise<number> {
             `--user-data-dir=${path.join(scratch, 'user-data')}`,
             `--extensions-dir=${path.join(scratch, 'extensions')}`,
           ]
-        : [workspace, `--install-vsix=${packStandIn(scratch)}`],
+        : [workspace, `--install-vsix=${packFakeMarimo(scratch)}`],
     });
     return code;
   } catch (err) {

@@ -8,15 +8,18 @@ import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
 import { cappedLog } from './core/log';
 import { createAgentAccess } from './access';
+import { JsonCheckpointFile } from './access/checkpointFile';
+import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { ExtensionKernels, MARIMO_SOURCE } from './kernels/extensionApi';
+import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/cells';
 import { Sessions } from './notebooks/sessions';
-import { BridgeStatus } from './statusBar';
+import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
+import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 export interface CompositionDeps {
   context: vscode.ExtensionContext;
@@ -53,17 +56,27 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const handler = import('./kernels/builtin/codeMode').then((m) =>
         m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       );
-      return async (method, params, ctx) => (await handler)(method, params, ctx);
+      // Its changes are the agent's whose run called (a kernel call carries no request context).
+      return async (method, params, ctx) => {
+        const run = await handler;
+        return asAuthor(access.codeAuthor(notebook), () => run(method, params, ctx));
+      };
     },
     codeModeInCells: () => settings.current.codeModeInCells,
+    sandbox: () => settings.current.kernelSandbox,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
-  const kernels = [builtin, new ExtensionKernels(MARIMO_SOURCE), jupyter];
+  const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
-  const versionFile = join((context.storageUri ?? context.globalStorageUri).fsPath, 'cell-versions.json');
-  const notebooks = new EditorNotebooks(sessions, kernels, log, versionFile);
-  const cells = new NotebookCells(notebooks, { outputTextLimit: () => settings.current.outputTextLimit });
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
+  const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
+  const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const cells = new NotebookCells(notebooks, {
+    outputTextLimit: () => settings.current.outputTextLimit,
+    onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+  });
   const access = createAgentAccess({
     context,
     cells,
@@ -71,11 +84,24 @@ export function compose({ context, log, settings, bridge, version }: Composition
     connection: () => bridge.connection,
     log,
     settings,
+    checkpoints,
   });
-  push(...access.disposables);
+  push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();
+  const sandboxStatus = new KernelSandboxStatus();
+  // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
+  let sandboxShown: boolean | undefined;
+  const showSandbox = () => {
+    if (sandboxShown === settings.current.kernelSandbox) return;
+    sandboxShown = settings.current.kernelSandbox;
+    const check = sandboxShown ? checkBubblewrap() : undefined;
+    sandboxStatus.update(check);
+    if (check && !check.ok) log.warn(`agentBridge.kernel.sandbox is on, but ${check.reason}: the builtin kernel will not start`);
+    else if (check) log.info(`builtin kernels run sandboxed (${check.detail})`);
+  };
+  setImmediate(showSandbox);
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);
-  push(mcp, builtin, jupyter, sessions, notebooks, status);
+  push(mcp, builtin, jupyter, sessions, notebooks, status, sandboxStatus);
 
   const terminalEnv = context.environmentVariableCollection;
   terminalEnv.persistent = false;
@@ -103,6 +129,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     sessions.onDidChange(() => void refresh()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
+      showSandbox();
     }),
   );
   const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
@@ -120,7 +147,15 @@ export function compose({ context, log, settings, bridge, version }: Composition
       ]);
       return createApp({
         routes: guardRoutes(routes),
-        context: { host: sessions, cells, runs: new KeyedQueue(), version, access: access.gate, serveMcp: lazyMcp },
+        context: {
+          host: sessions,
+          cells,
+          checkpoints,
+          runs: new KeyedQueue(),
+          version,
+          access: access.gate,
+          serveMcp: lazyMcp,
+        },
         ...server,
         log: cappedLog(log),
       });

@@ -10,6 +10,8 @@ export interface BridgeConfig {
   pythonPath: string;
   outputTextLimit: number;
   codeModeInCells: boolean;
+  /** Run the builtin kernel under bubblewrap (`agentBridge.kernel.sandbox`). */
+  kernelSandbox: boolean;
   /** Folders besides the workspace folders where POST /notebooks/open may open notebooks. */
   openFolders: string[];
   /** What agents may do (`agentBridge.access.mode`). */
@@ -34,6 +36,7 @@ function readConfig(): BridgeConfig {
     pythonPath: own<string>('pythonPath', '').trim() || 'python3',
     outputTextLimit: c.get<number>('outputTextLimit', 20_000),
     codeModeInCells: own<boolean>('codeMode.inCells', false),
+    kernelSandbox: own<boolean>('kernel.sandbox', false),
     openFolders: own<string[]>('openFolders', []),
     accessMode: oneOf(ACCESS_MODES, own<string>('access.mode', 'full'), 'full'),
     askTimeoutMs: Math.max(5, own<number>('access.askTimeoutSeconds', 60)) * 1000,

@@ -12,6 +12,7 @@ export const PERSONAL_SETTINGS = [
   'maxBodyBytes',
   'pythonPath',
   'codeMode.inCells',
+  'kernel.sandbox',
   'openFolders',
   'access.mode',
   'access.askTimeoutSeconds',

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { ConnectionInfo } from './bridge';
+import type { SandboxCheck } from './kernels/builtin/kernelSandbox';
 
 /** Port and session count at a glance; a click copies the connection info. */
 export class BridgeStatus implements vscode.Disposable {
@@ -19,6 +20,34 @@ export class BridgeStatus implements vscode.Disposable {
     }
     this.item.text = `$(plug) Bridge :${connection.port} · ${sessions}`;
     this.item.tooltip = `Agent Bridge on ${connection.url}: ${sessions} notebook session(s) agents can run code in. Click to copy connection info.`;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
+
+/** Whether the builtin kernel runs sandboxed (agentBridge.kernel.sandbox), shown only while the setting is on. */
+export class KernelSandboxStatus implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('agentBridge.kernelSandbox', vscode.StatusBarAlignment.Right, 99);
+
+  constructor() {
+    this.item.name = 'Agent Bridge Kernel Sandbox';
+  }
+
+  /** `undefined`: the setting is off. */
+  update(check: SandboxCheck | undefined): void {
+    if (!check) return this.item.hide();
+    if (check.ok) {
+      this.item.text = '$(lock) Kernel sandbox';
+      this.item.tooltip = `The builtin kernel runs under bubblewrap (${check.detail}): no network, writes only in the workspace and a private /tmp, your home folder hidden.`;
+      this.item.backgroundColor = undefined;
+    } else {
+      this.item.text = '$(warning) Kernel sandbox unavailable';
+      this.item.tooltip = `agentBridge.kernel.sandbox is on, but ${check.reason}. The builtin kernel does not start until this is fixed or the setting is off.`;
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+    }
+    this.item.show();
   }
 
   dispose(): void {

@@ -24,6 +24,14 @@ export async function screenshot(page: Page, name: string, note: (m: string) => 
   note(`screenshot ${path.relative(REPO_ROOT, file)}`);
 }
 
+/** Opens the Agent Bridge side bar from the activity bar (its icon may carry a badge over it). */
+export async function openAgentBridge(page: Page): Promise<void> {
+  await page
+    .locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Agent Bridge"]') })
+    .first()
+    .click({ timeout: 5_000 });
+}
+
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
 export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.locator('.statusbar-item', { hasText: 'Agents:' }).first().click({ timeout: 5_000 });
@@ -98,7 +106,7 @@ export function accessChecks(): void {
     const { note, signal } = checkRun();
     const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
-    await page().locator('.activitybar .action-item a[aria-label^="Agent Bridge"]').first().click({ timeout: 5_000 });
+    await openAgentBridge(page());
     const rows = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
     await rows
       .first()

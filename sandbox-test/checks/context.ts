@@ -3,6 +3,7 @@
  * (`context()`, set by the root hooks once VS Code is up), and per check an AbortSignal and notes
  * (`checkRun()`, started and ended by the root hooks around every mocha test).
  */
+import type { MarimoUnderTest } from '../marimoExtension';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BridgeClient, type SseResult } from '../http';
@@ -35,6 +36,8 @@ export interface CheckContext {
   client: BridgeClient;
   analysis: OpenedNotebook;
   other: OpenedNotebook;
+  /** The marimo extension installed: the real one when given, else the fake. */
+  marimo: MarimoUnderTest;
 }
 
 let live: CheckContext | undefined;

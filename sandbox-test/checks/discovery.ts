@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { carriesMarker } from '../vscode';
+import { readProc, type ProcInfo } from '../records';
+import { carriesMarker, REPO_ROOT } from '../vscode';
 import { type BridgeAdvert, type CheckContext, checkRun, context, fileMode, findAdvertCopies, octal, readJson } from './context';
 
 const REGISTRY_KEYS = ['base_url', 'host', 'pid', 'port', 'server_id', 'started_at', 'version'];
@@ -61,6 +62,35 @@ export function discoveryChecks(): void {
     ok(carriesMarker(entry.pid, ctx.sandbox.id), `pid ${entry.pid} is not a process of this sandbox`);
     eq(entry.pid, advert.pid, 'registry pid vs discovery-file pid');
     ok(entry.pid !== ctx.sandbox.codeServerPid, 'the pid is code-server itself, not the extension host');
+  });
+
+  it("discovery: the discovery files are written on the extension host's side (workspace extension under code-server), never in the browser", () => {
+    const pkg = readJson<{ extensionKind?: string[] }>(path.join(REPO_ROOT, 'package.json'));
+    deepEq(pkg.extensionKind, ['workspace'], 'extensionKind in package.json');
+    // The writer: a process under code-server's server (the remote side), not under Chromium.
+    const chain: ProcInfo[] = [];
+    for (let info = readProc(advert.pid); info && chain.length < 20; info = readProc(info.ppid)) chain.push(info);
+    ok(
+      chain.some((p) => p.pid === ctx.sandbox.codeServerPid),
+      `pid ${advert.pid} is not below code-server ${ctx.sandbox.codeServerPid}: ${show(chain.map((p) => p.cmdline.slice(0, 60)))}`,
+    );
+    includes(chain[0]?.cmdline ?? '', 'extensionHost', `the writer (pid ${advert.pid}) is an extension host`);
+    ok(
+      !chain.some((p) => p.cmdline.includes(ctx.sandbox.dirs.chrome)),
+      `the writer runs under Chromium: ${show(chain.map((p) => p.cmdline.slice(0, 60)))}`,
+    );
+    // Where it wrote: the server's file system, and none of it in the browser's profile (its
+    // IndexedDB and local storage would hold a web extension's files).
+    ok(fs.existsSync(ctx.discoveryFile), `no discovery file at ${ctx.discoveryFile}`);
+    const inBrowser = filesUnder(ctx.sandbox.dirs.chrome).filter((f) => {
+      try {
+        const data = fs.readFileSync(f);
+        return (advert.token !== null && data.includes(advert.token)) || data.includes('"server":"agent-bridge"');
+      } catch {
+        return false;
+      }
+    });
+    deepEq(inBrowser, [], "files of the browser's profile holding the advert or its token");
   });
 
   it('discovery: our discovery file is 0600 with url, port and token', () => {
@@ -141,4 +171,13 @@ function isAlive(pid: unknown): boolean {
   } catch {
     return false;
   }
+}
+
+/** Every file under a folder (the browser's profile: a few hundred files). */
+function filesUnder(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath, e.name));
 }

@@ -33,7 +33,7 @@ export function marimoChecks(): void {
       ok(entry, `${nb.name}.ipynb (${nb.path}) not listed: ${show(body, 400)}`);
       const [id, v] = entry;
       match(id, /^s_[0-9a-z]{6}$/, `${nb.name} session id`);
-      deepEq(v, { filename: nb.path, path: nb.path }, `${nb.name} entry`);
+      deepEq(v, { session_id: id, filename: nb.path, path: nb.path }, `${nb.name} entry`);
       ok(nb.path.startsWith('/'), `${nb.name} path is not absolute`);
     }
     ok(new Set(Object.keys(body)).size === Object.keys(body).length, 'duplicate ids');

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { deepEq, eq, includes, ok, show } from '../assert';
+import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { BridgeClient, type SseResult } from '../http';
 import { processAlive } from '../../src/discovery';
 import type { Sandbox } from '../vscode';
@@ -30,7 +30,9 @@ import {
   skipped,
 } from './context';
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
+import { RESULTS_DIR } from './access';
 import { bridgeLog, expectRefused, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
+import { reviewRows } from './review';
 
 const NAMES = {
   revoke:
@@ -38,6 +40,8 @@ const NAMES = {
   restart:
     'reload: "Developer: Reload Window" starts a new bridge (new extension host, port and token); the old one is gone, its discovery files replaced',
   ids: 'reload: cell ids and versions are the same after a window restart',
+  review:
+    'reload: an agent change made before the restart is still in Agent Changes after it, and Revert (clicked) takes it back',
   start: "reload: POST /notebooks/kernel/start starts jupyter.ipynb's kernel again in the new window",
   deny: 'reload: Jupyter asks again after the restart; Deny in the dialog → the waiting run fails with the refusal',
   denied:
@@ -46,7 +50,9 @@ const NAMES = {
     'reload: Deny is stored: after another window restart Jupyter refuses at once, without asking; ids and versions still the same',
 } as const;
 
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const REFUSED = 'The person refused Agent Bridge access';
+const RELOAD_AGENT = 'reload-agent';
 
 interface CellView {
   id: string;
@@ -198,7 +204,11 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       });
       eq(edit.status, 200, `edit ${i + 1} (${show(edit.text, 300)})`);
     }
-    const created = await ctx.client.post('/notebooks/cells', { notebook: nb, code: 'made_here = 1' }, { signal });
+    const created = await ctx.client.post(
+      '/notebooks/cells',
+      { notebook: nb, code: 'made_here = 1' },
+      { signal, headers: { 'x-agent-bridge-client': RELOAD_AGENT } },
+    );
     eq(created.status, 201, `create (${show(created.text, 300)})`);
     const saved = await ctx.client.post('/notebooks/save', { notebook: nb }, { signal });
     eq(saved.status, 200, `save (${show(saved.text, 300)})`);
@@ -227,6 +237,34 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
   it(NAMES.ids, async () => {
     const { signal } = checkRun();
     await expectSameCells(signal, 'after the restart');
+  }).timeout(45_000);
+
+  it(NAMES.review, async () => {
+    const { signal, note } = checkRun();
+    const nb = ctx.other.path;
+    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT}: 1 added` }).first();
+    await row
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail(`no "${RELOAD_AGENT}: 1 added" row in Agent Changes after the restart`));
+    await page.mouse.move(900, 600);
+    const shot = path.join(RESULTS_DIR, 'review-after-reload.png');
+    await page.screenshot({ path: shot });
+    note(`screenshot ${shot}`);
+    await row.hover();
+    await row.locator('.action-label[aria-label="Revert Agent Change"]').click({ timeout: 5_000 });
+    let cells: CellView[] = [];
+    for (const end = Date.now() + 10_000; Date.now() < end; await sleep(200)) {
+      cells = await cellsOf(ctx.client, nb, signal);
+      if (!cells.some((c) => c.code === 'made_here = 1')) break;
+    }
+    deepEq(
+      cells.map((c) => c.code),
+      recorded.filter((c) => c.code !== 'made_here = 1').map((c) => c.code),
+      'the cells after Revert',
+    );
+    const saved = await ctx.client.post('/notebooks/save', { notebook: nb }, { signal });
+    eq(saved.status, 200, `save (${show(saved.text, 300)})`);
+    recorded = cells;
   }).timeout(45_000);
 
   // --------------------------------------------------------- (b) Jupyter asks again: Deny

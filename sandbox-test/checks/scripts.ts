@@ -10,7 +10,7 @@ import { eq, includes, ok, show } from '../assert';
 import { MARKER_VAR } from '../vscode';
 import { type CheckContext, checkRun, context, skipped } from './context';
 
-interface ScriptResult {
+export interface ScriptResult {
   code: number | null;
   stdout: string;
   stderr: string;

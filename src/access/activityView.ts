@@ -49,8 +49,8 @@ export function rowOf(entry: Entry): { label: string; description: string } {
 /**
  * The "Agent Bridge" activity view: every agent action, newest first, redrawn on starts and ends
  * (throttled), never per output chunk. Its message line carries the server's address, the access
- * mode and the clients seen lately. Selecting a row opens its code (or, for edits, a diff of the
- * cells it changed) with its outcome and the head of its output.
+ * mode and the clients seen lately. Selecting a row opens its code with its outcome and the head
+ * of its output, or, for an action that changed cells, the diff of its whole change.
  */
 export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly redraw = new vscode.EventEmitter<undefined>();
@@ -62,6 +62,8 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
   constructor(
     private readonly store: ActivityStore,
     private readonly status: ViewStatus,
+    /** Opens the whole change an action made (its checkpoint); false when it made none. */
+    private readonly showChange: (action: number) => Promise<boolean>,
   ) {
     this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this });
     this.disposables.push(
@@ -125,6 +127,7 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
   private async show(id: number | Entry): Promise<void> {
     const entry = this.entry(id);
     if (!entry) return;
+    if (await this.showChange(entry.action.id)) return;
     const query = String(entry.action.id);
     if (entry.changes.length) {
       const at = (side: string) => vscode.Uri.from({ scheme: DETAIL_SCHEME, path: `/${side}/action-${query}.py`, query });

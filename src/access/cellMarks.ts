@@ -4,6 +4,8 @@ import type { ActivityStore, CellChange, Entry } from './record';
 /** What a marked cell remembers: who changed it, when, and its text before and after. */
 interface Mark {
   readonly id: number;
+  /** The action of the activity record that made the change. */
+  readonly action: number;
   readonly client: string;
   readonly at: number;
   readonly before: string;
@@ -25,7 +27,7 @@ export function ago(at: number, now = Date.now()): string {
 
 /**
  * Marks the cells agents created or changed with a cell status bar item ("who · how long ago");
- * its click opens a diff of the cell before and after. A mark goes once the cell's text is no
+ * its click opens the diff of the agent's whole change (else of the cell before and after). A mark goes once the cell's text is no
  * longer what the agent left (the person edited it), or the cell goes.
  */
 export class CellMarks
@@ -38,7 +40,11 @@ export class CellMarks
   private readonly disposables: vscode.Disposable[] = [this.refresh];
   private readonly ticker: NodeJS.Timeout;
 
-  constructor(store: ActivityStore) {
+  constructor(
+    store: ActivityStore,
+    /** Opens the whole change an action made (its checkpoint); false when it made none. */
+    private readonly showWhole: (action: number) => Promise<boolean>,
+  ) {
     this.disposables.push(
       store.onDidEnd((entry) => this.mark(entry)),
       ...NOTEBOOK_TYPES.map((type) => vscode.notebooks.registerNotebookCellStatusBarItemProvider(type, this)),
@@ -104,6 +110,7 @@ export class CellMarks
       return;
     }
     const [cell, mark] = found;
+    if (await this.showWhole(mark.action)) return;
     const query = String(mark.id);
     const lang = cell.document.languageId === 'python' ? '.py' : '';
     await vscode.commands.executeCommand(
@@ -122,6 +129,7 @@ export class CellMarks
 
 function toMark(entry: Entry, change: CellChange): Omit<Mark, 'id'> {
   return {
+    action: entry.action.id,
     client: entry.action.client,
     at: entry.action.startedAt + (entry.end?.durationMs ?? 0),
     before: change.before,

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/access';
 import type { CellService } from '../core/cells';
+import type { Author, Checkpoints } from '../core/checkpoints';
 import type { Log } from '../core/log';
 import type { SessionInfo } from '../core/sessions';
 import { ActivityView } from './activityView';
@@ -10,6 +11,7 @@ import { CellMarks } from './cellMarks';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookResolver } from './record';
+import { ReviewView, SHOW_CHECKPOINT } from './review';
 import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
@@ -20,14 +22,22 @@ export interface AccessDeps {
   connection: () => { url: string; token: string | null } | undefined;
   log: Log;
   settings: Settings;
+  checkpoints: Checkpoints;
 }
+
+const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
 
 /**
  * The VS Code side of the person's say over agents: builds the gate every transport passes
  * (mode from the settings, `ask` as a notification), and what it records into (the activity
  * view, the cell marks, the audit log in the workspace's storage), with their commands.
  */
-export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: vscode.Disposable[] } {
+export function createAgentAccess(deps: AccessDeps): {
+  gate: Gate;
+  /** Who code run in this notebook acts for: the agent's scratchpad run under way there, else a cell the person ran. */
+  codeAuthor: (notebook: vscode.NotebookDocument) => Author;
+  disposables: vscode.Disposable[];
+} {
   const resolve: NotebookResolver = (named) => {
     const open = vscode.workspace.notebookDocuments;
     if (named === undefined) return open.length === 1 ? open[0] : undefined;
@@ -44,17 +54,27 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
   const gate = new Gate(person, [store]);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
-  const view = new ActivityView(store, {
-    server: () => deps.connection()?.url ?? 'server stopped',
-    mode: () => settings().accessMode,
-    clients: () => gate.clients,
-  });
+  const showChange = async (action: number) => {
+    const checkpoint = deps.checkpoints.ofAction(action);
+    if (checkpoint) await vscode.commands.executeCommand(SHOW_CHECKPOINT, checkpoint.id);
+    return checkpoint !== undefined;
+  };
+  const view = new ActivityView(
+    store,
+    {
+      server: () => deps.connection()?.url ?? 'server stopped',
+      mode: () => settings().accessMode,
+      clients: () => gate.clients,
+    },
+    showChange,
+  );
   const disposables: vscode.Disposable[] = [
     new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
-    new CellMarks(store),
+    new CellMarks(store, showChange),
     view,
+    new ReviewView(deps.checkpoints),
     new ModeStatus(deps.settings),
     deps.settings.onDidChange(() => view.schedule()),
   ];
@@ -63,5 +83,9 @@ export function createAgentAccess(deps: AccessDeps): { gate: Gate; disposables: 
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
-  return { gate, disposables };
+  const codeAuthor = (notebook: vscode.NotebookDocument): Author => {
+    const run = store.newest().find((e) => !e.end && e.notebook === notebook && e.action.kind === 'execute');
+    return run ? { client: run.action.client, action: run.action.id } : { client: CELL_RUN_AUTHOR };
+  };
+  return { gate, codeAuthor, disposables };
 }

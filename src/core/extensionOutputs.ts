@@ -41,6 +41,20 @@ export function plainText(text: string): string {
     .replace(/&amp;/g, '&');
 }
 
+/**
+ * A marimo traceback as marimo's extension hands it over: its HTML already made text, but each
+ * file frame a link (`File <a href="path:3">path:3</a>`, the text escaped), given back Python's
+ * form (`File "path", line 3`); the rest is the kernel's own text (a message may hold `<b>`).
+ */
+export function unlinked(text: string): string {
+  return stripAnsi(text)
+    .replace(
+      /File <a\s[^>]*>([^<]*):(\d+)<\/a>/g,
+      (_all, file: string, line: string) => `File "${plainText(file)}", line ${line}`,
+    )
+    .replace(/<a\s[^>]*>([^<]*)<\/a>/gi, (_all, inner: string) => plainText(inner));
+}
+
 const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
 
 /**
@@ -48,13 +62,13 @@ const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
  * error items their traceback on stderr (colour codes removed, nothing else: a source line may
  * hold tag-like text) and failure, marimo's `marimo-error` channel failure; anything else is a
  * rich value. With `valueMime`, only a bundle carrying that marker is the value (the marker is
- * dropped) and other bundles are displays. `markupInErrors`: the kernel's error text may carry
- * HTML markup (marimo), which is stripped too.
+ * dropped) and other bundles are displays. `linksInErrors`: the kernel's tracebacks link their
+ * frames with HTML anchors (marimo's extension), unwrapped to their text.
  */
 export function interpretOutput(
   output: ApiOutput,
   mimes: StreamMimes,
-  { valueMime, markupInErrors = false }: { valueMime?: string | undefined; markupInErrors?: boolean } = {},
+  { valueMime, linksInErrors = false }: { valueMime?: string | undefined; linksInErrors?: boolean } = {},
 ): InterpretedOutput {
   const result: InterpretedOutput = { streams: [], failed: output.metadata?.['channel'] === 'marimo-error' };
   const value: MimeBundle = {};
@@ -65,7 +79,7 @@ export function interpretOutput(
     } else if (item.mime === mimes.error) {
       result.failed = true;
       const text = errorText(decoder.decode(item.data));
-      result.streams.push({ name: 'stderr', text: withNewline(markupInErrors ? plainText(text) : stripAnsi(text)) });
+      result.streams.push({ name: 'stderr', text: withNewline(linksInErrors ? unlinked(text) : stripAnsi(text)) });
     } else if (result.failed) {
       result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
     } else if (item.mime === MARIMO_UI_MIME) {

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
 /** The kernels the bridge can select and start for a notebook. */
-export const kernelChoice = z.enum(['builtin', 'jupyter'], { error: '"kernel" must be "builtin" or "jupyter"' });
+export const kernelChoice = z.enum(['builtin', 'jupyter', 'marimo'], {
+  error: '"kernel" must be "builtin", "jupyter" or "marimo"',
+});
 
 /** `POST /notebooks/kernel/start` and the MCP `start_kernel` tool. */
 export const startKernelBody = z.strictObject({
@@ -9,5 +11,7 @@ export const startKernelBody = z.strictObject({
     .string()
     .min(1, 'give the session id or the absolute path of the notebook')
     .describe('Session id or absolute path.'),
-  kernel: kernelChoice.describe('"jupyter": the Jupyter kernel its metadata names (kernelspec); "builtin": Agent Bridge Python.'),
+  kernel: kernelChoice.describe(
+    '"jupyter": a Jupyter kernel the person picks; "builtin": Agent Bridge Python (.ipynb); "marimo": a marimo kernel the person picks (marimo notebooks).',
+  ),
 });

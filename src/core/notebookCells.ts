@@ -33,6 +33,8 @@ import { KERNEL_READER, ReadTracker, type Reader } from './versions';
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
   outputTextLimit: () => number;
+  /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
+  onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
 }
 
 const single = () => '';
@@ -262,6 +264,7 @@ export class NotebookCells implements CellService {
       }
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
+      if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
       const touched: CellView[] = [];
       after.forEach((cell, index) => {

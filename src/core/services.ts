@@ -1,5 +1,6 @@
 import type { Gate } from './access';
 import type { CellService } from './cells';
+import type { Checkpoints } from './checkpoints';
 import type { KeyedQueue } from './keyedQueue';
 import type { NotebookHost } from './sessions';
 
@@ -13,4 +14,6 @@ export interface BridgeServices {
   cells: CellService;
   /** The person's access policy and the activity record every agent action passes. */
   access: Gate;
+  /** Every agent change to a notebook, to keep, revert or undo. */
+  checkpoints: Checkpoints;
 }

@@ -11,7 +11,7 @@ export interface SessionInfo {
 }
 
 /** A kernel the bridge can select and start for a notebook. */
-export type KernelChoice = 'builtin' | 'jupyter';
+export type KernelChoice = 'builtin' | 'jupyter' | 'marimo';
 
 export interface StartedKernel {
   readonly session: SessionInfo;

@@ -1,6 +1,5 @@
 import type { Kernels as JupyterKernelsApi, Kernel as JupyterApiKernel } from '@vscode/jupyter-extension';
 import * as vscode from 'vscode';
-import { BridgeError } from '../core/errors';
 import { interpretOutput, reduceDisplay, type StreamMimes } from '../core/extensionOutputs';
 import {
   NO_OUTPUT,
@@ -25,37 +24,31 @@ type KernelsApi = { getKernel(uri: vscode.Uri): Thenable<ApiKernel | undefined> 
 export interface ExtensionKernelSource {
   name: string;
   label: string;
+  /** The extension's id as its publisher ships it (named in answers). */
   extensionId: string;
   notebookType: string;
+  /** The installed extension that serves `notebookType` with this API, if any. */
+  extension(): vscode.Extension<unknown> | undefined;
   kernels(exports: unknown): KernelsApi | undefined;
   /** What the person must do when no kernel is running for the notebook. */
   noKernelHint: string;
-  /** How the person grants access after refusing it. */
-  accessHint: string;
+  /** How the person grants access after refusing it; undefined: the extension never asks. */
+  accessHint?: string;
 }
 
-function field(value: unknown, key: string): unknown {
+export function field(value: unknown, key: string): unknown {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 }
-function asKernelsApi(value: unknown): KernelsApi | undefined {
+export function asKernelsApi(value: unknown): KernelsApi | undefined {
   return typeof field(value, 'getKernel') === 'function' ? (value as KernelsApi) : undefined;
 }
-
-export const MARIMO_SOURCE: ExtensionKernelSource = {
-  name: 'marimo',
-  label: 'marimo',
-  extensionId: 'marimo-team.vscode-marimo',
-  notebookType: 'marimo-notebook',
-  kernels: (exports) => asKernelsApi(field(field(exports, 'experimental'), 'kernels')),
-  noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
-  accessHint: 'allow "Agent Bridge" when VS Code asks, then retry',
-};
 
 export const JUPYTER_SOURCE: ExtensionKernelSource = {
   name: 'jupyter',
   label: 'Jupyter',
   extensionId: 'ms-toolsai.jupyter',
   notebookType: 'jupyter-notebook',
+  extension: () => vscode.extensions.getExtension('ms-toolsai.jupyter'),
   kernels: (exports) => asKernelsApi(field(exports, 'kernels')),
   noKernelHint:
     'select a Jupyter kernel for the notebook and run a cell once, or start it with POST /notebooks/kernel/start ' +
@@ -70,8 +63,10 @@ export interface ScratchpadRules {
   wrap(code: string): string;
   /** Marks the bundle that is the run's value (others are displays); undefined: every bundle is the value. */
   valueMime?: string;
-  /** The kernel's tracebacks may carry HTML markup (marimo's do), to strip for a terminal. */
-  markupInErrors?: boolean;
+  /** The kernel's tracebacks link their frames with HTML anchors (marimo's extension does), unwrapped for a terminal. */
+  linksInErrors?: boolean;
+  /** What to add on stderr when the run failed (the bridge's way to do what the code tried); undefined: nothing. */
+  failureHint?(code: string): string | undefined;
   /** When executeCode throws before any output, may it be a refusal the person can undo? (false: admit settled that) */
   accessHintOnError?: boolean;
   /**
@@ -81,19 +76,12 @@ export interface ScratchpadRules {
   admit(onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<boolean>;
 }
 
-const MARIMO_RULES: ScratchpadRules = {
-  wrap: (code) => code,
-  admit: async () => true,
-  markupInErrors: true,
-  accessHintOnError: true,
-};
-
 /**
  * Reaches the kernels of another notebook extension through its exported API. Asked per
- * request, so a kernel the person picks in the editor is used at once. Interrupt and restart
- * are not offered by the API: the editor's own cancel command stops runs.
+ * request, so a kernel the person picks in the editor is used at once. The API offers neither
+ * interrupt nor restart: each extension's provider does them through that extension's commands.
  */
-export class ExtensionKernels implements KernelProvider {
+export abstract class ExtensionKernels implements KernelProvider {
   readonly name: string;
   readonly onDidChange: vscode.Event<void>;
 
@@ -112,7 +100,7 @@ export class ExtensionKernels implements KernelProvider {
   protected async apiKernel(notebook: vscode.NotebookDocument): Promise<ApiKernel | KernelUnavailable | undefined> {
     const { source } = this;
     if (notebook.notebookType !== source.notebookType) return undefined;
-    const extension = vscode.extensions.getExtension(source.extensionId);
+    const extension = source.extension();
     if (!extension) return undefined;
     if (!extension.isActive) {
       return new KernelUnavailable(503, `The ${source.label} extension is not active yet: ${source.noKernelHint}, then retry`);
@@ -121,7 +109,7 @@ export class ExtensionKernels implements KernelProvider {
     if (!api) {
       return new KernelUnavailable(
         503,
-        `This version of the ${source.label} extension (${source.extensionId}) exports no kernels API: update it`,
+        `This version of the ${source.label} extension (${extension.id}) exports no kernels API: update it`,
       );
     }
     let kernel: ApiKernel | undefined;
@@ -131,28 +119,73 @@ export class ExtensionKernels implements KernelProvider {
       const reason = error instanceof Error ? error.message : String(error);
       return new KernelUnavailable(
         409,
-        `The ${source.label} extension refused access to its kernel (${reason}): ${source.accessHint}`,
+        source.accessHint
+          ? `The ${source.label} extension refused access to its kernel (${reason}): ${source.accessHint}`
+          : `The ${source.label} extension could not give its kernel (${reason}): ${source.noKernelHint}`,
       );
     }
     return kernel ?? new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
   }
 
-  protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel | KernelUnavailable {
-    return new ApiKernelAdapter(this.source, kernel, MARIMO_RULES);
+  /**
+   * The Jupyter and marimo extensions start a notebook's kernel only to run a cell (no command or
+   * API starts it), and hand out only kernels started that way: run a comment-only cell appended
+   * for the moment, then remove it (two undoable edits; no output; the kernel's history gets that
+   * one comment). VS Code does not send an empty cell to the kernel. With no kernel selected, VS
+   * Code selects the only one there is, or shows its kernel picker to the person.
+   */
+  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+    const index = notebook.cellCount;
+    const add = new vscode.WorkspaceEdit();
+    add.set(notebook.uri, [
+      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
+    ]);
+    if (!(await vscode.workspace.applyEdit(add))) return false;
+    const added = notebook.cellAt(index);
+    try {
+      void vscode.commands.executeCommand('notebook.cell.execute', {
+        ranges: [{ start: index, end: index + 1 }],
+        document: notebook.uri,
+      });
+      return await this.waitForKernel(notebook, timeoutMs);
+    } finally {
+      const now = notebook.getCells().indexOf(added);
+      if (now >= 0 && added.document.getText() === STARTER) {
+        const remove = new vscode.WorkspaceEdit();
+        remove.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(now, now + 1))]);
+        await vscode.workspace.applyEdit(remove);
+      }
+    }
   }
 
-  async interrupt(_notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined> {
-    return undefined;
-  }
-
-  async restart(_notebook: vscode.NotebookDocument): Promise<boolean> {
+  /** Polls until the extension gives the notebook's kernel; false past `timeoutMs`. */
+  protected async waitForKernel(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+    for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(250)) {
+      if (!((await this.apiKernel(notebook)) instanceof KernelUnavailable)) return true;
+    }
     return false;
   }
 
-  async start(_editor: vscode.NotebookEditor): Promise<void> {
-    throw new BridgeError(409, `The bridge cannot start ${this.source.label} kernels: ${this.source.noKernelHint}`);
-  }
+  protected abstract adapt(notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel | KernelUnavailable;
+  abstract interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined>;
+  abstract restart(notebook: vscode.NotebookDocument): Promise<boolean>;
+  abstract start(editor: vscode.NotebookEditor): Promise<void>;
 }
+
+/** The notebook as the person knows it: its path, else its uri. */
+export function label(notebook: vscode.NotebookDocument): string {
+  return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
+}
+
+/** Shows a notification of ours while `task` runs (the person sees who asks and why). */
+export function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
+  return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => task));
+}
+
+/** The cell the bridge runs to start a kernel (see startWithCell). */
+const STARTER = '# Agent Bridge: starting the kernel';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const streamMimes = (): StreamMimes => ({
   stdout: vscode.NotebookCellOutputItem.stdout('').mime,
@@ -211,7 +244,7 @@ export class ApiKernelAdapter implements Kernel {
       if (!signal.aborted && !failed) {
         const message = error instanceof Error ? error.message : String(error);
         const hint =
-          produced || !this.rules.accessHintOnError
+          produced || !this.rules.accessHintOnError || !this.source.accessHint
             ? ''
             : ` (if the ${this.source.label} extension refused access: ${this.source.accessHint})`;
         onStream({ name: 'stderr', text: `${message}${hint}\n` });
@@ -221,6 +254,8 @@ export class ApiKernelAdapter implements Kernel {
       cancellation.dispose();
     }
     if (signal.aborted) failed = true;
+    const hint = failed && !signal.aborted ? this.rules.failureHint?.(code) : undefined;
+    if (hint) onStream({ name: 'stderr', text: `${hint}\n` });
     if (failed) return { success: false, status: signal.aborted ? 'interrupted' : 'failed', output: NO_OUTPUT };
     if (value) return { success: true, status: 'succeeded', output: reduceMimeBundle(value) };
     return { success: true, status: 'succeeded', output: (display && reduceDisplay(display)) ?? NO_OUTPUT };

@@ -2,14 +2,12 @@ import * as vscode from 'vscode';
 import { BridgeError } from '../core/errors';
 import type { InterruptHow, Kernel } from '../core/kernel';
 import type { Log } from '../core/log';
-import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, type ApiKernel } from './extensionApi';
+import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, label, withNotice, type ApiKernel } from './extensionApi';
 import { JupyterAccess, refusal } from './jupyterAccess';
 import { KernelUnavailable } from './kernel';
 import { VALUE_MIME, wrapPythonScratchpad } from './pythonScratchpad';
 
 const START_TIMEOUT_MS = 60_000;
-/** The cell the bridge runs to start a Jupyter kernel (see startWithCell). */
-const STARTER = '# Agent Bridge: starting the kernel';
 
 /**
  * The Jupyter extension's kernels: its exported kernels API for code (behind the person's
@@ -112,50 +110,13 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
       id: picked,
       extension: JUPYTER_SOURCE.extensionId,
     });
-    if (!(await this.startWithCell(notebook)))
+    if (!(await this.startWithCell(notebook, START_TIMEOUT_MS)))
       throw new BridgeError(
         504,
         `The Jupyter kernel ${picked} of ${label(notebook)} did not start within ${START_TIMEOUT_MS / 1000} s`,
       );
     this.log.info(`started the Jupyter kernel ${picked} for ${label(notebook)}`);
     this.changed.fire();
-  }
-
-  /**
-   * The Jupyter extension starts a notebook's kernel only to run a cell (no command or API
-   * starts it), and lets other extensions use only kernels started that way: run a comment-only
-   * cell appended for the moment, then remove it (two undoable edits; no output; the kernel's
-   * history gets that one comment). VS Code does not send an empty cell to the kernel.
-   */
-  private async startWithCell(notebook: vscode.NotebookDocument): Promise<boolean> {
-    const index = notebook.cellCount;
-    const add = new vscode.WorkspaceEdit();
-    add.set(notebook.uri, [
-      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
-    ]);
-    if (!(await vscode.workspace.applyEdit(add))) return false;
-    const added = notebook.cellAt(index);
-    try {
-      void vscode.commands.executeCommand('notebook.cell.execute', {
-        ranges: [{ start: index, end: index + 1 }],
-        document: notebook.uri,
-      });
-      return await this.waitForKernel(notebook, START_TIMEOUT_MS);
-    } finally {
-      const now = notebook.getCells().indexOf(added);
-      if (now >= 0 && added.document.getText() === STARTER) {
-        const remove = new vscode.WorkspaceEdit();
-        remove.set(notebook.uri, [vscode.NotebookEdit.deleteCells(new vscode.NotebookRange(now, now + 1))]);
-        await vscode.workspace.applyEdit(remove);
-      }
-    }
-  }
-
-  private async waitForKernel(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
-    for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(250)) {
-      if (!((await this.apiKernel(notebook)) instanceof KernelUnavailable)) return true;
-    }
-    return false;
   }
 
   private whenIdleAgain(kernel: ApiKernel, notebook: vscode.NotebookDocument): Promise<void> {
@@ -205,10 +166,6 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
   }
 }
 
-function label(notebook: vscode.NotebookDocument): string {
-  return notebook.uri.scheme === 'file' ? notebook.uri.fsPath : notebook.uri.toString();
-}
-
 const NOT_READY = new Set(['unknown', 'starting', 'restarting', 'autorestarting']);
 
 /**
@@ -233,10 +190,3 @@ function ready(kernel: ApiKernel, signal: AbortSignal): Promise<boolean> {
     if (!NOT_READY.has(kernel.status!)) done(true); // it changed before we listened
   });
 }
-
-/** Shows a notification of ours while `task` runs. */
-function withNotice<T>(title: string, task: Thenable<T>): Promise<T> {
-  return Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title }, () => task));
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/access';
 import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
+import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/errors';
 
 /** Tools that run code; others are reads when annotated read-only, else edits. */
@@ -56,7 +57,8 @@ export function guardTools(server: McpServer, gate: Gate, caller: Caller): void 
       const unlisten = activity.onStop(() => stop.abort());
       const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
       try {
-        const result = await cb(...params.slice(0, -1), own);
+        const author = { client: activity.action.client, action: activity.action.id };
+        const result = await asAuthor(author, () => cb(...params.slice(0, -1), own));
         const body = (result.structuredContent ?? {}) as Fields;
         const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
           (e) => typeof e === 'string',

@@ -241,7 +241,7 @@ class WithImages {
  * becomes a tool error carrying the same detail and extra fields as the REST body (e.g. the
  * current cell of a read-before-write refusal), so the agent can recover without another call.
  */
-async function answer(run: () => Promise<object>): Promise<CallToolResult> {
+export async function answer(run: () => Promise<object>): Promise<CallToolResult> {
   try {
     const value = await run();
     const { body, images: extra } = value instanceof WithImages ? value : { body: value, images: [] };

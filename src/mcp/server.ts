@@ -6,13 +6,15 @@ import type { BridgeServices } from '../core/services';
 import { guardTools } from './access';
 import { registerCellTools } from './cellTools';
 import { registerCodeTools } from './tools';
+import { registerUndoTool } from './undoTool';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
   'list_sessions, then execute_code(session_id, code) to run Python in a notebook kernel as a scratchpad',
   '(notebook variables readable, new names discarded). For durable changes use the cell tools:',
   'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
-  'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait.',
+  'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait;',
+  'undo_last_change takes back your own newest change when nobody changed those cells since.',
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
@@ -22,6 +24,7 @@ export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer 
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
   registerCodeTools(server, own);
   registerCellTools(server, own);
+  registerUndoTool(server, own);
   return server;
 }
 

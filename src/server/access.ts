@@ -1,6 +1,7 @@
 import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/access';
 import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
+import { asAuthor } from '../core/checkpoints';
 import type { CellService } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import type { NotebookHost } from '../core/sessions';
@@ -74,10 +75,10 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
   return actionCode(code, rest);
 }
 
-/** Runs a handler as its activity, ending it with what the answer says. */
+/** Runs a handler as its activity (the author of the changes it makes), ending it with what the answer says. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
-    const result = await run();
+    const result = await asAuthor({ client: activity.action.client, action: activity.action.id }, run);
     const body = fields(result instanceof Reply ? result.body : result);
     if (result !== undefined) activity.note(JSON.stringify(body));
     const failed = (result instanceof Reply && result.status >= 400) || body['success'] === false;

@@ -48,8 +48,10 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/api/sessions',
+    // marimo's value also names the kernel session (`session_id`) apart from the key, the id its
+    // front end chose; ours are one id.
     handle: async (_i, ctx) =>
-      Object.fromEntries((await ctx.host.sessions()).map((s) => [s.id, { filename: s.path, path: s.path }])),
+      Object.fromEntries((await ctx.host.sessions()).map((s) => [s.id, { session_id: s.id, filename: s.path, path: s.path }])),
   }),
 
   route({
@@ -119,6 +121,13 @@ export const routes: readonly Route<RouteContext>[] = [
       const { runs, ...applied } = await ctx.cells.batch(body.notebook, body.ops, body.run ?? []);
       return respondRuns(applied, runs, { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS });
     },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/undo',
+    activity: 'undo',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
   }),
   route({
     method: 'post',

@@ -138,7 +138,7 @@ describe('access modes, activity record and audit log in VS Code', function () {
     assert.equal(access().get('mode'), 'off');
   });
 
-  it('marks a cell the agent changed; the mark opens a diff and goes when the person edits the cell', async () => {
+  it('marks a cell the agent changed; the mark opens the diff of the change and goes when the person edits the cell', async () => {
     const { doc, session } = await bridge.openNotebook(['a = 1']);
     const edited = await bridge.client.request({
       method: 'PATCH',
@@ -153,8 +153,10 @@ describe('access modes, activity record and audit log in VS Code', function () {
       const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
       return input instanceof vscode.TabInputTextDiff ? input : undefined;
     });
+    // The diff of the agent's whole change (its checkpoint): each cell it touched, with its place.
     const [before, after] = await Promise.all([diff.original, diff.modified].map((u) => vscode.workspace.openTextDocument(u)));
-    assert.deepEqual([before!.getText(), after!.getText()], ['a = 1', 'a = 2']);
+    assert.match(before!.getText(), /^# ── cell \S+ · edited · was cell 1 · python · no output\na = 1\n$/);
+    assert.match(after!.getText(), /^# ── cell \S+ · edited · now cell 1 · python · no output\na = 2\n$/);
 
     await personTypes(doc, 0, 'a = 3');
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');

@@ -1,10 +1,12 @@
 /**
- * Contract test of the extension kernel adapter (src/kernels/extensionApi.ts) inside a real VS
- * Code, over real HTTP to the bridge. The marimo extension cannot be installed here, so a
- * TEST-ONLY STAND-IN for it (test/fixtures/stand-in-marimo, loaded by scripts/test-integration.ts
- * as a second development extension) takes its id and notebook type and exports the same kernels
- * API shape (protocol.md §7) with scripted outputs. What this proves is the bridge's side of that
- * contract, not the real extension's behaviour.
+ * Contract test of the marimo kernel adapter (src/kernels/marimoKernels.ts, extensionApi.ts)
+ * inside a real VS Code, over real HTTP to the bridge, against the FAKE marimo extension
+ * (test/fixtures/fake-marimo, id agent-bridge-tests.fake-marimo, installed by
+ * scripts/test-integration.ts). The fake reproduces the real extension's API behaviour (getKernel
+ * undefined until a controller is selected, status always "idle", outputs as VS Code cell outputs
+ * with marimo's value mime and HTML tracebacks, cancellation ending the stream and that run) with
+ * a real Python process as its kernel. The harness's `marimo extension` suite runs the same
+ * surface against the real extension when it is given.
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -12,38 +14,39 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { BridgeClient, SseResult } from '../../sandbox-test/http';
-import { connect, poll, sleep } from './support';
+import { connect, poll } from './support';
 
-const STAND_IN_ID = 'marimo-team.vscode-marimo';
+const FAKE_ID = 'agent-bridge-tests.fake-marimo';
 
 interface Done {
   success: boolean;
+  status: string;
   output: { mimetype: string; data: string };
 }
 
-describe('extension kernels: marimo API shape (test-only stand-in extension)', function () {
-  this.timeout(30_000);
+const NOTEBOOK = 'import marimo\n\napp = marimo.App()\n\n\n@app.cell\ndef _():\n    x = 41\n    return (x,)\n';
+
+describe('extension kernels: marimo API (FAKE marimo extension)', function () {
+  this.timeout(60_000);
   let client: BridgeClient;
   let folder: string;
 
   before(async function () {
-    this.timeout(30_000);
     ({ client } = await connect());
-    const standIn = vscode.extensions.getExtension(STAND_IN_ID);
-    assert.ok(standIn, `the stand-in ${STAND_IN_ID} is not loaded (scripts/test-integration.ts passes it)`);
-    assert.match(String(standIn.packageJSON.description), /STAND-IN/, 'not the test stand-in: refusing to run');
-    await standIn.activate();
-    folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? fs.mkdtempSync(path.join(os.tmpdir(), 'stand-in-marimo-'));
+    const fake = vscode.extensions.getExtension(FAKE_ID);
+    assert.ok(fake, `the fake ${FAKE_ID} is not installed (scripts/test-integration.ts installs it)`);
+    await fake.activate();
+    folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? fs.mkdtempSync(path.join(os.tmpdir(), 'fake-marimo-'));
   });
 
-  /** Writes a stand-in marimo notebook and opens it the way the person would. */
-  async function openStandIn(name: string): Promise<vscode.NotebookDocument> {
-    const file = path.join(folder, `it-${process.pid}-${name}.stand-in-marimo`);
-    fs.writeFileSync(file, JSON.stringify(['x = 1']));
+  /** Writes a marimo notebook and opens it as the person would, with the fake's notebook type. */
+  async function open(name: string): Promise<{ doc: vscode.NotebookDocument }> {
+    const file = path.join(folder, `it_${process.pid}_${name}.py`);
+    fs.writeFileSync(file, NOTEBOOK);
     const doc = await vscode.workspace.openNotebookDocument(vscode.Uri.file(file));
     assert.equal(doc.notebookType, 'marimo-notebook');
     await vscode.window.showNotebookDocument(doc, { preserveFocus: true, preview: false });
-    return doc;
+    return { doc };
   }
 
   async function listed(): Promise<Record<string, { path: string | null }>> {
@@ -52,10 +55,6 @@ describe('extension kernels: marimo API shape (test-only stand-in extension)', f
     return r.json();
   }
 
-  const sessionOf = async (doc: vscode.NotebookDocument) =>
-    Object.entries(await listed()).find(([, s]) => s.path === doc.uri.fsPath)?.[0];
-
-  /** The session id of any open notebook, listed or not (POST /notebooks/open answers it). */
   async function idOf(doc: vscode.NotebookDocument): Promise<string> {
     const r = await client.post('/notebooks/open', { path: doc.uri.fsPath }, { timeoutMs: 15_000 });
     assert.equal(r.status, 200, r.text);
@@ -69,101 +68,12 @@ describe('extension kernels: marimo API shape (test-only stand-in extension)', f
   };
 
   let session: string;
+  let working: vscode.NotebookDocument;
 
-  it('lists a marimo notebook whose kernel the extension hands out in /api/sessions', async () => {
-    const doc = await openStandIn('ok');
-    session = await poll(`${doc.uri.fsPath} in /api/sessions`, 10_000, () => sessionOf(doc));
-    assert.match(session, /^s_[0-9a-z]{6}$/);
-    assert.equal(await idOf(doc), session, 'one notebook, one session id');
-  });
-
-  it('streams stdout and stderr items as they arrive, in order, then done with success', async () => {
-    const r = await client.run(session, 'stream', { timeoutMs: 15_000 });
-    assert.deepEqual(
-      r.events.map((e) => [e.event, e.event === 'done' ? null : e.data.data]),
-      [
-        ['stdout', 'one\n'],
-        ['stderr', 'two\n'],
-        ['stdout', 'three\n'],
-        ['done', null],
-      ],
-    );
-    assert.deepEqual(r.framingErrors, []);
-    assert.ok(r.events[2]!.at - r.events[0]!.at >= 250, `events came together, not as yielded: ${r.raw}`);
-    assert.deepEqual(done(r), { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } });
-  });
-
-  it('gives the last rich value as done.output, text/plain preferred over text/html', async () => {
-    const r = await client.run(session, 'value', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '42' } });
-    assert.equal(r.stdout + r.stderr, '');
-  });
-
-  it('turns an error item into a plain-text traceback on stderr and success false', async () => {
-    const r = await client.run(session, 'fail', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
-    assert.equal(r.stdout, 'before\n');
-    assert.match(r.stderr, /^Traceback \(most recent call last\):\n {2}File "<cell 1>", line 1, in <module>\n/);
-    assert.match(r.stderr, /ZeroDivisionError: division by zero\n$/);
-    assert.doesNotMatch(r.stderr, /\x1b|<b>/, 'ANSI and HTML are stripped'); // eslint-disable-line no-control-regex
-  });
-
-  it("treats marimo's marimo-error channel as failure, its text on stderr", async () => {
-    const r = await client.run(session, 'marimo-error', { timeoutMs: 15_000 });
-    assert.equal(done(r).success, false);
-    assert.match(r.stderr, /NameError: name 'undefined_name' is not defined/);
-    assert.equal(r.stdout, '');
-  });
-
-  it('ends the stream when executeCode throws (a consent denial raised at run time): reason on stderr, success false', async () => {
-    const r = await client.run(session, 'revoked', { timeoutMs: 15_000 });
-    assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
-    assert.match(r.stderr, /Access to Jupyter Kernel has been revoked \(stand-in\)/);
-    assert.match(r.stderr, /allow "Agent Bridge" when VS Code asks/, 'the person is told how to grant access');
-    const next = await client.run(session, 'value', { timeoutMs: 15_000 });
-    assert.equal(done(next).success, true, 'the session still runs code');
-  });
-
-  it('frees the session when a kernel ignores cancellation after the client disconnects', async () => {
-    const stream = client.execute(session, 'stuck', { timeoutMs: 15_000 });
-    assert.equal((await stream.next((e) => e.event === 'stdout', 10_000))?.data.data, 'stuck\n');
-    stream.disconnect();
-    await stream.result;
-    const next = await client.run(session, 'value', { timeoutMs: 5_000 });
-    assert.equal(done(next).success, true, 'the next run on the notebook is not blocked behind the stuck one');
-  });
-
-  it('cancels the run through the cancellation token when the client disconnects', async () => {
-    const before = JSON.parse(done(await client.run(session, 'cancelled?', { timeoutMs: 15_000 })).output.data) as {
-      cancelled: number;
-      runs: number;
-    };
-    const stream = client.execute(session, 'forever', { timeoutMs: 15_000 });
-    const first = await stream.next((e) => e.event === 'stdout', 10_000);
-    assert.equal(first?.data.data, 'started\n');
-    await sleep(500);
-    stream.disconnect();
-    const r = await stream.result;
-    assert.equal(r.ended, 'disconnected');
-    assert.equal(r.done, undefined);
-    // Runs of one session take turns: this one only starts once the cancelled run has ended.
-    const after = await poll('the stand-in to see the cancellation', 10_000, async () => {
-      const state = JSON.parse(done(await client.run(session, 'cancelled?', { timeoutMs: 5000 })).output.data) as {
-        cancelled: number;
-        runs: number;
-      };
-      return state.cancelled > before.cancelled ? state : undefined;
-    });
-    assert.deepEqual(after, { cancelled: before.cancelled + 1, runs: before.runs + 1 });
-  });
-
-  it('leaves out a notebook without a kernel, and answers its execute with 409 saying to select one', async () => {
-    const doc = await openStandIn('nokernel');
+  it('answers 409 saying to select a marimo kernel and run a cell while no controller is selected', async () => {
+    const { doc } = await open('nokernel');
     const id = await idOf(doc);
-    // Once the working notebook is listed, the list is current: this one must be missing.
-    await poll('the working notebook in /api/sessions', 10_000, async () => ((await listed())[session] ? true : undefined));
-    assert.equal(await sessionOf(doc), undefined, 'a notebook without a kernel is no session');
-    assert.equal((await listed())[id], undefined);
+    assert.equal((await listed())[id], undefined, 'a notebook without a kernel is no session');
     const r = await client.execute(id, '1 + 1', { timeoutMs: 10_000 }).result;
     assert.equal(r.status, 409, r.raw);
     const detail = JSON.parse(r.raw).detail as string;
@@ -172,14 +82,97 @@ describe('extension kernels: marimo API shape (test-only stand-in extension)', f
     assert.match(detail, /run a cell once/);
   });
 
-  it('answers 409 saying to allow access when the extension refuses its kernel', async () => {
-    const doc = await openStandIn('denied');
-    const id = await idOf(doc);
-    assert.equal((await listed())[id], undefined, 'a refused notebook is no session');
-    const r = await client.execute(id, '1 + 1', { timeoutMs: 10_000 }).result;
-    assert.equal(r.status, 409, r.raw);
-    const detail = JSON.parse(r.raw).detail as string;
-    assert.match(detail, /refused access to its kernel \(The user denied access to the kernel \(stand-in\)\)/);
-    assert.match(detail, /allow "Agent Bridge" when VS Code asks, then retry/);
+  it('POST /notebooks/kernel/start with kernel "marimo" starts the only marimo controller with a starter cell it removes', async () => {
+    const { doc } = await open('ok');
+    working = doc;
+    const r = await client.post('/notebooks/kernel/start', { notebook: doc.uri.fsPath, kernel: 'marimo' }, { timeoutMs: 60_000 });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json().kernel, 'marimo');
+    assert.deepEqual(
+      doc.getCells().map((c) => c.document.getText()),
+      ['x = 41'],
+      'the starter cell is gone',
+    );
+    session = await poll(
+      `${doc.uri.fsPath} in /api/sessions`,
+      15_000,
+      async () => Object.entries(await listed()).find(([, s]) => s.path === doc.uri.fsPath)?.[0],
+    );
+    assert.equal(await idOf(doc), session, 'one notebook, one session id');
+  });
+
+  it('streams stdout and stderr as the kernel writes them, in order, then done with success', async () => {
+    const code =
+      'import sys, time\nprint("one", flush=True)\ntime.sleep(0.3)\nprint("two", file=sys.stderr, flush=True)\ntime.sleep(0.3)\nprint("three")';
+    const r = await client.run(session, code, { timeoutMs: 30_000 });
+    assert.deepEqual(
+      r.events.filter((e) => e.event !== 'done').map((e) => [e.event, e.data.data]),
+      [
+        ['stdout', 'one'],
+        ['stdout', '\n'],
+        ['stderr', 'two'],
+        ['stderr', '\n'],
+        ['stdout', 'three'],
+        ['stdout', '\n'],
+      ],
+    );
+    assert.ok(r.events[4]!.at - r.events[0]!.at >= 400, `events came together, not as written: ${r.raw}`);
+    assert.deepEqual(done(r), { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } });
+  });
+
+  it("gives a trailing expression's value (marimo's value mime) as done.output", async () => {
+    const r = await client.run(session, '6 * 7', { timeoutMs: 30_000 });
+    const d = done(r);
+    assert.equal(d.success, true);
+    assert.match(d.output.data, /42/);
+  });
+
+  it("turns marimo's HTML traceback into plain text on stderr: no tags, no colour codes, success false", async () => {
+    const r = await client.run(session, "print('before')\nraise ValueError('no <b>bold</b> here')", { timeoutMs: 30_000 });
+    assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
+    assert.equal(r.stdout, 'before\n');
+    assert.match(r.stderr, /^Traceback \(most recent call last\):\n/);
+    assert.match(r.stderr, /ValueError: no <b>bold<\/b> here\n$/, 'the message keeps its own text');
+    assert.doesNotMatch(r.stderr, /\x1b|<a |<span|<pre|&lt;/, 'ANSI and markup are stripped'); // eslint-disable-line no-control-regex
+  });
+
+  it('discards new bindings, keeps the globals', async () => {
+    assert.equal(done(await client.run(session, 'zz_new = 1', { timeoutMs: 30_000 })).success, true);
+    const r = await client.run(session, 'zz_new', { timeoutMs: 30_000 });
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /NameError/);
+  });
+
+  it('a client that disconnects ends its run (the extension cancels it) and frees the notebook', async () => {
+    const stream = client.execute(session, 'import time\nprint("looping", flush=True)\nwhile True: time.sleep(0.05)', {
+      timeoutMs: 30_000,
+    });
+    assert.ok(await stream.next((e) => e.event === 'stdout', 20_000), 'the loop never started');
+    stream.disconnect();
+    await stream.result;
+    const next = await client.run(session, '1 + 1', { timeoutMs: 20_000 });
+    assert.equal(done(next).success, true, 'the next run on the notebook is not blocked behind the cancelled one');
+  });
+
+  it("interrupts through marimo's controller (VS Code's notebook interrupt): a running loop ends with KeyboardInterrupt", async () => {
+    const stream = client.execute(session, 'import time\nprint("looping", flush=True)\nwhile True: time.sleep(0.05)', {
+      timeoutMs: 30_000,
+    });
+    assert.ok(await stream.next((e) => e.event === 'stdout', 20_000), 'the loop never started');
+    const r = await client.post('/notebooks/interrupt', { notebook: session }, { timeoutMs: 15_000 });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json().how, 'sigint');
+    const result = await stream.result;
+    assert.equal(done(result).success, false);
+    assert.match(result.stderr, /KeyboardInterrupt/);
+  });
+
+  it("says how to change cells through the bridge when marimo's code_mode fails there", async () => {
+    const r = await client.run(session, 'import marimo._code_mode as cm\ncm.get_context()', { timeoutMs: 30_000 });
+    assert.equal(done(r).success, false);
+    assert.match(r.stderr, /code_mode \(marimo\._code_mode\) does not work in a kernel of marimo's VS Code extension/);
+    assert.match(r.stderr, /\/notebooks\/cells/);
+    assert.match(r.stderr, /create_cell/);
+    assert.ok(working.notebookType === 'marimo-notebook');
   });
 });

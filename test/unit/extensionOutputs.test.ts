@@ -100,6 +100,26 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
     assert.equal(reduceDisplay({}), undefined);
   });
 
+  it("unwraps the frame links of marimo's tracebacks, keeping the message's own text", () => {
+    const stack =
+      'Traceback (most recent call last):\n  File <a href="/x/&lt;frozen&gt;.py:3">/x/&lt;frozen&gt;.py:3</a>\x1b[2m, in <module>\x1b[0m\n' +
+      '\x1b[1;31mValueError\x1b[0m: no <b>bold</b>';
+    const out = interpretOutput(
+      { items: [item(mimes.error, JSON.stringify({ name: 'ValueError', message: '', stack }))] },
+      mimes,
+      {
+        linksInErrors: true,
+      },
+    );
+    assert.equal(out.failed, true);
+    assert.deepEqual(out.streams, [
+      {
+        name: 'stderr',
+        text: 'Traceback (most recent call last):\n  File "/x/<frozen>.py", line 3, in <module>\nValueError: no <b>bold</b>\n',
+      },
+    ]);
+  });
+
   it('strips markup and colour codes for terminals', () => {
     assert.equal(plainText('\x1b[1;31m<span>a &lt; b</span>\x1b[0m'), 'a < b');
     assert.equal(plainText('File "<cell 3>", line 1, in <module>'), 'File "<cell 3>", line 1, in <module>');

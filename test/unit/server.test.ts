@@ -73,8 +73,8 @@ describe('HTTP contract (fake notebook host)', () => {
       const res = await request(port, { path: '/api/sessions', headers: auth() });
       assert.equal(res.status, 200);
       assert.deepEqual(JSON.parse(res.body), {
-        s_aaaaaa: { filename: '/work/a.ipynb', path: '/work/a.ipynb' },
-        s_bbbbbb: { filename: null, path: null },
+        s_aaaaaa: { session_id: 's_aaaaaa', filename: '/work/a.ipynb', path: '/work/a.ipynb' },
+        s_bbbbbb: { session_id: 's_bbbbbb', filename: null, path: null },
       });
     });
     it('requires the token', async () => {

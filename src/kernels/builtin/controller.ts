@@ -1,10 +1,12 @@
 import * as vscode from 'vscode';
+import { homedir } from 'node:os';
 import { BridgeError } from '../../core/errors';
 import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernel';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
+import { sandboxedKernel } from './kernelSandbox';
 import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
 import { savedCountCleared } from './savedCounts';
@@ -33,6 +35,8 @@ export interface BuiltinOptions {
   codeModeInCells?: () => boolean;
   /** The bridge's stable id of a cell: the kernel names cells by id and index in tracebacks. */
   cellId?: (cell: vscode.NotebookCell) => string;
+  /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
+  sandbox?: () => boolean;
 }
 
 /**
@@ -152,6 +156,16 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         script: this.options.script,
         cwd: folder,
         env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
+        wrap: (argv) =>
+          this.options.sandbox?.()
+            ? sandboxedKernel(argv, {
+                writable: (vscode.workspace.workspaceFolders ?? [])
+                  .filter((f) => f.uri.scheme === 'file')
+                  .map((f) => f.uri.fsPath),
+                home: homedir(),
+                cwd: folder,
+              })
+            : undefined,
         onCall: (method, params, ctx) => {
           const handler = this.options.calls?.(notebook);
           return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));

@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { StreamName } from '../../core/kernel';
+import type { KernelCommand } from './kernelSandbox';
 import { LineFramer, MAX_FRAME_BYTES, type HostRequest, type KernelMessage, type OversizeFrame } from './kernelWire';
 
 export interface KernelInfo {
@@ -28,6 +29,8 @@ export interface KernelChildOptions {
   log?: (line: string) => void;
   /** How long start() waits for `ready` (default 30 s). */
   startTimeoutMs?: number;
+  /** Runs the kernel through another program (the sandbox, kernelSandbox.ts), or as it is when undefined; asked at every spawn. */
+  wrap?: (argv: string[]) => KernelCommand | undefined;
 }
 
 /** What a child reports to its owner. */
@@ -83,7 +86,10 @@ export class KernelChild {
     // Inherited by subprocesses too: Python children then stream their output promptly, in UTF-8.
     const base = typeof opts.env === 'function' ? opts.env() : (opts.env ?? process.env);
     const env: NodeJS.ProcessEnv = { ...base, MPLBACKEND: 'Agg', PYTHONIOENCODING: 'utf-8', PYTHONUNBUFFERED: '1' };
-    this.child = spawn(opts.python, ['-u', opts.script, '3', '4'], {
+    const argv = [opts.python, '-u', opts.script, '3', '4'];
+    const wrapped = opts.wrap?.(argv);
+    const { command, args } = wrapped ?? { command: opts.python, args: argv.slice(1) };
+    this.child = spawn(command, args, {
       cwd: opts.cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
@@ -129,7 +135,7 @@ export class KernelChild {
       this.kill();
     }, this.startTimeout);
     this.startTimer.unref();
-    opts.log?.(`kernel started: ${opts.python} ${opts.script} (pid ${this.child.pid ?? '?'})`);
+    opts.log?.(`kernel started: ${opts.python} ${opts.script}${wrapped ? ' in a sandbox' : ''} (pid ${this.child.pid ?? '?'})`);
   }
 
   private get startTimeout(): number {

@@ -2,6 +2,7 @@ import { Gate } from '../../../src/core/access';
 import type { NotebookHost } from '../../../src/core/sessions';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
+import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells } from '../../../src/core/notebookCells';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
@@ -27,11 +28,15 @@ export function startTestServer(options: {
   access?: Gate;
 }): Promise<RunningServer> {
   let port = 0;
+  const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
+  const cells = new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
+    outputTextLimit: () => options.outputTextLimit ?? 100,
+    onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+  });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
-    cells: new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
-      outputTextLimit: () => options.outputTextLimit ?? 100,
-    }),
+    cells,
+    checkpoints,
     runs: new KeyedQueue(),
     version: '0.0.0-test',
     access: options.access ?? Gate.open(),

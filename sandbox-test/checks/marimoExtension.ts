@@ -1,0 +1,287 @@
+/**
+ * marimo notebooks run by the marimo extension's kernel: the `.py` fixture (marimo format) opened
+ * through the bridge with kernel "marimo" (when VS Code shows its kernel picker, Playwright picks
+ * marimo's controller for the setup's venv as the person would), then marimo-pair's surface, the cell routes, MCP and
+ * marimo-pair's code_mode snippet on it. The same checks run against the real extension when
+ * SANDBOX_EXTENSIONS gives it (and ms-python.python), else against the FAKE
+ * (test/fixtures/fake-marimo); the run's log says which. The fake has no reactivity: the
+ * reactive check runs against the real extension only.
+ */
+import * as path from 'node:path';
+import { deepEq, eq, includes, match, ok, show } from '../assert';
+import type { BridgeClient, SseResult } from '../http';
+import { MARIMO_FIXTURE } from '../marimoExtension';
+import { MARKER_VAR } from '../vscode';
+import { checkRun, context, expectWellFramed } from './context';
+import { callTool } from './jupyter';
+import { runScript, scriptsDir } from './scripts';
+
+interface Cell {
+  id: string;
+  code: string;
+  language?: string;
+  outputs?: { items?: { mime: string; text?: string }[] }[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** What a cell showed, as text, for matching (stdout, values, errors). */
+const shown = (cell: Cell | undefined) => JSON.stringify(cell?.outputs ?? []);
+
+/** marimo-pair's scripts as an agent outside the sandbox runs them, with the bridge's token. */
+function scriptEnv(): NodeJS.ProcessEnv {
+  const ctx = context();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: ctx.sandbox.dirs.home,
+    XDG_STATE_HOME: ctx.sandbox.dirs.stateHome,
+    MARIMO_TOKEN: ctx.advert.token ?? '',
+  };
+  delete env[MARKER_VAR];
+  return env;
+}
+
+export function marimoExtensionChecks(): void {
+  let client: BridgeClient;
+  let sid = '';
+  let file = '';
+  let fake = true;
+
+  before('open the marimo fixture with kernel "marimo"', async function () {
+    this.timeout(180_000);
+    const ctx = context();
+    client = ctx.client;
+    fake = ctx.marimo.fake;
+    file = path.join(ctx.workspace, MARIMO_FIXTURE);
+    const opening = client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
+    // With one marimo controller VS Code takes it; with several it shows its kernel picker.
+    const input = ctx.sandbox.page.locator('.quick-input-widget input');
+    const picker = input.waitFor({ state: 'visible', timeout: 140_000 }).then(() => 'picker' as const);
+    picker.catch(() => undefined);
+    if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
+      await input.fill(ctx.marimo.pick);
+      await ctx.sandbox.page
+        .locator('.quick-input-widget .monaco-list-row')
+        .first()
+        .waitFor({ state: 'visible', timeout: 30_000 });
+      await ctx.sandbox.page.keyboard.press('Enter');
+    }
+    const r = await opening;
+    eq(r.status, 200, `POST /notebooks/open ${MARIMO_FIXTURE} with kernel "marimo" (body ${show(r.text, 400)})`);
+    sid = r.json().session.id;
+    eq(r.json().session.notebookType, 'marimo-notebook', 'notebook type');
+  });
+
+  const run = (code: string, signal: AbortSignal, timeoutMs = 30_000): Promise<SseResult> =>
+    client.run(sid, code, { signal, timeoutMs });
+  const cells = async (signal: AbortSignal): Promise<Cell[]> => {
+    const r = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
+    eq(r.status, 200, `GET /notebooks/cells (body ${show(r.text, 300)})`);
+    return r.json().cells;
+  };
+  const runCell = async (id: string, signal: AbortSignal) => {
+    const r = await client.post(
+      `/notebooks/cells/${id}/run`,
+      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { signal, timeoutMs: 35_000 },
+    );
+    eq(r.status, 200, `run ${id} (body ${show(r.text, 300)})`);
+    return r.json();
+  };
+
+  it('marimo extension: /api/sessions lists the .py notebook by its path', async () => {
+    const { signal } = checkRun();
+    const body = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+    eq(body[sid]?.path, file, `entry of ${sid} in ${show(body, 400)}`);
+  });
+
+  it('marimo extension: the fixture reads as marimo Python cells', async () => {
+    const { signal } = checkRun();
+    const list = await cells(signal);
+    deepEq(
+      list.map((c) => c.code),
+      ['x = 41', 'y = x + 1', 'print(f"y is {y}")'],
+      'cell sources',
+    );
+    for (const c of list) eq(c.language, 'python', `language of ${c.id}`);
+  });
+
+  it('marimo extension: a scratchpad run reads a global a cell defined (x = 41 run → print(x + 1) gives 42)', async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const first = (await cells(signal))[0]!;
+    eq((await runCell(first.id, signal)).success, true, 'run of x = 41');
+    const r = await run('print(x + 1)', signal);
+    const done = expectWellFramed(r);
+    eq(r.stdout, '42\n', `stdout (stderr ${show(r.stderr)})`);
+    eq(done.success, true, 'done.success');
+  });
+
+  it('marimo extension: the value of a trailing expression is marimo-formatted', async function () {
+    this.timeout(40_000);
+    const { signal } = checkRun();
+    const done = expectWellFramed(await run('x + 1', signal));
+    eq(done.success, true, 'done.success');
+    includes(done.output.data, '42', `done.output ${show(done.output)}`);
+  });
+
+  it('marimo extension: new bindings are discarded', async function () {
+    this.timeout(40_000);
+    const { signal } = checkRun();
+    eq(expectWellFramed(await run('zz_marimo = 1', signal)).success, true, 'binding run');
+    const r = await run('zz_marimo', signal);
+    eq(expectWellFramed(r).success, false, 'the binding leaked into the kernel');
+    includes(r.stderr, 'NameError', 'stderr');
+  });
+
+  it('marimo extension: output streams while the run goes on', async function () {
+    this.timeout(40_000);
+    const { signal } = checkRun();
+    const stream = client.execute(sid, 'import time\nprint("one", flush=True)\ntime.sleep(1.5)\nprint("two")', {
+      signal,
+      timeoutMs: 30_000,
+    });
+    const first = await stream.next((e) => e.event === 'stdout', 20_000);
+    ok(first, 'no stdout event');
+    const t = Date.now();
+    const result = await stream.result;
+    ok(Date.now() - t > 500, `"one" arrived only with the end (${Date.now() - t} ms before it)`);
+    includes(result.stdout, 'one', 'stdout');
+    includes(result.stdout, 'two', 'stdout');
+  });
+
+  it('marimo extension: raise → a plain-text traceback on stderr (no HTML, no colour codes), success false', async function () {
+    this.timeout(40_000);
+    const { signal } = checkRun();
+    const r = await run("raise ValueError('boom <b>x</b>')", signal);
+    const done = expectWellFramed(r);
+    eq(done.success, false, 'done.success');
+    includes(r.stderr, 'ValueError', 'stderr');
+    includes(r.stderr, 'boom', 'stderr');
+    ok(!/<\/?(a|span|div|pre)\b|class=|href=/i.test(r.stderr), `stderr has HTML: ${show(r.stderr)}`);
+    // eslint-disable-next-line no-control-regex
+    ok(!/\u001b\[/.test(r.stderr), `stderr has colour codes: ${show(r.stderr)}`);
+  });
+
+  it('marimo extension: cells create/edit/move/delete/run on the marimo-notebook; created cells are marimo Python cells', async function () {
+    this.timeout(90_000);
+    const { signal } = checkRun();
+    const created = await client.post('/notebooks/cells', { notebook: sid, code: 'z = x * 2\nz' }, { signal });
+    eq(created.status, 201, `create (body ${show(created.text, 300)})`);
+    const cell = created.json().cell as Cell & { version: number };
+    eq(cell.language, 'python', 'language of the created cell');
+    const edited = await client.request({
+      method: 'PATCH',
+      path: `/notebooks/cells/${cell.id}`,
+      json: { notebook: sid, code: 'z = x * 3\nz', version: cell.version },
+      signal,
+    });
+    eq(edited.status, 200, `edit (body ${show(edited.text, 300)})`);
+    const ran = await runCell(cell.id, signal);
+    eq(ran.success, true, `run (body ${show(ran, 300)})`);
+    includes(shown((await cells(signal)).find((c) => c.id === cell.id)), '123', 'the cell shows 123');
+    const moved = await client.post(`/notebooks/cells/${cell.id}/move`, { notebook: sid, to: 0 }, { signal });
+    eq(moved.status, 200, `move (body ${show(moved.text, 300)})`);
+    eq((await cells(signal))[0]?.id, cell.id, 'first cell after the move');
+    const removed = await client.request({ method: 'DELETE', path: `/notebooks/cells/${cell.id}?notebook=${sid}`, signal });
+    eq(removed.status, 200, `delete (body ${show(removed.text, 300)})`);
+    ok(!(await cells(signal)).some((c) => c.id === cell.id), 'the cell is still listed');
+  });
+
+  it('marimo extension: reactive: editing x through the bridge and running it re-runs its dependents', async function () {
+    if (fake) this.skip(); // the fake has no reactivity: marimo's own kernel is the truth here
+    this.timeout(90_000);
+    const { signal } = checkRun();
+    const [first] = await cells(signal);
+    const edited = await client.request({
+      method: 'PATCH',
+      path: `/notebooks/cells/${first!.id}`,
+      json: { notebook: sid, code: 'x = 99', force: true },
+      signal,
+    });
+    eq(edited.status, 200, `edit (body ${show(edited.text, 300)})`);
+    await runCell(first!.id, signal);
+    let last = '';
+    for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
+      last = shown((await cells(signal))[2]);
+      if (last.includes('y is 100')) break;
+    }
+    includes(last, 'y is 100', 'the dependent print cell shows the new y');
+  });
+
+  it('marimo extension: MCP execute_code runs there; list_sessions lists it', async function () {
+    this.timeout(40_000);
+    const { signal } = checkRun();
+    const result = await callTool(client, 'execute_code', { session_id: sid, code: 'print(x + 1)' }, signal);
+    ok(!result.isError, `execute_code failed: ${show(result, 400)}`);
+    includes(JSON.stringify(result), '42', 'execute_code result');
+    const sessions = await callTool(client, 'list_sessions', {}, signal);
+    includes(JSON.stringify(sessions), MARIMO_FIXTURE, 'list_sessions');
+  });
+
+  it("marimo extension: POST /notebooks/interrupt stops a running scratchpad loop through marimo's interrupt handler", async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const stream = client.execute(sid, 'import time\nprint("looping", flush=True)\nwhile True: time.sleep(0.05)', {
+      signal,
+      timeoutMs: 50_000,
+    });
+    ok(await stream.next((e) => e.event === 'stdout', 20_000), 'the loop never started');
+    const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
+    eq(r.status, 200, `interrupt (body ${show(r.text, 300)})`);
+    const result = await stream.result;
+    const done = expectWellFramed(result);
+    eq(done.success, false, 'done.success of the interrupted run');
+    includes(result.stderr, 'KeyboardInterrupt', 'stderr');
+    eq(expectWellFramed(await run('x + 1', signal)).success, true, 'the kernel runs the next request');
+  });
+
+  it("marimo extension: marimo-pair's code_mode snippet through execute-code.sh fails with the bridge's ways named", async function () {
+    const dir = scriptsDir();
+    if (!dir) this.skip(); // MARIMO_PAIR_SCRIPTS is not set
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const ctx = context();
+    const snippet = [
+      'import marimo._code_mode as cm',
+      'async with cm.get_context() as ctx:',
+      '    cid = ctx.create_cell("w = 1")',
+      '    ctx.run_cell(cid)',
+    ].join('\n');
+    const env = scriptEnv();
+    const r = await runScript(path.join(dir!, 'execute-code.sh'), ['--url', ctx.advert.url, '--file', file, '-c', snippet], {
+      env,
+      timeoutMs: 40_000,
+      signal,
+    });
+    const created = (await cells(signal)).some((c) => c.code === 'w = 1');
+    if (created) return; // it worked: the cell is there
+    eq(r.code, 1, `exit status (stdout ${show(r.stdout)}, stderr ${show(r.stderr)})`);
+    match(r.stderr + r.stdout, /\/notebooks\/cells/, 'names the cell routes');
+    match(r.stderr + r.stdout, /create_cell/, 'names the MCP tools');
+    match(r.stderr + r.stdout, /import agent_bridge/, 'names our code mode');
+  });
+
+  it('marimo extension: execute-code.sh --file picks the notebook by path, prints stdout, exits 1 on error', async function () {
+    const dir = scriptsDir();
+    if (!dir) this.skip(); // MARIMO_PAIR_SCRIPTS is not set
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const ctx = context();
+    const env = scriptEnv();
+    const script = path.join(dir!, 'execute-code.sh');
+    const good = await runScript(script, ['--url', ctx.advert.url, '--file', file, '-c', 'print(x + 1)'], {
+      env,
+      timeoutMs: 40_000,
+      signal,
+    });
+    eq(good.code, 0, `exit status (stderr ${show(good.stderr)})`);
+    includes(good.stdout, '42', 'stdout');
+    const bad = await runScript(script, ['--url', ctx.advert.url, '--file', file, '-c', '1/0'], {
+      env,
+      timeoutMs: 40_000,
+      signal,
+    });
+    eq(bad.code, 1, `exit status of 1/0 (stdout ${show(bad.stdout)})`);
+    includes(bad.stderr + bad.stdout, 'ZeroDivisionError', 'output of 1/0');
+  });
+}

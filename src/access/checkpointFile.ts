@@ -1,0 +1,55 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Checkpoint, CheckpointFile } from '../core/checkpoints';
+import type { Log } from '../core/log';
+
+const WRITE_DELAY_MS = 200;
+
+/**
+ * The checkpoints in a JSON file of the extension's workspace storage, so a window reload still
+ * offers them for review. Written shortly after a change (a burst of edits is one write) and on
+ * dispose; written whole through a temporary file, so a crash never leaves half a list.
+ */
+export class JsonCheckpointFile implements CheckpointFile {
+  private latest: readonly Checkpoint[] | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly log: Log,
+  ) {}
+
+  load(): Checkpoint[] {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
+      return Array.isArray(parsed) ? (parsed as Checkpoint[]) : [];
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.log.warn(`agent changes to review: ${this.file} is unreadable, starting empty (${String(error)})`);
+      return [];
+    }
+  }
+
+  save(checkpoints: readonly Checkpoint[]): void {
+    this.latest = checkpoints;
+    this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
+  }
+
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.latest) return;
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      writeFileSync(`${this.file}.tmp`, JSON.stringify(this.latest));
+      renameSync(`${this.file}.tmp`, this.file);
+      this.latest = undefined;
+    } catch (error) {
+      this.log.warn(`agent changes to review: cannot write ${this.file} (${String(error)})`);
+    }
+  }
+
+  dispose(): void {
+    this.flush();
+  }
+}

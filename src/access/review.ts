@@ -1,0 +1,177 @@
+import * as vscode from 'vscode';
+import {
+  deltaKind,
+  type CellDelta,
+  type CellFace,
+  type Checkpoint,
+  type Checkpoints,
+  type RevertResult,
+} from '../core/checkpoints';
+import { BridgeError } from '../core/errors';
+import { ago } from './cellMarks';
+
+export const REVIEW_VIEW_ID = 'agentBridge.review';
+export const SHOW_CHECKPOINT = 'agentBridge.showAgentChange';
+export const KEEP_CHANGE = 'agentBridge.keepAgentChange';
+export const REVERT_CHANGE = 'agentBridge.revertAgentChange';
+export const REVERT_ALL_BY = 'agentBridge.revertAgentChangesSince';
+const SCHEME = 'agent-bridge-checkpoint';
+
+type Node = Checkpoint | { checkpoint: Checkpoint; delta: CellDelta };
+
+const fileName = (uri: string) => decodeURIComponent(uri.split('/').pop() ?? uri);
+const clock = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
+
+/** One side of a checkpoint as text: every cell it touched, with its place, kind and outputs. */
+export function checkpointText(checkpoint: Checkpoint, side: 'before' | 'after'): string {
+  const block = (d: CellDelta) => {
+    const cell: CellFace | null = d[side];
+    const word = deltaKind(d);
+    if (!cell) return `# ── cell ${d.id} · ${word} · ${side === 'before' ? 'not there before' : 'deleted'}\n`;
+    const place = `${side === 'before' ? 'was' : 'now'} cell ${cell.index + 1}`;
+    const kind = cell.kind === 'code' ? cell.language : 'markdown';
+    return `# ── cell ${d.id} · ${word} · ${place} · ${kind} · ${cell.outputs}\n${cell.code}\n`;
+  };
+  return checkpoint.cells.map(block).join('\n');
+}
+
+/** Tells the person what a revert did: what went back, and which cells it left alone and why. */
+function report(results: readonly RevertResult[]): void {
+  const reverted = results.reduce((n, r) => n + r.reverted.length, 0);
+  const skipped = results.flatMap((r) => r.skipped);
+  const head = `Reverted ${reverted} cell${reverted === 1 ? '' : 's'}.`;
+  if (!skipped.length) void vscode.window.showInformationMessage(head);
+  else
+    void vscode.window.showWarningMessage(
+      `${head} Left alone: ${skipped.map((s) => `cell ${s.index + 1} (${s.id}): ${s.why}`).join('; ')}.`,
+    );
+}
+
+/**
+ * "Agent Changes": the checkpoints to review, newest first, each with the cells it touched.
+ * Keep clears one from the list; Revert applies its inverse (one undo step) where its cells are
+ * still as the agent left them; a row opens the whole change as a diff.
+ */
+export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly redraw = new vscode.EventEmitter<undefined>();
+  readonly onDidChangeTreeData = this.redraw.event;
+  private readonly disposables: vscode.Disposable[] = [this.redraw];
+
+  constructor(private readonly checkpoints: Checkpoints) {
+    const view = vscode.window.createTreeView(REVIEW_VIEW_ID, { treeDataProvider: this });
+    const badge = () =>
+      (view.badge = { value: checkpoints.pending().length, tooltip: `${checkpoints.pending().length} agent changes to review` });
+    badge();
+    this.disposables.push(
+      view,
+      checkpoints.onDidChange(() => {
+        badge();
+        this.redraw.fire(undefined);
+      }),
+      vscode.workspace.registerTextDocumentContentProvider(SCHEME, this),
+      vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number) => this.show(n)),
+      vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
+      vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
+      vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
+    );
+  }
+
+  getChildren(node?: Node): Node[] {
+    if (!node) return this.checkpoints.pending();
+    return 'delta' in node ? [] : node.cells.map((delta) => ({ checkpoint: node, delta }));
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    if ('delta' in node) {
+      const { delta } = node;
+      const face = delta.after ?? delta.before!;
+      const item = new vscode.TreeItem(`cell ${face.index + 1} ${deltaKind(delta)}`);
+      item.description = face.code.split('\n')[0]?.slice(0, 60);
+      item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.checkpoint.id] };
+      return item;
+    }
+    const item = new vscode.TreeItem(`${node.client}: ${node.summary}`, vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = `checkpoint-${node.id}`;
+    item.description = `${fileName(node.notebook)} · ${clock(node.at)} (${ago(node.at)})`;
+    item.tooltip = `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}. Keep it, or revert it where its cells are still as the agent left them.`;
+    item.contextValue = 'agentChange';
+    item.iconPath = new vscode.ThemeIcon('hubot');
+    item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.id] };
+    return item;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    const checkpoint = this.checkpoints.get(Number(uri.query));
+    if (!checkpoint) return '(this change was reverted, or dropped as the list grew)';
+    return checkpointText(checkpoint, uri.path.startsWith('/before') ? 'before' : 'after');
+  }
+
+  private pick(n: Node | number): Checkpoint | undefined {
+    if (typeof n === 'number') return this.checkpoints.get(n);
+    return 'delta' in n ? n.checkpoint : n;
+  }
+
+  /** The whole change as a diff: every cell it touched, before and after. */
+  async show(n: Node | number): Promise<void> {
+    const checkpoint = this.pick(n);
+    if (!checkpoint) return;
+    const query = String(checkpoint.id);
+    const at = (side: string) => vscode.Uri.from({ scheme: SCHEME, path: `/${side}/change-${query}.py`, query });
+    await vscode.commands.executeCommand(
+      'vscode.diff',
+      at('before'),
+      at('after'),
+      `${checkpoint.client}: ${checkpoint.summary} (${fileName(checkpoint.notebook)}, ${clock(checkpoint.at)})`,
+      { preview: true },
+    );
+  }
+
+  private keep(n: Node | number): void {
+    const checkpoint = this.pick(n);
+    if (checkpoint) this.checkpoints.keep(checkpoint.id);
+  }
+
+  private async revert(n: Node | number): Promise<RevertResult | undefined> {
+    const checkpoint = this.pick(n);
+    if (!checkpoint) return undefined;
+    const results = await this.reporting(async () => [await this.checkpoints.revert(checkpoint.id)]);
+    return results?.[0];
+  }
+
+  /** "Revert all changes by <agent> since <time>": the agent and the first change to go are picked from the list. */
+  private async revertAllBy(client?: string, since?: number): Promise<RevertResult[] | undefined> {
+    const pending = this.checkpoints.pending();
+    client ??= (
+      await vscode.window.showQuickPick([...new Set(pending.map((c) => c.client))], {
+        title: 'Revert all changes by which agent?',
+      })
+    )?.trim();
+    if (!client) return undefined;
+    if (since === undefined) {
+      const theirs = pending.filter((c) => c.client === client);
+      const from = await vscode.window.showQuickPick(
+        theirs.map((c) => ({ label: `since ${clock(c.at)}`, description: `${c.summary} · ${fileName(c.notebook)}`, at: c.at })),
+        { title: `Revert every change by ${client} since…` },
+      );
+      if (!from) return undefined;
+      since = from.at;
+    }
+    const [who, when] = [client, since];
+    return this.reporting(() => this.checkpoints.revertAllBy(who, when));
+  }
+
+  private async reporting(work: () => Promise<RevertResult[]>): Promise<RevertResult[] | undefined> {
+    try {
+      const results = await work();
+      report(results);
+      return results;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Revert failed: ${error instanceof BridgeError ? error.detail : String(error)}`);
+      return undefined;
+    }
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

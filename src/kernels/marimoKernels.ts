@@ -1,0 +1,127 @@
+import * as vscode from 'vscode';
+import { BridgeError } from '../core/errors';
+import type { InterruptHow, Kernel } from '../core/kernel';
+import {
+  ApiKernelAdapter,
+  asKernelsApi,
+  type ApiKernel,
+  ExtensionKernels,
+  type ExtensionKernelSource,
+  field,
+  label,
+  type ScratchpadRules,
+  withNotice,
+} from './extensionApi';
+import { KernelUnavailable } from './kernel';
+
+const MARIMO_ID = 'marimo-team.vscode-marimo';
+const NOTEBOOK_TYPE = 'marimo-notebook';
+/** Picking a kernel and starting it (marimo's first start of a venv can take a while). */
+const START_TIMEOUT_MS = 120_000;
+
+/** Whether an extension's manifest contributes the marimo notebook type. */
+function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
+  const notebooks = field(field(extension.packageJSON, 'contributes'), 'notebooks');
+  return Array.isArray(notebooks) && notebooks.some((n) => field(n, 'type') === NOTEBOOK_TYPE);
+}
+
+/**
+ * marimo's extension (marimo-lsp) exports `experimental.kernels.getKernel(uri)`, a partial copy
+ * of the Jupyter extension's kernels API: undefined until a controller is selected for the
+ * notebook, a kernel whose status is always "idle", and `executeCode(code, token)` yielding VS
+ * Code cell outputs converted from marimo's notifications (channels flattened away). Cancelling
+ * the token ends the stream; from marimo-lsp 0.17 it also cancels that scratchpad run, before
+ * that the kernel went on. Another extension serving `marimo-notebook` with the same API is used
+ * when marimo's own is not installed.
+ */
+export const MARIMO_SOURCE: ExtensionKernelSource = {
+  name: 'marimo',
+  label: 'marimo',
+  extensionId: MARIMO_ID,
+  notebookType: NOTEBOOK_TYPE,
+  extension: () => vscode.extensions.getExtension(MARIMO_ID) ?? vscode.extensions.all.find(servesMarimoNotebooks),
+  kernels: (exports) => asKernelsApi(field(field(exports, 'experimental'), 'kernels')),
+  noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
+};
+
+/**
+ * What an agent following marimo-pair's skill meets: its notebook edits go through marimo's
+ * `marimo._code_mode`, which needs the marimo server's notebook document and is not there in a
+ * kernel the VS Code extension runs.
+ */
+export const CODE_MODE_HINT =
+  "Agent Bridge: marimo's code_mode (marimo._code_mode) does not work in a kernel of marimo's VS Code extension. " +
+  'Change cells through the bridge instead: its cell routes (GET/POST /notebooks/cells, PATCH/DELETE /notebooks/cells/{id}, ' +
+  'POST /notebooks/cells/{id}/run), its MCP tools (create_cell, edit_cell, delete_cell, run_cell), ' +
+  'or its own code mode (import agent_bridge) in an .ipynb with the builtin kernel.';
+
+/** The agent's code goes as it is: marimo's scratchpad already discards new bindings. */
+const MARIMO_RULES: ScratchpadRules = {
+  wrap: (code) => code,
+  admit: async (_onStream, signal) => !signal.aborted,
+  linksInErrors: true,
+  failureHint: (code) => (/\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) ? CODE_MODE_HINT : undefined),
+};
+
+/** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */
+export class MarimoKernels extends ExtensionKernels {
+  constructor() {
+    super(MARIMO_SOURCE);
+  }
+
+  protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
+    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES);
+  }
+
+  /**
+   * The API has no interrupt and marimo contributes no interrupt command: VS Code's "Interrupt"
+   * of the notebook calls the selected controller's interrupt handler, which interrupts marimo's
+   * kernel (whatever it runs: a cell or a scratchpad).
+   */
+  async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined> {
+    if (!(await this.usable(notebook))) return undefined;
+    await vscode.commands.executeCommand('notebook.cancelExecution', notebook.uri);
+    return 'sigint';
+  }
+
+  async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
+    if (!(await this.usable(notebook))) return false;
+    throw new BridgeError(
+      409,
+      `The bridge cannot restart marimo's kernel of ${label(notebook)}: the person restarts it with the command "marimo: Restart Kernel"`,
+    );
+  }
+
+  /**
+   * marimo makes a controller per Python environment and no API selects one unseen; its kernel
+   * starts with a cell run. So the bridge runs a starter cell (see startWithCell): VS Code takes
+   * the only marimo controller, or shows the person its kernel picker, with a notification of
+   * ours saying who asks.
+   */
+  async start(editor: vscode.NotebookEditor): Promise<void> {
+    const notebook = editor.notebook;
+    if (notebook.notebookType !== NOTEBOOK_TYPE)
+      throw new BridgeError(
+        400,
+        `marimo kernels run marimo notebooks (${NOTEBOOK_TYPE}); ${label(notebook)} is a ${notebook.notebookType}`,
+      );
+    const extension = MARIMO_SOURCE.extension();
+    if (!extension) throw new BridgeError(409, `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);
+    await extension.activate();
+    if (await this.usable(notebook)) return;
+    const started = await withNotice(
+      `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. If VS Code lists kernels, pick one (Escape: none).`,
+      this.startWithCell(notebook, START_TIMEOUT_MS),
+    );
+    if (!started)
+      throw new BridgeError(
+        409,
+        `No marimo kernel started for ${label(notebook)} within ${START_TIMEOUT_MS / 1000} s: ${MARIMO_SOURCE.noKernelHint}`,
+      );
+  }
+
+  private async usable(notebook: vscode.NotebookDocument): Promise<boolean> {
+    const found = await this.apiKernel(notebook);
+    return found !== undefined && !(found instanceof KernelUnavailable);
+  }
+}

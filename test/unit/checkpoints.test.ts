@@ -1,0 +1,123 @@
+import { strict as assert } from 'node:assert';
+import { asAuthor, Checkpoints, MAX_CHECKPOINTS, MAX_CODE_CHARS, type Checkpoint } from '../../src/core/checkpoints';
+import { BridgeError } from '../../src/core/errors';
+import { NotebookCells } from '../../src/core/notebookCells';
+import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
+
+const A = NOTEBOOK_A.uri;
+const AGENT = { client: 'agent-1' };
+
+describe('checkpoints (fake notebooks)', () => {
+  let docs: FakeNotebooks;
+  let cells: NotebookCells;
+  let checkpoints: Checkpoints;
+  let saved: readonly Checkpoint[];
+  let ids: string[];
+
+  beforeEach(() => {
+    docs = new FakeNotebooks();
+    ids = docs.add(NOTEBOOK_A, [{ code: 'a = 1' }, { code: 'b = 2' }, { code: 'c = 3' }, { code: '# notes', kind: 'markup' }]);
+    saved = [];
+    checkpoints = new Checkpoints(() => cells, { load: () => [], save: (list) => (saved = [...list]) });
+    cells = new NotebookCells(docs, {
+      outputTextLimit: () => 100,
+      onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    });
+  });
+
+  const batch = (ops: Parameters<NotebookCells['batch']>[1], author = AGENT) => asAuthor(author, () => cells.batch(A, ops, []));
+
+  it('records an agent batch as one checkpoint: who, a summary, and each cell before and after', async () => {
+    await batch([
+      { op: 'edit', ref: ids[0]!, code: 'a = 10', force: true },
+      { op: 'create', index: 1, code: 'new = 0' },
+      { op: 'delete', ref: ids[2]!, force: true },
+      { op: 'move', ref: ids[3]!, to: 0 },
+    ]);
+    const [checkpoint] = checkpoints.pending();
+    assert.equal(checkpoint?.client, 'agent-1');
+    assert.equal(checkpoint.summary, '1 added, 1 edited, 1 deleted, 1 moved');
+    const edited = checkpoint.cells.find((d) => d.id === ids[0])!;
+    assert.deepEqual([edited.before?.code, edited.after?.code], ['a = 1', 'a = 10']);
+    const deleted = checkpoint.cells.find((d) => d.id === ids[2])!;
+    assert.deepEqual([deleted.before?.code, deleted.before?.index, deleted.after], ['c = 3', 2, null]);
+    assert.equal(saved.length, 1, 'kept in the store');
+  });
+
+  it('a revert puts back code, deleted cells and positions in one apply, leaving cells changed since', async () => {
+    await batch([
+      { op: 'edit', ref: ids[0]!, code: 'a = 10', force: true },
+      { op: 'edit', ref: ids[1]!, code: 'b = 20', force: true },
+      { op: 'delete', ref: ids[2]!, force: true },
+      { op: 'create', index: 0, code: 'new = 0' },
+      { op: 'move', ref: ids[3]!, to: 0 },
+    ]);
+    const typedAt = docs.codes(A).indexOf('b = 20');
+    docs.type(A, typedAt, 'b = 20  # mine');
+    const applies = docs.calls.filter((c) => c.method === 'apply').length;
+
+    const result = await checkpoints.revert(checkpoints.pending()[0]!.id);
+
+    assert.equal(docs.calls.filter((c) => c.method === 'apply').length, applies + 1, 'one change');
+    assert.deepEqual(docs.codes(A), ['a = 1', 'b = 20  # mine', 'c = 3', '# notes']);
+    assert.deepEqual(
+      result.skipped.map((s) => [s.id, s.by]),
+      [[ids[1], 'you (or an edit outside the bridge)']],
+    );
+    assert.equal(checkpoints.pending().length, 0, 'the revert itself is no checkpoint, and the reverted one is gone');
+  });
+
+  it("names another agent's later change as the reason a cell is skipped", async () => {
+    await batch([{ op: 'edit', ref: ids[0]!, code: 'a = 10', force: true }]);
+    await batch([{ op: 'edit', ref: ids[0]!, code: 'a = 11', force: true }], { client: 'agent-2' });
+    const older = checkpoints.pending()[1]!;
+    const result = await checkpoints.revert(older.id);
+    assert.deepEqual(result.reverted, []);
+    assert.equal(result.skipped[0]?.by, 'agent-2');
+    assert.deepEqual(docs.codes(A).slice(0, 1), ['a = 11']);
+  });
+
+  it("an agent's undo takes back its own newest change, and refuses with 409 naming the cell when work would be lost", async () => {
+    await batch([{ op: 'edit', ref: ids[1]!, code: 'b = 20', force: true }]);
+    await asAuthor(AGENT, () => checkpoints.undoOwn(undefined));
+    assert.deepEqual(docs.codes(A), ['a = 1', 'b = 2', 'c = 3', '# notes']);
+
+    await batch([{ op: 'edit', ref: ids[1]!, code: 'b = 21', force: true }]);
+    docs.type(A, 1, 'b = 21 # typed');
+    const refused = await asAuthor(AGENT, () => checkpoints.undoOwn(undefined)).catch((e: unknown) => e);
+    assert.ok(refused instanceof BridgeError && refused.status === 409, String(refused));
+    assert.match(refused.detail, new RegExp(`cell ${ids[1]} \\(index 1\\)`));
+    assert.deepEqual(docs.codes(A)[1], 'b = 21 # typed', 'nothing changed');
+
+    const none = await asAuthor({ client: 'agent-3' }, () => checkpoints.undoOwn(undefined)).catch((e: unknown) => e);
+    assert.ok(none instanceof BridgeError && none.status === 404);
+  });
+
+  it('revert all by an agent since a time goes newest first, and keep clears a change from the list', async () => {
+    await batch([{ op: 'create', index: 4, code: 'x = 1' }]);
+    await batch([{ op: 'edit', ref: ids[0]!, code: 'a = 5', force: true }], { client: 'other' });
+    await batch([{ op: 'create', index: 5, code: 'y = 1' }]);
+    const results = await checkpoints.revertAllBy('agent-1', 0);
+    assert.equal(results.length, 2);
+    assert.deepEqual(docs.codes(A), ['a = 5', 'b = 2', 'c = 3', '# notes']);
+    checkpoints.keep(checkpoints.pending()[0]!.id);
+    assert.equal(checkpoints.pending().length, 0);
+  });
+
+  it('keeps code longer than the cap cut, and leaves that cell alone on revert, saying why', async () => {
+    const long = 'x'.repeat(MAX_CODE_CHARS + 10);
+    await batch([{ op: 'edit', ref: ids[0]!, code: long, force: true }]);
+    await batch([{ op: 'edit', ref: ids[0]!, code: 'short = 1', force: true }]);
+    const result = await checkpoints.revert(checkpoints.pending()[0]!.id);
+    assert.deepEqual(result.reverted, []);
+    assert.match(result.skipped[0]!.why, /longer than/);
+    assert.equal(docs.codes(A)[0], 'short = 1');
+  });
+
+  it('is bounded in count, and restores its list from the store', async () => {
+    for (let i = 0; i < MAX_CHECKPOINTS + 5; i++) await batch([{ op: 'edit', ref: ids[0]!, code: `a = ${i}`, force: true }]);
+    assert.equal(saved.length, MAX_CHECKPOINTS);
+    const reloaded = new Checkpoints(() => cells, { load: () => JSON.parse(JSON.stringify(saved)), save: () => undefined });
+    assert.equal(reloaded.pending()[0]?.cells[0]?.after?.code, `a = ${MAX_CHECKPOINTS + 4}`);
+  });
+});
