@@ -6,21 +6,22 @@
  * runs on a Python without IPython (a venv of Debian's Python without its packages): the magics
  * fail saying what to install for that Python, plain cells still save as Jupyter's.
  *
- * The kernel's Python is switched through the setting agentBridge.pythonPath and a kernel restart:
- * first in the user's settings.json, then in the workspace's .vscode/settings.json (VS Code here
- * notices only the first change of a settings file: a second one needs another file). Both are
- * put back at the end; these checks run last.
+ * The kernel's Python is switched through the setting agentBridge.pythonPath and a kernel restart,
+ * set in the Settings editor as the person would (the setting is machine-scoped: no workspace file
+ * sets it). It is put back at the end; these checks run last.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { type CheckContext, type CheckRun, checkRun, context, type OpenedNotebook, readJson, type SessionInfo } from './context';
+import { setText } from '../settingsEditor';
+import { type CheckContext, type CheckRun, checkRun, context, type OpenedNotebook, type SessionInfo } from './context';
 
 /** Debian's Python, which `npm run setup` gives IPython, pandas, numpy and matplotlib. */
 const IPYTHON_PYTHON = '/usr/bin/python3';
 const FIXTURE = 'ipython.ipynb';
+const PYTHON_PATH = 'agentBridge.pythonPath';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface SavedOutput {
@@ -65,14 +66,10 @@ export function ipythonChecks(): void {
   let ctx: CheckContext;
   let client: BridgeClient;
   let file: string;
-  let userSettings: string;
-  let workspaceSettings: string;
   before(() => {
     ctx = context();
     ({ client } = ctx);
     file = path.join(ctx.workspace, FIXTURE);
-    userSettings = path.join(ctx.sandbox.dirs.userData, 'User', 'settings.json');
-    workspaceSettings = path.join(ctx.workspace, '.vscode', 'settings.json');
   });
   let opened: Promise<OpenedNotebook> | undefined;
 
@@ -83,23 +80,9 @@ export function ipythonChecks(): void {
       return { name: 'ipython', path: file, session: r.json<{ session: SessionInfo }>().session };
     })());
 
-  const setPythonPath = (settingsFile: string, python: string | undefined) => {
-    const settings = fs.existsSync(settingsFile) ? readJson<Record<string, unknown>>(settingsFile) : {};
-    if (python === undefined) delete settings['agentBridge.pythonPath'];
-    else settings['agentBridge.pythonPath'] = python;
-    fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
-    fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
-  };
-
-  /** Sets the setting, then restarts the notebook's kernel until it runs that Python (VS Code reads the file when it notices it). */
-  const usePython = async (
-    nb: OpenedNotebook,
-    settingsFile: string,
-    python: string,
-    signal: AbortSignal,
-    note: (m: string) => void,
-  ) => {
-    setPythonPath(settingsFile, python);
+  /** Sets the setting, then restarts the notebook's kernel until it runs that Python (VS Code hands the change over a moment later). */
+  const usePython = async (nb: OpenedNotebook, python: string, signal: AbortSignal, note: (m: string) => void) => {
+    await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, python);
     let seen = '';
     const t0 = Date.now();
     for (let attempt = 1; Date.now() < t0 + 30_000; attempt++, await sleep(500)) {
@@ -151,9 +134,9 @@ export function ipythonChecks(): void {
     return fail(`${FIXTURE} was not written within 10 s of Ctrl+S`);
   };
 
-  /** Runs the notebook on `python` (set in `settingsFile`), saves it, checks the execution counts; returns the saved code cells. */
-  const runAndSave = async (nb: OpenedNotebook, settingsFile: string, python: string, { signal, note }: CheckRun) => {
-    await usePython(nb, settingsFile, python, signal, note);
+  /** Runs the notebook on `python`, saves it, checks the execution counts; returns the saved code cells. */
+  const runAndSave = async (nb: OpenedNotebook, python: string, { signal, note }: CheckRun) => {
+    await usePython(nb, python, signal, note);
     const ids = await runAll(nb, signal);
     const code = (await save(signal)).filter((c) => c.cell_type === 'code');
     note(
@@ -174,7 +157,7 @@ export function ipythonChecks(): void {
     const run = checkRun();
     const nb = await open(run.signal);
     try {
-      const { ids, code } = await runAndSave(nb, userSettings, IPYTHON_PYTHON, run);
+      const { ids, code } = await runAndSave(nb, IPYTHON_PYTHON, run);
       deepEq(
         code.map((c) => (c.outputs ?? []).map(summary)),
         [
@@ -211,7 +194,7 @@ export function ipythonChecks(): void {
       includes(joined(error.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell by id and index');
       ok(!joined(error.traceback).includes('In ['), 'no In [n] in the traceback');
     } finally {
-      setPythonPath(userSettings, undefined);
+      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
     }
   }).timeout(120_000);
 
@@ -222,7 +205,7 @@ export function ipythonChecks(): void {
     try {
       execFileSync(IPYTHON_PYTHON, ['-m', 'venv', '--without-pip', venv]);
       const python = path.join(venv, 'bin', 'python');
-      const { ids, code } = await runAndSave(nb, workspaceSettings, python, run);
+      const { ids, code } = await runAndSave(nb, python, run);
       deepEq(
         code.map((c) => (c.outputs ?? []).map(summary)),
         [
@@ -250,7 +233,7 @@ export function ipythonChecks(): void {
       eq(joined(code[1]!.outputs![1]!.data?.['text/plain']), '42', 'value');
       includes(joined(code[6]!.outputs![0]!.traceback), `<cell id ${ids[7]}, index 7>`, 'traceback names the cell');
     } finally {
-      fs.rmSync(path.dirname(workspaceSettings), { recursive: true, force: true });
+      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
       fs.rmSync(venv, { recursive: true, force: true });
     }
   }).timeout(120_000);

@@ -8,12 +8,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Page } from 'playwright-core';
 import { checkBubblewrap } from '../../src/kernels/builtin/kernelSandbox';
 import { eq, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { screenshot } from './access';
-import { type CheckContext, checkRun, context, readJson, skipped } from './context';
+import { setBoolean } from '../settingsEditor';
+import { type CheckContext, checkRun, context, skipped } from './context';
 
 const NAMES = {
   on: 'kernel sandbox: turned on in the Settings editor, the status bar says so and the kernel restarts under bubblewrap',
@@ -26,54 +26,6 @@ const NAMES = {
 
 const SETTING = 'agentBridge.kernel.sandbox';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** The person sets the setting's checkbox in the Settings editor to `on`. */
-async function setSetting(page: Page, userData: string, on: boolean): Promise<void> {
-  await page.keyboard.press('F1');
-  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
-  await page.keyboard.type('Preferences: Open User Settings');
-  // Not the "(JSON)" one; a recently used command's row also says so, hence the exact label.
-  const command = page.getByText('Preferences: Open User Settings', { exact: true });
-  await page.locator('.quick-input-widget .monaco-list-row').filter({ has: command }).first().click({ timeout: 20_000 });
-  // The search box is a small editor: it has the focus once the Settings editor opens.
-  const search = page.locator('.settings-editor .suggest-input-container').first();
-  await search.waitFor({ state: 'visible', timeout: 20_000 });
-  await search.click();
-  await page.keyboard.press('ControlOrMeta+A');
-  await page.keyboard.type(SETTING);
-  // A machine-scoped setting: in a remote window (code-server's is one) it lives in the Remote tab.
-  const tabs = page.locator('.settings-editor .settings-tabs-widget');
-  await tabs
-    .locator('.action-label', { hasText: /^Remote/ })
-    .first()
-    .click();
-  await tabs
-    .locator('.action-label.checked', { hasText: /^Remote/ })
-    .first()
-    .waitFor({ timeout: 10_000 });
-  // Only once the search has filtered the list down to our setting (its description says so).
-  const item = page.locator('.settings-editor .setting-item-bool', { hasText: 'Run the builtin kernel under bubblewrap' });
-  const checkbox = item.first().locator('.setting-value-checkbox');
-  await checkbox.waitFor({ state: 'visible', timeout: 20_000 });
-  const want = String(on);
-  if ((await checkbox.getAttribute('aria-checked')) !== want) await checkbox.click();
-  await item.first().locator(`.setting-value-checkbox[aria-checked="${want}"]`).waitFor({ timeout: 10_000 });
-  // The editor writes the Remote tab's settings.json a moment later: closing it first can lose the change.
-  const file = path.join(userData, 'Machine', 'settings.json');
-  const saved = () => (fs.existsSync(file) ? (readJson<Record<string, unknown>>(file)[SETTING] ?? false) : false);
-  for (const t0 = Date.now(); saved() !== on; await sleep(100))
-    if (Date.now() > t0 + 10_000) throw new Error(`${file} never said ${SETTING}: ${on}`);
-}
-
-/** Closes the Settings editor (a modal here) with Escape, as the person would. */
-async function closeSettings(page: Page): Promise<void> {
-  await page.keyboard.press('Escape');
-  await page
-    .locator('.settings-editor')
-    .first()
-    .waitFor({ state: 'hidden', timeout: 10_000 })
-    .catch(() => undefined);
-}
 
 /** The `kernel sandbox` suite's checks. */
 export function kernelSandboxChecks(): void {
@@ -108,9 +60,8 @@ export function kernelSandboxChecks(): void {
 
   it(NAMES.on, async () => {
     const { signal, note } = checkRun();
-    await setSetting(ctx.sandbox.page, ctx.sandbox.dirs.userData, true);
-    await screenshot(ctx.sandbox.page, 'kernel-sandbox-setting.png', note);
-    await closeSettings(ctx.sandbox.page);
+    const shot = () => screenshot(ctx.sandbox.page, 'kernel-sandbox-setting.png', note);
+    await setBoolean(ctx.sandbox.page, ctx.sandbox.dirs.userData, SETTING, true, shot);
     const item = ctx.sandbox.page.locator('.statusbar-item', { hasText: 'Kernel sandbox' }).first();
     await item.waitFor({ state: 'visible', timeout: 20_000 });
     await screenshot(ctx.sandbox.page, 'kernel-sandbox-on.png', note);
@@ -155,9 +106,7 @@ export function kernelSandboxChecks(): void {
 
   it(NAMES.off, async () => {
     const { signal, note } = checkRun();
-    await setSetting(ctx.sandbox.page, ctx.sandbox.dirs.userData, false);
-    await screenshot(ctx.sandbox.page, 'kernel-sandbox-setting-off.png', note);
-    await closeSettings(ctx.sandbox.page);
+    await setBoolean(ctx.sandbox.page, ctx.sandbox.dirs.userData, SETTING, false);
     await ctx.sandbox.page
       .locator('.statusbar-item', { hasText: 'Kernel sandbox' })
       .first()
