@@ -7,10 +7,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { eq, fail, includes, ok, show } from '../assert';
+import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
-import { type CheckContext, checkRun, context } from './context';
+import { type CheckContext, checkRun, context, readJson } from './context';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -181,4 +181,65 @@ export function guardChecks(): void {
     const next = await client.run(sid, 'print("free")', { timeoutMs: 15_000 });
     eq(next.stdout, 'free\n', 'the next run');
   }).timeout(90_000);
+
+  it('guard: a lone surrogate is refused with its position; astral characters and combining marks survive later edits exactly', async () => {
+    const { signal } = checkRun();
+    const patch = (id: string, code: string) =>
+      client.request({ method: 'PATCH', path: `/notebooks/cells/${id}`, json: { notebook: sid, code }, signal });
+    const get = async (id: string): Promise<string> =>
+      (await client.get(`/notebooks/cells/${id}?notebook=${sid}`, { signal })).json().cell.code;
+    const created = await client.post('/notebooks/cells', { notebook: sid, code: 'text_check = 0', index: 0 }, { signal });
+    eq(created.status, 201, `create (${show(created.text, 200)})`);
+    const id: string = created.json().cell.id;
+    const lone = await patch(id, "s = '\ud800'");
+    eq(lone.status, 400, `PATCH with a lone surrogate (${show(lone.text, 300)})`);
+    includes(lone.json().detail, 'character 5', 'the 400 names the position');
+    eq(await get(id), 'text_check = 0', 'the refused text left the cell as it was');
+    // Astral characters (two UTF-16 units each) and combining marks, then plain edits after them.
+    const texts = ["s = '𝒳😀 e\u0301 n\u0303 👩🏽‍🔬'  # 𝕏", "x = 'ABC'", "t = '🧪' + 'a\u0308'\nu = '𝔘'", "y = 'DEF'  # after"];
+    for (const code of texts) {
+      const r = await patch(id, code);
+      eq(r.status, 200, `PATCH ${show(code)} (${show(r.text, 200)})`);
+      eq(await get(id), code, 'the cell holds exactly what was sent');
+    }
+    const saved = await client.post('/notebooks/save', { notebook: sid }, { signal });
+    eq(saved.status, 200, `save (${show(saved.text, 200)})`);
+    const inFile = readJson(ctx.analysis.path).cells.map((c: { source: string[] | string }) =>
+      Array.isArray(c.source) ? c.source.join('') : c.source,
+    );
+    ok(inFile.includes(texts[texts.length - 1]), `the .ipynb holds the last text exactly: ${show(inFile, 300)}`);
+    const removed = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, signal });
+    deepEq([removed.status], [200], `delete the check's cell (${show(removed.text, 200)})`);
+  }).timeout(60_000);
+
+  it("guard: each agent reads for itself — agent B's write after agent A's read refuses A's write, naming B", async () => {
+    const { signal } = checkRun();
+    const as = (name: string) => ({ 'x-agent-bridge-client': name });
+    const created = await client.post('/notebooks/cells', { notebook: sid, code: 'shared = 0', index: 0 }, { signal });
+    eq(created.status, 201, `create (${show(created.text, 200)})`);
+    const id: string = created.json().cell.id;
+    const read = (name: string) => client.get(`/notebooks/cells/${id}?notebook=${sid}`, { headers: as(name), signal });
+    const write = (name: string, code: string) =>
+      client.request({
+        method: 'PATCH',
+        path: `/notebooks/cells/${id}`,
+        json: { notebook: sid, code },
+        headers: as(name),
+        signal,
+      });
+    try {
+      eq((await read('agent-a')).status, 200, 'A reads');
+      eq((await read('agent-b')).status, 200, 'B reads');
+      eq((await write('agent-b', 'shared = "b"')).status, 200, 'B writes');
+      const refused = await write('agent-a', 'shared = "a"');
+      eq(refused.status, 409, `A's write after B's change (${show(refused.text, 300)})`);
+      includes(refused.json().detail, 'says it is agent-b', 'the 409 names who changed the cell');
+      eq(refused.json().cell.code, 'shared = "b"', 'the 409 returns the current cell');
+      const never = await write('agent-c', 'shared = "c"');
+      eq(never.status, 409, `a write by an agent that never read the cell (${show(never.text, 300)})`);
+      eq(JSON.parse((await read('agent-b')).text).cell.code, 'shared = "b"', "the cell keeps B's change");
+    } finally {
+      await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, headers: as('agent-b'), signal });
+    }
+  }).timeout(60_000);
 }

@@ -32,6 +32,8 @@ export interface ActionRequest extends Caller {
   /** Aborted when the client goes away (its connection closed): a prompt still open is withdrawn. */
   readonly left?: AbortSignal;
   readonly kind: AccessKind;
+  /** Other kinds the action includes (a batch that also runs cells): ruled on as each, the strictest wins. */
+  readonly also?: readonly AccessKind[];
   /** What the activity view calls it: "scratchpad run", "cell edit", "mcp edit_cells", ... */
   readonly label: string;
   /** The notebook as the agent named it (session id, path or uri); undefined: the only open one. */
@@ -102,6 +104,14 @@ export function rule(mode: AccessMode, kind: AccessKind): Ruling {
   return 'ask';
 }
 
+/** A batch's `run` list that names cells: the batch is a run too. */
+export const alsoRuns = (run: unknown) => Array.isArray(run) && run.length > 0;
+
+/** The ruling of an action of several kinds: a refusal over an ask over an allow. */
+function strictest(rulings: readonly Ruling[]): Ruling {
+  return rulings.find((r) => typeof r === 'object') ?? (rulings.includes('ask') ? 'ask' : 'allow');
+}
+
 const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
   withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
   deny: 'The person denied this action in VS Code (access mode "ask").',
@@ -118,13 +128,16 @@ export function actionCode(code: unknown, rest: Record<string, unknown>): string
   return Object.keys(rest).length ? JSON.stringify(rest) : '';
 }
 
-/** One line naming an action: the first non-empty line of its code, cut, with the rest counted. */
+/**
+ * One line naming an action: its first line that is neither blank nor a comment (code that opens
+ * with a comment would otherwise show only the comment), cut, and how many lines it has.
+ */
 export function summarize(label: string, code: string): string {
   const lines = code.split('\n').filter((l) => l.trim());
   if (!lines.length) return label;
-  const first = lines[0]!.trim();
+  const first = (lines.find((l) => !/^\s*(#|\/\/)/.test(l)) ?? lines[0]!).trim();
   const cut = first.length > SUMMARY_CHARS ? `${first.slice(0, SUMMARY_CHARS - 1)}…` : first;
-  return lines.length > 1 ? `${cut} (+${lines.length - 1} lines)` : cut;
+  return lines.length > 1 ? `${cut} (${lines.length} lines)` : cut;
 }
 
 /**
@@ -221,7 +234,7 @@ export class Gate {
   async enter(request: ActionRequest): Promise<Activity | null> {
     const at = this.now();
     if (request.kind !== 'open') this.clients.set(request.client, at);
-    const ruling = rule(this.person.mode(), request.kind);
+    const ruling = strictest([request.kind, ...(request.also ?? [])].map((k) => rule(this.person.mode(), k)));
     const recorded = request.kind === 'edit' || request.kind === 'execute' || request.kind === 'run';
     if (ruling === 'allow' && !recorded) return null;
     if (typeof ruling === 'object' && !recorded) throw new BridgeError(403, ruling.refuse);

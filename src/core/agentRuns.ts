@@ -122,6 +122,7 @@ class CappedCells implements CellService {
   save: CellService['save'] = (notebook) => this.cells.save(notebook);
   interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
   restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
+  as: CellService['as'] = (reader) => cappedCells(this.cells.as(reader), this.activity, this.maxRunMs);
   // A run waited on again was capped by the action that started it.
   follow: CellService['follow'] = (notebook, ref) => this.cells.follow(notebook, ref);
   outputItem: CellService['outputItem'] = (notebook, ref, output, item) => this.cells.outputItem(notebook, ref, output, item);

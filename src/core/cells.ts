@@ -6,6 +6,7 @@
 
 import type { InterruptHow, RunOutcome } from './kernel';
 import type { RunTicket } from './runTicket';
+import type { Reader } from './versions';
 
 export type CellKind = 'code' | 'markup';
 
@@ -222,6 +223,8 @@ export interface RunHandle {
 /** The cell routes' view of the notebooks. Errors are BridgeErrors. `notebook` names a notebook by
  * session id, uri or path; undefined means "the only open notebook". */
 export interface CellService {
+  /** The service as one client sees it: read-before-write is kept per client (versions.ts). */
+  as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;

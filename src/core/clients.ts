@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Reader } from './versions';
 
 /**
  * Who an agent action comes from. Any client can send any name (an agent-name header, MCP's
@@ -84,4 +85,9 @@ function describeClaim(claim: string | undefined): string {
 /** The caller of an HTTP request: its credential header, its agent-name header or User-Agent. */
 export function httpCaller(registry: ClientRegistry, headers: Headers): Caller {
   return registry.identify(first(headers[CREDENTIAL_HEADER]), claimOf(headers));
+}
+
+/** Whose reads a caller's writes are checked against: its credential, else its claim (versions.ts). */
+export function readerOf(caller: Caller): Reader {
+  return { key: caller.credential ?? `claim:${caller.claim ?? ''}`, label: caller.client };
 }

@@ -31,7 +31,7 @@ import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
-import { ReadTracker } from './versions';
+import { KERNEL_READER, ReadTracker, type Reader } from './versions';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -51,6 +51,8 @@ const single = () => '';
  */
 export class NotebookCells implements CellService {
   private readonly tracker = new ReadTracker();
+  /** Whose reads and writes these are; `as` makes a view for another client over the same state. */
+  private reader: Reader = KERNEL_READER;
   private readonly writes = new KeyedQueue();
   /** Notebooks the agents changed or ran since they were opened (what "save all" saves). */
   private readonly touched = new Set<string>();
@@ -59,6 +61,13 @@ export class NotebookCells implements CellService {
     private readonly docs: OpenNotebooks,
     private readonly options: NotebookCellsOptions,
   ) {}
+
+  /** This service as `reader` sees it: the same notebooks, queues and records, with reads and writes kept as theirs. */
+  as(reader: Reader): CellService {
+    const view = Object.create(this) as NotebookCells;
+    view.reader = reader;
+    return view;
+  }
 
   async notebooks(): Promise<NotebookInfo[]> {
     const list = this.docs.list();
@@ -304,8 +313,10 @@ export class NotebookCells implements CellService {
         newId: () => this.docs.newId(notebook.uri),
         where,
         checkWrite: (cell: CellState, index: number, guard: WriteGuard) => {
-          const why = this.tracker.conflict(notebook.uri, { ...cell, index }, guard);
-          return why === undefined ? undefined : { why, extra: { cell: this.view(notebook, cells[index]!, index) } };
+          const refused = this.tracker.conflict(this.reader, notebook.uri, { ...cell, index }, guard);
+          return refused === undefined
+            ? undefined
+            : { why: refused.why, extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index) } };
         },
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
@@ -339,7 +350,7 @@ export class NotebookCells implements CellService {
         const p = planned.get(cell.id);
         if (!p?.touched) return;
         // Only what the agent wrote counts as read: not text someone typed since.
-        if (cell.code === p.code) this.tracker.saw(notebook.uri, cell.id, cell.version);
+        if (cell.code === p.code) this.tracker.wrote(this.reader, notebook.uri, cell.id, cell.version);
         const found = warnings.get(cell.id);
         touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
       });
@@ -419,7 +430,7 @@ export class NotebookCells implements CellService {
 
   /** A view the agent is shown: from now on, writes compare against this version. */
   private show(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
-    this.tracker.saw(notebook.uri, cell.id, cell.version);
+    this.tracker.saw(this.reader, notebook.uri, cell.id, cell.version);
     return this.view(notebook, cell, index);
   }
 }

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { actionCode, type AccessKind, type Gate } from '../core/access';
+import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/access';
 import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
@@ -58,7 +58,9 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
           ...caller,
           left: extra.signal,
           kind,
-          label: row.label ?? `mcp ${name}`,
+          ...(kind === 'edit' && alsoRuns(rest['run'])
+            ? { also: ['run'] as const, label: `${row.label ?? `mcp ${name}`} (edit and run)` }
+            : { label: row.label ?? `mcp ${name}` }),
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
           code: actionCode(code, rest),
         });

@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, type Caller } from '../core/clients';
+import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, readerOf, type Caller } from '../core/clients';
 import type { BridgeServices } from '../core/services';
 import { registerTools } from './access';
 import { cellTools } from './cellTools';
@@ -20,7 +20,8 @@ const INSTRUCTIONS = [
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
-  registerTools(server, ctx.access, caller, [...codeTools(ctx), ...cellTools(ctx), undoTool(ctx)]);
+  const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
+  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own)]);
   return server;
 }
 

@@ -1,5 +1,5 @@
-import { actionCode, type AccessKind, type Activity, type Gate } from '../core/access';
-import { CREDENTIAL_HEADER, httpCaller } from '../core/clients';
+import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/access';
+import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import type { CellService } from '../core/cells';
@@ -26,25 +26,28 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
     return {
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
+        const caller = httpCaller(ctx.access.identities, input.req.headers);
+        const runs = kind === 'edit' && alsoRuns(fields(input.body)['run']);
         const activity = await ctx.access.enter({
+          ...(runs ? { also: ['run'] as const, label: `${label} (edit and run)` } : { label }),
           left: leaving(input.res),
           transport: 'http',
-          ...httpCaller(ctx.access.identities, input.req.headers),
+          ...caller,
           issue: (credential) => {
             if (!input.res.headersSent) input.res.setHeader(CREDENTIAL_HEADER, credential);
           },
           kind,
-          label,
           notebook: notebookOf(input),
           code: kind === 'read' || kind === 'gateway' ? '' : codeOf(input),
         });
         const limit = ctx.access.maxRunMs;
+        const cells = ctx.cells.as(readerOf(caller)); // read-before-write is kept per client
         const scoped =
           kind === 'execute' || kind === 'gateway'
-            ? { ...ctx, host: agentHost(ctx.host, activity, limit), cells: cappedCells(ctx.cells, activity, limit) }
+            ? { ...ctx, host: agentHost(ctx.host, activity, limit), cells: cappedCells(cells, activity, limit) }
             : kind === 'run' || kind === 'edit'
-              ? { ...ctx, cells: cappedCells(ctx.cells, activity, limit) }
-              : ctx;
+              ? { ...ctx, cells: cappedCells(cells, activity, limit) }
+              : { ...ctx, cells };
         if (!activity) return row.handle(input, scoped);
         return ended(activity, () => row.handle(input, scoped));
       },

@@ -1,5 +1,6 @@
 import express from 'express';
 import type { Log } from '../core/log';
+import { refuseLoneSurrogates } from '../core/wellFormedText';
 import { errorHandler } from './errors';
 import { mountRoutes, type Route } from './route';
 import { requestLog, requireJsonBody, securityChecks } from './security';
@@ -31,6 +32,11 @@ export function createApp<Ctx>(options: AppOptions<Ctx>): express.Express {
   app.use(requireJsonBody(options.maxBodyBytes));
   // UTF-8 only (others are a 415), never inflated: a compressed body is a 415 too.
   app.use(express.json({ limit: options.maxBodyBytes, type: 'application/json', strict: false, inflate: false }));
+  // Every string of every body (routes and MCP alike) may reach a cell or a kernel.
+  app.use((req, _res, next) => {
+    refuseLoneSurrogates(req.body);
+    next();
+  });
   app.use(mountRoutes(options.routes, options.context));
   app.use(errorHandler(options));
   return app;

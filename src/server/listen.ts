@@ -6,11 +6,24 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Most sockets open at once. Each is a file descriptor of the extension host, which every
+ * extension in the window shares; past the cap a new connection is closed at once, and the
+ * host (and the person's editor) carries on.
+ */
+export const MAX_CONNECTIONS = 256;
+
 /** Listens on loopback only; `port` 0 picks a free one. */
-export function listen(app: RequestListener, port: number, onPort: (port: number) => void): Promise<RunningServer> {
+export function listen(
+  app: RequestListener,
+  port: number,
+  onPort: (port: number) => void,
+  maxConnections = MAX_CONNECTIONS,
+): Promise<RunningServer> {
   // noDelay: each event of a stream goes out when it is written, not after the client's ACK.
   const server = createServer({ noDelay: true }, app);
   server.keepAliveTimeout = 5_000;
+  server.maxConnections = maxConnections;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {

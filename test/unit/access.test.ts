@@ -65,7 +65,9 @@ describe('access policy (pure rules)', () => {
   });
 
   it('summarizes code as its first line, cut, with the rest counted', () => {
-    assert.equal(summarize('x', '\n\nimport os\nos.getcwd()\n'), 'import os (+1 lines)');
+    assert.equal(summarize('x', '\n\nimport os\nos.getcwd()\n'), 'import os (2 lines)');
+    assert.equal(summarize('x', '# load the data\n  # quietly\nimport pandas as pd\n'), 'import pandas as pd (3 lines)');
+    assert.equal(summarize('x', '# only a comment'), '# only a comment');
     assert.equal(summarize('cell run', ''), 'cell run');
     assert.ok(summarize('x', 'a'.repeat(300)).length <= 100);
   });
@@ -294,6 +296,22 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.equal(person.asked.length, 1);
     assert.match(ended[0]!.end.detail, /withdrawn/);
     assert.equal(kernel.calls.length, 0, 'nothing ran');
+  });
+
+  it('a batch that also runs cells is asked about as an edit and a run, and says so', async () => {
+    person.current = 'ask';
+    person.answers = ['deny'];
+    const res = await request(port, {
+      method: 'POST',
+      path: '/notebooks/edits',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ notebook: 's_aaaaaa', ops: [{ op: 'create', code: 'x = 1' }], run: [0] }),
+    });
+    assert.equal(res.status, 403);
+    assert.deepEqual(
+      person.asked.map((a) => [a.kind, a.also, a.label]),
+      [['edit', ['run'], 'batch (edit and run)']],
+    );
   });
 
   it('Stop Agents interrupts a run under way', async () => {

@@ -293,6 +293,26 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(docs.codes(A.uri)[0], 'x = 1');
     });
 
+    it("each agent reads for itself: B's change after A's read refuses A's write, naming B, with the current cell", async () => {
+      const as = (name: string) => ({ 'x-agent-bridge-client': name });
+      const get = (name: string) => api('GET', q(`/notebooks/cells/${ids[0]}`), undefined, as(name));
+      const write = (name: string, code: string) =>
+        api('PATCH', `/notebooks/cells/${ids[0]}`, { notebook: 's_aaaaaa', code }, as(name));
+      assert.equal((await get('agent-a')).status, 200);
+      assert.equal((await get('agent-b')).status, 200);
+      assert.equal((await write('agent-b', 'x = "b"')).status, 200);
+      const refused = await write('agent-a', 'x = "a"');
+      assert.equal(refused.status, 409, refused.raw);
+      assert.match(refused.body.detail, /changed since you read it .*says it is agent-b/);
+      assert.match(refused.body.changedBy, /says it is agent-b/);
+      assert.equal(refused.body.cell.code, 'x = "b"', 'the 409 returns the current cell');
+      // A client that never read the cell cannot write it, though others did.
+      const unread = await write('agent-c', 'x = "c"');
+      assert.equal(unread.status, 409, unread.raw);
+      assert.match(unread.body.detail, /has not been read by you/);
+      assert.deepEqual(docs.codes(A.uri)[0], 'x = "b"');
+    });
+
     it('tags and metadata: shown in the cell view, written in place, version unchanged', async () => {
       await list();
       const tagged = await patch(ids[0]!, { tags: ['parameters', 'slow'] });

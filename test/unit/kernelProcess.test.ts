@@ -48,6 +48,27 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.deepEqual((await run('__name__')).value, { 'text/plain': "'__main__'" });
   });
 
+  it('tells a scratchpad run queued behind a running cell what it waits for, at once', async () => {
+    await run('import time');
+    const cell = collectRun(kernel, 'time.sleep(0.5)', { mode: 'cell', cell: { id: 'c9', index: 2 } });
+    let cellEnded = false;
+    void cell.then(() => (cellEnded = true));
+    await new Promise((r) => setTimeout(r, 100));
+    let toldWhileCellRan: boolean | undefined;
+    const queued = collectRun(kernel, 'print("after")', {
+      mode: 'scratchpad',
+      onOutput: (o) => {
+        if (toldWhileCellRan === undefined && o.kind === 'stream') toldWhileCellRan = !cellEnded;
+      },
+    });
+    const r = await queued;
+    await cell;
+    assert.match(r.stderr, /^Waiting for the run of cell 3 \(id c9\) to finish before this run starts\.\n$/);
+    assert.equal(r.stdout, 'after\n');
+    assert.equal(toldWhileCellRan, true, 'told before the cell ended');
+    assert.equal((await run('1', 'scratchpad')).stderr, '', 'an idle kernel says nothing');
+  });
+
   it('runs scratchpads in a shallow copy of the globals', async () => {
     await run('data = [1]\nname = "nb"');
     const r = await run('data.append(2)\nname = "changed"\nfresh = 1\nname', 'scratchpad');
@@ -176,6 +197,8 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.errors[0]?.name, KERNEL_RESTARTED);
     const after = await run('gone');
     assert.equal(after.errors[0]?.name, 'NameError');
+    assert.match(after.stderr, /^Kernel state was lost: the kernel was restarted/, 'the next run is told');
+    assert.doesNotMatch((await run('1')).stderr, /state was lost/, 'only the next run');
   });
 
   it('reports a dead kernel (os._exit) and starts a fresh one on the next run', async () => {
@@ -198,6 +221,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(kernel.running, false);
     const again = await run('40 + 2');
     assert.deepEqual(again.value, { 'text/plain': '42' });
+    assert.match(again.stderr, /^Kernel state was lost: the kernel process exited with code 3/);
     assert.notEqual(kernel.info?.pid, pid);
   });
 

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { RequestListener } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { deferredApp, listen } from '../../src/server/listen';
 import { request } from './fakes/http';
 
@@ -41,6 +42,31 @@ describe('deferred app', () => {
         [500, 'Internal error: the server could not start: Error: no express'],
       );
     } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('connection cap', () => {
+  it('closes connections past the cap at once; once some close, new ones are served', async () => {
+    const serve: RequestListener = (_req, res) => res.end('ok');
+    const server = await listen(serve, 0, () => undefined, 3);
+    const idle: Socket[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const socket = connect(server.port, '127.0.0.1');
+        await new Promise((r) => socket.once('connect', r));
+        idle.push(socket);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      const over = connect(server.port, '127.0.0.1');
+      over.on('error', () => undefined);
+      await new Promise((r) => over.once('close', r)); // dropped by the server, not left hanging
+      idle.pop()!.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await request(server.port, { path: '/' })).body, 'ok');
+    } finally {
+      for (const socket of idle) socket.destroy();
       await server.close();
     }
   });

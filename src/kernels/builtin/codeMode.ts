@@ -26,6 +26,7 @@ import { ref } from '../../core/cellSchemas';
 import { FOREVER_MS } from '../../core/series';
 import { BridgeError } from '../../core/errors';
 import { notebookLabel, resolveNotebook } from '../../core/refs';
+import { refuseLoneSurrogates } from '../../core/wellFormedText';
 import type { CallContext, CallHandler } from './kernelProcess';
 
 export interface CodeModeDeps {
@@ -83,6 +84,7 @@ async function dispatch(
 }
 
 function parse<T>(schema: z.ZodType<T>, params: unknown, method: string): T {
+  refuseLoneSurrogates(params, `${method}'s parameters`);
   const result = schema.safeParse(params);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

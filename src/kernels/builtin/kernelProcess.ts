@@ -134,6 +134,8 @@ export class KernelProcess implements KernelChildEvents {
   private nextQid = 0;
   /** Inspect requests sent and not answered: settled by their answer, a timeout, or the process's end. */
   private readonly inspects = new Map<number, { settle: (answer: unknown, error?: Error) => void }>();
+  /** Why the kernel's state was thrown away since the last run started, to tell the next run. */
+  private lost: string | undefined;
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -207,9 +209,32 @@ export class KernelProcess implements KernelChildEvents {
         job.onAbort = () => this.abort(job);
         signal.addEventListener('abort', job.onAbort, { once: true });
       }
+      const ahead = this.waitsFor();
+      if (ahead && mode === 'scratchpad') {
+        // Told at once, so a run that queues does not look hung.
+        emit(
+          job,
+          { kind: 'stream', name: 'stderr', text: `Waiting for ${ahead} to finish before this run starts.\n` },
+          this.opts.log,
+        );
+      }
       this.queue.push(job);
       this.pump();
     });
+  }
+
+  /** What a run queued now would wait for, in words; undefined when it would start at once. */
+  private waitsFor(): string | undefined {
+    const inner = this.active[this.active.length - 1];
+    const busy = (inner && inner.openCalls === 0) || this.queue.length > 0;
+    if (!busy) return undefined;
+    const running = inner
+      ? inner.cell
+        ? `the run of cell ${inner.cell.index + 1} (id ${inner.cell.id})`
+        : 'a scratchpad run'
+      : 'the kernel to start';
+    const queued = this.queue.length ? ` and ${this.queue.length} queued run(s)` : '';
+    return `${running}${queued}`;
   }
 
   /**
@@ -255,6 +280,7 @@ export class KernelProcess implements KernelChildEvents {
   async restart(): Promise<void> {
     if (this.disposed) throw new Error('The kernel was disposed.');
     this.restartCount++;
+    this.lost = 'the kernel was restarted';
     this.killProc();
     this.failAll(KERNEL_RESTARTED, RESTARTED_MESSAGE, true);
     await this.start();
@@ -301,6 +327,10 @@ export class KernelProcess implements KernelChildEvents {
     const job = this.queue.shift() as Job;
     if (!inner) p.stderrTail = '';
     this.active.push(job);
+    if (!inner && this.lost) {
+      emit(job, { kind: 'stream', name: 'stderr', text: `${lostStateNote(this.lost)}\n` }, this.opts.log);
+      this.lost = undefined;
+    }
     p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
     try {
       job.onStart?.();
@@ -334,6 +364,7 @@ export class KernelProcess implements KernelChildEvents {
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
         this.restartCount++;
+        this.lost = 'the kernel was restarted when an interrupt did not stop a run';
         this.killProc();
         this.failAll(
           KERNEL_RESTARTED,
@@ -508,6 +539,7 @@ export class KernelProcess implements KernelChildEvents {
       this.failInspects('The kernel process exited before it answered.');
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
       const tail = p.stderrTail.trim();
+      this.lost = `the kernel process ${how}`;
       this.failAll(KERNEL_DIED, `The kernel process ${how}.${tail ? `\nLast stderr output:\n${tail}` : ''}`);
     }
     if (p.info) {
@@ -565,6 +597,10 @@ export class KernelProcess implements KernelChildEvents {
     if (job) this.pump();
   }
 }
+
+/** What the first run after a restart or a death is told before its own output. */
+export const lostStateNote = (why: string) =>
+  `Kernel state was lost: ${why} since the last run, so variables and imports from earlier runs are gone; re-run the cells that define them.`;
 
 function emit(job: Job, output: KernelOutput, log: ((line: string) => void) | undefined): void {
   try {
