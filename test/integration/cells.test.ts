@@ -268,7 +268,7 @@ describe('cell routes in VS Code', function () {
 
   it('runs a cell that raises and returns the error with success false', async () => {
     const { session } = await openNotebook([{ kind: 'code', source: 'print("start")\n{}["missing"]' }]);
-    const res = await call('POST', '/notebooks/cells/0/run?wait=true', { notebook: session });
+    const res = await call('POST', '/notebooks/cells/0/run?wait=true', { notebook: session, outputs: 'full' });
     assert.equal(res.status, 200, res.text);
     const body = res.json();
     assert.equal(body.success, false);
