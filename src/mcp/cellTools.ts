@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CellService, RunHandle } from '../core/cells';
+import type { CellService, RunHandle, SeriesHandle } from '../core/cells';
 import { BridgeError } from '../core/errors';
 import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
@@ -48,6 +48,24 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
   /** An answer at the asked detail; in full, its cells' images ride along as image content. */
+  /** A run of many cells answered: queued at once (wait: false), or its per-cell results. */
+  const seriesAnswer = async (
+    body: { notebook?: string | undefined; wait?: boolean | undefined; timeoutMs?: number | undefined },
+    series: SeriesHandle,
+    outputs: OutputDetail | undefined,
+  ) => {
+    if (body.wait === false) return { queued: series.cellIds };
+    const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+    const result = await series.wait({ timeoutMs });
+    // A wait that runs out is a result to read (the series goes on), not a failure.
+    const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
+    return shown(
+      body.notebook,
+      { ...detail, ...result },
+      result.runs.map((r) => r.cell),
+      outputs ?? 'summary',
+    );
+  };
   const shown = async (notebook: string | undefined, body: object, views: readonly CellAnswer[], detail: OutputDetail) =>
     new WithImages(answerAt(body, detail), detail === 'full' ? await images(cells, notebook, views) : []);
   /** One run waited for; a wait that runs out is a result to read (the run goes on), not a failure. */
@@ -178,20 +196,9 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         `results in order, with each cell's outputs (default "summary"). ${NOTEBOOK}`,
       inputSchema: runManyBody,
       handle: (body) =>
-        answer(async () => {
-          const series = await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop');
-          if (body.wait === false) return { queued: series.cellIds };
-          const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-          const result = await series.wait({ timeoutMs });
-          // A wait that runs out is a result to read (the series goes on), not a failure.
-          const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-          return shown(
-            body.notebook,
-            { ...detail, ...result },
-            result.runs.map((r) => r.cell),
-            body.outputs ?? 'summary',
-          );
-        }),
+        answer(async () =>
+          seriesAnswer(body, await cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'), body.outputs),
+        ),
     }),
     tool({
       name: 'run_stale',
@@ -201,20 +208,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         'every stale cell, or "cell" and the cells downstream of it that ran before. Stops at the first failure; ' +
         `waits (unless wait: false) and returns per-cell results (default "summary"). ${NOTEBOOK}`,
       inputSchema: runStaleBody,
-      handle: (body) =>
-        answer(async () => {
-          const series = await cells.runStale(body.notebook, body.cell);
-          if (body.wait === false) return { queued: series.cellIds };
-          const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-          const result = await series.wait({ timeoutMs });
-          const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-          return shown(
-            body.notebook,
-            { ...detail, ...result },
-            result.runs.map((r) => r.cell),
-            'summary',
-          );
-        }),
+      handle: (body) => answer(async () => seriesAnswer(body, await cells.runStale(body.notebook, body.cell), 'summary')),
     }),
     tool({
       name: 'list_variables',
