@@ -74,11 +74,12 @@ function build(): void {
 /** The suites, in the order they run. */
 function suites(extensions: readonly GivenExtension[]): void {
   describe('discovery', discoveryChecks);
+  // First after discovery: marimo's server has only the two fixtures open, and so must the bridge.
+  describe('conformance', () => conformanceChecks(extensions));
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
   describe('answers', answerChecks);
   describe('scripts', scriptChecks);
-  describe('conformance', () => conformanceChecks(extensions));
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
   describe('access', accessChecks);

@@ -87,7 +87,7 @@ export function marimoExtensionChecks(): void {
   const runCell = async (id: string, signal: AbortSignal) => {
     const r = await client.post(
       `/notebooks/cells/${id}/run`,
-      { notebook: sid, wait: true, timeoutMs: 30_000 },
+      { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
       { signal, timeoutMs: 35_000 },
     );
     eq(r.status, 200, `run ${id} (body ${show(r.text, 300)})`);
