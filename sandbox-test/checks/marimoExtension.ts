@@ -80,7 +80,7 @@ export function marimoExtensionChecks(): void {
   const run = (code: string, signal: AbortSignal, timeoutMs = 30_000): Promise<SseResult> =>
     client.run(sid, code, { signal, timeoutMs });
   const cells = async (signal: AbortSignal): Promise<Cell[]> => {
-    const r = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
+    const r = await client.get(`/notebooks/cells?notebook=${sid}&outputs=full`, { signal });
     eq(r.status, 200, `GET /notebooks/cells (body ${show(r.text, 300)})`);
     return r.json().cells;
   };
