@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Log } from './core/log';
-import type { SessionInfo } from './core/sessions';
+import type { SessionInfo } from './core/notebookHost';
 import type { BridgeAdvert, Discovery } from './discovery';
 import { deferredApp, listen, type RunningServer } from './server/listen';
 

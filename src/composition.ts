@@ -19,8 +19,8 @@ import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
-import { EditorNotebooks } from './notebooks/cells';
-import { Sessions } from './notebooks/sessions';
+import { EditorNotebooks } from './notebooks/editorNotebooks';
+import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
 import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
@@ -168,7 +168,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
         import('./server/app'),
         import('./server/routes'),
-        import('./server/access'),
+        import('./server/guardRoutes'),
       ]);
       return createApp({
         routes: guardRoutes(routes),

@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { SessionInfo } from './core/sessions';
+import type { SessionInfo } from './core/notebookHost';
 
 /** What our own discovery files say: everything an agent needs to connect, token included. */
 export interface BridgeAdvert {

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Settings } from '../config';
-import { Gate, type Person } from '../core/access';
-import type { CellService } from '../core/cells';
+import { Gate, type Person } from '../core/accessPolicy';
+import type { CellService } from '../core/cellService';
 import type { Author, Checkpoints } from '../core/checkpoints';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';

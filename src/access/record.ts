@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ActionEnd, ActivitySink, AgentAction } from '../core/access';
+import type { ActionEnd, ActivitySink, AgentAction } from '../core/accessPolicy';
 
 /** A cell an agent's edit created or changed, with its text before and after. */
 export interface CellChange {
@@ -19,7 +19,7 @@ export interface Entry {
   changes: readonly CellChange[];
 }
 
-/** The registry of open notebooks (src/notebooks/sessions.ts), as the record uses it. */
+/** The registry of open notebooks (src/notebooks/notebookRegistry.ts), as the record uses it. */
 export interface NotebookRegistry {
   /** The notebook an action names (session id, uri or path; undefined: the only one open). */
   find(named: string | undefined): vscode.NotebookDocument | undefined;

@@ -7,7 +7,7 @@ import {
   type Checkpoints,
   type RevertResult,
 } from '../core/checkpoints';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import { ago } from './cellMarks';
 
 export const REVIEW_VIEW_ID = 'agentBridge.review';

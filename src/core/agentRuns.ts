@@ -3,7 +3,7 @@
  * Agents", and their outcome and the head of their output noted on the action's Activity. The
  * kernel sees one extra abort signal; nothing is done per output chunk but a bounded append.
  */
-import type { Activity } from './access';
+import type { Activity } from './accessPolicy';
 import type {
   BatchOp,
   CellRef,
@@ -15,10 +15,10 @@ import type {
   RunSelection,
   SeriesHandle,
   StrictFlag,
-} from './cells';
-import type { ExecResult, Kernel, StreamEvent } from './kernel';
+} from './cellService';
+import type { ExecResult, Kernel, StreamEvent } from './kernelPort';
 import { FOREVER_MS } from './series';
-import type { NotebookHost } from './sessions';
+import type { NotebookHost } from './notebookHost';
 
 /** The words a capped run's stderr and outcome carry (MCP results are read for them). */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';

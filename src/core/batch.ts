@@ -8,8 +8,8 @@ import type {
   NewCell,
   NotebookChange,
   WriteGuard,
-} from './cells';
-import { BridgeError } from './errors';
+} from './cellService';
+import { BridgeError } from './bridgeError';
 import { resolveCellIndex } from './refs';
 
 /**

@@ -5,9 +5,9 @@
  * batch. Pure: no kernel, no editor.
  */
 import { z } from 'zod';
-import type { BatchOp, CellKind, CellRef } from './cells';
+import type { BatchOp, CellKind, CellRef } from './cellService';
 import { kind, ref } from './cellSchemas';
-import { BridgeError } from './errors';
+import { BridgeError } from './bridgeError';
 import { parseCellRef, resolveCellIndex } from './refs';
 
 /** One queued call of a block, as the kernel module sends it. */

@@ -1,4 +1,4 @@
-import type { OutputItemView, OutputView, RawOutput, RawOutputItem } from './cells';
+import type { OutputItemView, OutputView, RawOutput, RawOutputItem } from './cellService';
 
 /** VS Code's mime types for console streams and errors (also what .ipynb outputs load as). */
 export const STDOUT_MIME = 'application/vnd.code.notebook.stdout';

@@ -1,4 +1,4 @@
-import type { CellRunResult, CellStatus, CellView, RunHandle } from './cells';
+import type { CellRunResult, CellStatus, CellView, RunHandle } from './cellService';
 import { answerAt, type CellAnswer, type OutputDetail } from './outputDetail';
 
 /** How long a cell run is waited for when the request names no timeout. */

@@ -7,8 +7,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { longestIncreasing } from './batch';
-import type { BatchOp, CellKind, CellMetadata, CellService, CellSnapshot, CellState, RawOutput } from './cells';
-import { BridgeError } from './errors';
+import type { BatchOp, CellKind, CellMetadata, CellService, CellSnapshot, CellState, RawOutput } from './cellService';
+import { BridgeError } from './bridgeError';
 
 /** A cell as a checkpoint keeps it. `outputs` is a one-line summary; `cut`: code too long to keep whole. */
 export interface CellFace {

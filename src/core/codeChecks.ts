@@ -6,7 +6,7 @@
  * uses that no cell defines, and names it defines that another cell defines too. These are
  * warnings, or refusals with `strict`.
  */
-import { BridgeError } from './errors';
+import { BridgeError } from './bridgeError';
 
 export interface SyntaxProblem {
   readonly message: string;

@@ -1,4 +1,4 @@
-import type { MimeBundle, StreamEvent } from './kernel';
+import type { MimeBundle, StreamEvent } from './kernelPort';
 import { isTextMime, stripAnsi } from './cellOutputs';
 
 /** One output as the marimo and Jupyter extensions' `executeCode` yield it. */

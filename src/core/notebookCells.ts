@@ -21,11 +21,11 @@ import type {
   SeriesHandle,
   StrictFlag,
   WriteGuard,
-} from './cells';
+} from './cellService';
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
-import { BridgeError } from './errors';
-import type { InterruptHow } from './kernel';
+import { BridgeError } from './bridgeError';
+import type { InterruptHow } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
 import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';

@@ -1,4 +1,4 @@
-import type { StreamEvent } from './kernel';
+import type { StreamEvent } from './kernelPort';
 import { RollingTail } from './rollingTail';
 
 /**

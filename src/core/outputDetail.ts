@@ -1,4 +1,4 @@
-import type { CellRunResult, CellView, OutputItemView } from './cells';
+import type { CellRunResult, CellView, OutputItemView } from './cellService';
 
 /**
  * How much of each output an answer carries: `none`, `summary` (each item's type and size, the

@@ -1,5 +1,5 @@
-import type { CellRef, NotebookEntry } from './cells';
-import { BridgeError } from './errors';
+import type { CellRef, NotebookEntry } from './cellService';
+import { BridgeError } from './bridgeError';
 
 /** How a notebook is named in messages: its path, else its uri. */
 export function notebookLabel(n: Pick<NotebookEntry, 'path' | 'uri'>): string {

@@ -1,4 +1,4 @@
-import type { Disposable } from './cells';
+import type { Disposable } from './cellService';
 
 /** Where a cell run is. */
 export type RunPhase = 'queued' | 'running' | 'ended';

@@ -1,4 +1,4 @@
-import { NO_OUTPUT, type ExecResult, type Kernel, type StreamEvent } from './kernel';
+import { NO_OUTPUT, type ExecResult, type Kernel, type StreamEvent } from './kernelPort';
 import type { KeyedQueue } from './keyedQueue';
 
 /**

@@ -1,5 +1,5 @@
-import type { CellRunResult, CellStatus, OnError, RunHandle, SeriesEvent, SeriesHandle, SeriesResult } from './cells';
-import { BridgeError } from './errors';
+import type { CellRunResult, CellStatus, OnError, RunHandle, SeriesEvent, SeriesHandle, SeriesResult } from './cellService';
+import { BridgeError } from './bridgeError';
 
 /** Longest wait setTimeout allows: for waits that end with the run (or their caller's abort). */
 export const FOREVER_MS = 2_147_483_647;

@@ -1,9 +1,9 @@
-import type { Gate } from './access';
-import type { CellService } from './cells';
+import type { Gate } from './accessPolicy';
+import type { CellService } from './cellService';
 import type { Checkpoints } from './checkpoints';
 import type { KeyedQueue } from './keyedQueue';
 import type { ScratchpadOutputs } from './scratchpadOutputs';
-import type { NotebookHost } from './sessions';
+import type { NotebookHost } from './notebookHost';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
 export interface BridgeServices {

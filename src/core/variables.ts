@@ -5,13 +5,13 @@
  * kernels (Jupyter, marimo) run it as a scratchpad program that binds nothing and prints its
  * answer behind a marker.
  */
-import type { CellService } from './cells';
-import { BridgeError } from './errors';
-import type { Kernel } from './kernel';
+import type { CellService } from './cellService';
+import { BridgeError } from './bridgeError';
+import type { Kernel } from './kernelPort';
 import type { KeyedQueue } from './keyedQueue';
 import { resolveNotebook } from './refs';
 import { runScratchpad } from './scratchpadRuns';
-import type { NotebookHost } from './sessions';
+import type { NotebookHost } from './notebookHost';
 
 export type InspectQuery =
   | { readonly kind: 'variables' }

@@ -1,4 +1,4 @@
-import type { WriteGuard } from './cells';
+import type { WriteGuard } from './cellService';
 
 /** Whose reads and writes: a client as clients.ts knows it (`key` tells clients apart, `label` is shown). */
 export interface Reader {

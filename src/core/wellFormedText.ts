@@ -1,4 +1,4 @@
-import { BridgeError } from './errors';
+import { BridgeError } from './bridgeError';
 
 /**
  * Text the editor would mangle: a UTF-16 surrogate without its pair. JSON can carry one

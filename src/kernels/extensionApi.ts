@@ -9,8 +9,8 @@ import {
   type Kernel,
   type MimeBundle,
   type StreamEvent,
-} from '../core/kernel';
-import { KernelUnavailable, type KernelProvider } from './kernel';
+} from '../core/kernelPort';
+import { KernelUnavailable, type KernelProvider } from './kernelProvider';
 
 /**
  * The kernel shape both the marimo and the Jupyter extension export (protocol.md §7): the

@@ -1,10 +1,10 @@
 import * as vscode from 'vscode';
-import { BridgeError } from '../core/errors';
-import type { InterruptHow, Kernel } from '../core/kernel';
+import { BridgeError } from '../core/bridgeError';
+import type { InterruptHow, Kernel } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, label, withNotice, type ApiKernel } from './extensionApi';
 import { JupyterAccess, refusal } from './jupyterAccess';
-import { KernelUnavailable } from './kernel';
+import { KernelUnavailable } from './kernelProvider';
 import { VALUE_MIME, wrapPythonScratchpad } from './pythonScratchpad';
 
 const START_TIMEOUT_MS = 60_000;

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import { BridgeError } from '../core/errors';
-import type { InterruptHow, Kernel } from '../core/kernel';
+import { BridgeError } from '../core/bridgeError';
+import type { InterruptHow, Kernel } from '../core/kernelPort';
 import {
   ApiKernelAdapter,
   asKernelsApi,
@@ -12,7 +12,7 @@ import {
   type ScratchpadRules,
   withNotice,
 } from './extensionApi';
-import { KernelUnavailable } from './kernel';
+import { KernelUnavailable } from './kernelProvider';
 
 const MARIMO_ID = 'marimo-team.vscode-marimo';
 const NOTEBOOK_TYPE = 'marimo-notebook';

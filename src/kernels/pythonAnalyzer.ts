@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { CellAnalysis, CodeAnalyzer } from '../core/codeChecks';
-import type { Kernel } from '../core/kernel';
+import type { Kernel } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import { INSPECT_MARKER, parseInspectOutput } from '../core/variables';
 

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { CellService, RunHandle, SeriesHandle } from '../core/cells';
-import { BridgeError } from '../core/errors';
+import type { CellService, RunHandle, SeriesHandle } from '../core/cellService';
+import { BridgeError } from '../core/bridgeError';
 import { isTextMime } from '../core/cellOutputs';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
 import {
@@ -24,7 +24,7 @@ import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDeta
 import type { BridgeServices } from '../core/services';
 import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
-import { tool, type ToolRow } from './access';
+import { tool, type ToolRow } from './toolRows';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the

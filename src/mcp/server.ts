@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, readerOf, type Caller } from '../core/clients';
 import type { BridgeServices } from '../core/services';
-import { registerTools } from './access';
+import { registerTools } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { undoTool } from './undoTool';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import { HeadTail } from '../core/headTail';
-import type { ExecResult } from '../core/kernel';
+import type { ExecResult } from '../core/kernelPort';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
-import type { SessionInfo } from '../core/sessions';
-import { tool, type ToolRow } from './access';
+import type { SessionInfo } from '../core/notebookHost';
+import { tool, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 

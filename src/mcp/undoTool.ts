@@ -1,6 +1,6 @@
 import { notebookBody } from '../core/cellSchemas';
 import type { BridgeServices } from '../core/services';
-import { tool } from './access';
+import { tool } from './toolRows';
 import { answer } from './cellTools';
 
 /** `undo_last_change`: the MCP twin of POST /notebooks/undo, over the same checkpoints. */

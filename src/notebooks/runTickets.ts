@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import type { ExecutionState } from '../core/cells';
+import type { ExecutionState } from '../core/cellService';
 import { Ticket, runIdMinter, type RunTicket } from '../core/runTicket';
-import type { CellRunReport } from '../kernels/kernel';
+import type { CellRunReport } from '../kernels/kernelProvider';
 
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
 const CLEAR_WINDOW_MS = 500;

@@ -1,7 +1,7 @@
 import express from 'express';
 import type { Log } from '../core/log';
 import { refuseLoneSurrogates } from '../core/wellFormedText';
-import { errorHandler } from './errors';
+import { errorHandler } from './errorResponses';
 import { mountRoutes, type Route } from './route';
 import { requestLog, requireJsonBody, securityChecks } from './security';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CellView, RunHandle, SeriesHandle } from '../core/cells';
+import type { CellView, RunHandle, SeriesHandle } from '../core/cellService';
 import { timeoutDetail, waitRuns, type RunOptions } from '../core/cellRuns';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import { answerAt, cellAt } from '../core/outputDetail';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import type { KeyedQueue } from '../core/keyedQueue';
 import { OutputCap, SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
 import type { KeptOutput, ScratchpadOutputs } from '../core/scratchpadOutputs';
 import { runScratchpad } from '../core/scratchpadRuns';
-import type { NotebookHost } from '../core/sessions';
+import type { NotebookHost } from '../core/notebookHost';
 import { DEFAULT_LIMITS, openEventStream, type StreamLimits } from './sse';
 
 /** Where the whole output of a capped run can be fetched (a row of the route table). */

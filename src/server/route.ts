@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
-import type { AccessKind } from '../core/access';
-import { BridgeError } from '../core/errors';
-import { MethodNotAllowed } from './errors';
+import type { AccessKind } from '../core/accessPolicy';
+import { BridgeError } from '../core/bridgeError';
+import { MethodNotAllowed } from './errorResponses';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
 

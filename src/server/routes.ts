@@ -27,8 +27,8 @@ import { notebookVariables } from '../core/variables';
 import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
-import { MethodNotAllowed } from './errors';
-import { BridgeError } from '../core/errors';
+import { MethodNotAllowed } from './errorResponses';
+import { BridgeError } from '../core/bridgeError';
 
 /** What the handlers work with: the services, and the MCP transport, which the composition root loads on first use. */
 export interface RouteContext extends BridgeServices {

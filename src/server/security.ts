@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import { cutLine, type Log } from '../core/log';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */

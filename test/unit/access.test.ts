@@ -11,7 +11,7 @@ import {
   type ActionEnd,
   type AgentAction,
   type Answer,
-} from '../../src/core/access';
+} from '../../src/core/accessPolicy';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { longestIncreasing, OpError, planBatch, type PlanOptions } from '../../src/core/batch';
-import type { BatchOp, CellState, NotebookChange } from '../../src/core/cells';
-import { BridgeError } from '../../src/core/errors';
+import type { BatchOp, CellState, NotebookChange } from '../../src/core/cellService';
+import { BridgeError } from '../../src/core/bridgeError';
 
 const cell = (id: string, code = id, kind: 'code' | 'markup' = 'code'): CellState => ({
   id,

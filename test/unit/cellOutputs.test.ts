@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import type { RawOutput } from '../../src/core/cells';
+import type { RawOutput } from '../../src/core/cellService';
 import { ERROR_MIME, logicalItems, OutputFollower, shapeOutputs, STDERR_MIME, STDOUT_MIME } from '../../src/core/cellOutputs';
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { asAuthor, Checkpoints, MAX_CHECKPOINTS, MAX_CODE_CHARS, type Checkpoint } from '../../src/core/checkpoints';
-import { BridgeError } from '../../src/core/errors';
+import { BridgeError } from '../../src/core/bridgeError';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { BatchOp } from '../../src/core/cells';
+import type { BatchOp } from '../../src/core/cellService';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { planBlock, type LayoutCell } from '../../src/core/blockPlan';
 import { codeModeHandler } from '../../src/kernels/builtin/codeMode';

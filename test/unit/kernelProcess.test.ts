@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { StreamEvent } from '../../src/core/kernel';
+import type { StreamEvent } from '../../src/core/kernelPort';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
   KERNEL_DIED,

@@ -19,12 +19,12 @@
  * streaming their console output into the calling run, and answers once they have all ended.
  */
 import { z } from 'zod';
-import type { CellRunResult, CellService, CellStatus, OpenNotebooks, RunEvent, RunHandle } from '../../core/cells';
+import type { CellRunResult, CellService, CellStatus, OpenNotebooks, RunEvent, RunHandle } from '../../core/cellService';
 import { OpError } from '../../core/batch';
 import { blockOp, planBlock, type LayoutCell } from '../../core/blockPlan';
 import { ref } from '../../core/cellSchemas';
 import { FOREVER_MS } from '../../core/series';
-import { BridgeError } from '../../core/errors';
+import { BridgeError } from '../../core/bridgeError';
 import { notebookLabel, resolveNotebook } from '../../core/refs';
 import { refuseLoneSurrogates } from '../../core/wellFormedText';
 import type { CallContext, CallHandler } from './kernelProcess';

@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
 import { homedir } from 'node:os';
-import { BridgeError } from '../../core/errors';
-import type { InterruptHow, Kernel, StreamName } from '../../core/kernel';
+import { BridgeError } from '../../core/bridgeError';
+import type { InterruptHow, Kernel, StreamName } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
-import type { CellRunReport, KernelProvider } from '../kernel';
+import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
 import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
 import { sandboxedKernel } from './kernelSandbox';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { MimeBundle } from '../../core/kernel';
+import type { MimeBundle } from '../../core/kernelPort';
 import type { DisplayMetadata } from './kernelWire';
 
 const BASE64_MIMES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);

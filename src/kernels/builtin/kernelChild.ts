@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import type { StreamName } from '../../core/kernel';
+import type { StreamName } from '../../core/kernelPort';
 import type { KernelCommand } from './kernelSandbox';
 import { LineFramer, MAX_FRAME_BYTES, type HostRequest, type KernelMessage, type OversizeFrame } from './kernelWire';
 

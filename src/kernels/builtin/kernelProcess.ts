@@ -19,7 +19,7 @@
  * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
  * INTERRUPT_GRACE_MS later costs a kernel restart.
  */
-import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernel';
+import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import {
   MAX_FRAME_BYTES,

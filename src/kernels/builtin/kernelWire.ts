@@ -18,7 +18,7 @@
  * display with `execution_count` is then a cell's value (Jupyter's execute_result) and a cell's
  * `done` carries its execution count. `metadata` is the display's Jupyter output metadata.
  */
-import type { MimeBundle, StreamName } from '../../core/kernel';
+import type { MimeBundle, StreamName } from '../../core/kernelPort';
 
 export type RunMode = 'cell' | 'scratchpad';
 

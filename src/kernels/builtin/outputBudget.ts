@@ -1,4 +1,4 @@
-import type { StreamName } from '../../core/kernel';
+import type { StreamName } from '../../core/kernelPort';
 import { RollingTail } from '../../core/rollingTail';
 
 /** Stream output a cell shows as it comes, at most (characters). */

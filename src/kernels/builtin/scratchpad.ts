@@ -1,4 +1,4 @@
-import { NO_OUTPUT, reduceMimeBundle, type ExecResult, type Kernel, type StreamEvent } from '../../core/kernel';
+import { NO_OUTPUT, reduceMimeBundle, type ExecResult, type Kernel, type StreamEvent } from '../../core/kernelPort';
 import type { InspectQuery } from '../../core/variables';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
 

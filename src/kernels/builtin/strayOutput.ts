@@ -1,4 +1,4 @@
-import type { StreamName } from '../../core/kernel';
+import type { StreamName } from '../../core/kernelPort';
 
 /** What the kernel printed that belonged to no active run. */
 export interface StrayOutput {

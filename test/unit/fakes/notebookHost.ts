@@ -1,6 +1,6 @@
-import { BridgeError } from '../../../src/core/errors';
-import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernel';
-import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/sessions';
+import { BridgeError } from '../../../src/core/bridgeError';
+import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernelPort';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
 export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true } | { throws: string };

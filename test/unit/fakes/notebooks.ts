@@ -1,4 +1,4 @@
-import type { InterruptHow } from '../../../src/core/kernel';
+import type { InterruptHow } from '../../../src/core/kernelPort';
 import type {
   CellKind,
   CellMetadata,
@@ -10,8 +10,8 @@ import type {
   NotebookInfo,
   OpenNotebooks,
   RawOutput,
-} from '../../../src/core/cells';
-import { BridgeError } from '../../../src/core/errors';
+} from '../../../src/core/cellService';
+import { BridgeError } from '../../../src/core/bridgeError';
 import { Ticket, type RunTicket } from '../../../src/core/runTicket';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
 

@@ -1,11 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/access';
+import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
 import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 
 type Fields = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import { access, constants } from 'node:fs/promises';
 import * as vscode from 'vscode';
-import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
+import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
 import type {
   CellMetadata,
   CellSnapshot,
@@ -9,16 +9,16 @@ import type {
   NotebookChange,
   NotebookEntry,
   OpenNotebooks,
-} from '../core/cells';
-import { BridgeError } from '../core/errors';
-import type { InterruptHow } from '../core/kernel';
+} from '../core/cellService';
+import { BridgeError } from '../core/bridgeError';
+import type { InterruptHow } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
 import { CellIds } from './cellIds';
 import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
-import type { Sessions } from './sessions';
+import type { Sessions } from './notebookRegistry';
 
 /** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
 const CATCH_UP_MS = 10_000;

@@ -1,10 +1,10 @@
 /**
  * Cells as agents see them, and the two interfaces around the cell rules: `CellService` (what
  * the route handlers call) and `OpenNotebooks` (what the editor must provide; VS Code's
- * implementation is src/notebooks/cells.ts, unit tests use an in-memory fake).
+ * implementation is src/notebooks/editorNotebooks.ts, unit tests use an in-memory fake).
  */
 
-import type { InterruptHow, RunOutcome } from './kernel';
+import type { InterruptHow, RunOutcome } from './kernelPort';
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
 

@@ -2,13 +2,13 @@ import { randomInt } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
-import type { NotebookEntry } from '../core/cells';
-import { BridgeError } from '../core/errors';
-import type { Kernel } from '../core/kernel';
+import type { NotebookEntry } from '../core/cellService';
+import { BridgeError } from '../core/bridgeError';
+import type { Kernel } from '../core/kernelPort';
 import { KeyedQueue } from '../core/keyedQueue';
 import { notebookLabel, resolveNotebook } from '../core/refs';
-import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/sessions';
-import { KernelUnavailable, type KernelProvider } from '../kernels/kernel';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/notebookHost';
+import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 

@@ -1,4 +1,4 @@
-import type { Kernel } from './kernel';
+import type { Kernel } from './kernelPort';
 
 /** One open notebook the bridge knows about. */
 export interface SessionInfo {

@@ -1,5 +1,5 @@
 import type * as vscode from 'vscode';
-import type { InterruptHow, Kernel } from '../core/kernel';
+import type { InterruptHow, Kernel } from '../core/kernelPort';
 
 /**
  * Why a provider that serves a notebook cannot run code in it now, and what the person can do.

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { BridgeError } from '../core/errors';
+import { BridgeError } from '../core/bridgeError';
 import type { Log } from '../core/log';
 import { bodyTooLarge, loggedPath } from './security';
 

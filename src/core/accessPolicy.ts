@@ -5,8 +5,8 @@
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
 import { ClientRegistry, type Caller } from './clients';
-import { BridgeError } from './errors';
-import type { RunOutcome } from './kernel';
+import { BridgeError } from './bridgeError';
+import type { RunOutcome } from './kernelPort';
 
 export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
 export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];

@@ -1,10 +1,10 @@
-import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/access';
+import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/accessPolicy';
 import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
-import type { CellService } from '../core/cells';
-import { BridgeError } from '../core/errors';
-import type { NotebookHost } from '../core/sessions';
+import type { CellService } from '../core/cellService';
+import { BridgeError } from '../core/bridgeError';
+import type { NotebookHost } from '../core/notebookHost';
 import { Reply, type Route, type RouteInput } from './route';
 
 type Fields = Record<string, unknown>;
