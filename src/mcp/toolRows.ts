@@ -6,6 +6,8 @@ import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
+// The SDK validates tool arguments itself: this names the allowed keys in its unknown-key message.
+import '../core/inputErrors';
 
 type Fields = Record<string, unknown>;
 
