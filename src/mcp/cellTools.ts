@@ -238,7 +238,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     }),
     tool({
       name: 'save_notebook',
-      access: 'edit',
+      access: 'save',
       description:
         'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
         `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
