@@ -36,6 +36,7 @@ export function agentHost(host: NotebookHost, activity: Activity | null, maxRunM
 export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs: number): Kernel {
   return {
     kind: kernel.kind,
+    status: () => kernel.status(),
     ...(kernel.inspect && { inspect: kernel.inspect.bind(kernel) }),
     async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
       // One controller fed by listeners, not AbortSignal.any (~0.3 ms per run on Node 20).

@@ -8,6 +8,8 @@ import type {
   CellState,
   CellStatus,
   CellView,
+  ExecutionState,
+  ExecutionView,
   NotebookEntry,
   NotebookInfo,
   OnError,
@@ -25,7 +27,7 @@ import type {
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { BridgeError } from './bridgeError';
-import type { InterruptHow } from './kernelPort';
+import type { InterruptHow, KernelStatus } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
 import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
@@ -74,7 +76,7 @@ export class NotebookCells implements CellService {
     const open = new Set(list.map((n) => n.uri));
     this.tracker.retainNotebooks(open);
     for (const uri of this.touched) if (!open.has(uri)) this.touched.delete(uri);
-    return Promise.all(list.map((n) => this.withKernel(n)));
+    return Promise.all(list.map(async (n) => withKernel(n, await this.docs.kernel(n.uri))));
   }
 
   async active(): Promise<ActiveNotebook> {
@@ -86,7 +88,7 @@ export class NotebookCells implements CellService {
       cells.slice(r.start, r.end).map((c, k) => ({ id: c.id, index: r.start + k })),
     );
     return {
-      notebook: await this.withKernel(entry),
+      notebook: withKernel(entry, await this.docs.kernel(entry.uri)),
       selections: active.selections,
       selectedCells,
       visibleRanges: active.visibleRanges,
@@ -95,18 +97,21 @@ export class NotebookCells implements CellService {
 
   async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
+    const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const graph = await this.graph(entry, snapshots);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i), ...graph?.get(c.id) }));
-    return { notebook: await this.withKernel(entry), cells };
+    const status = kernelStatus(kernel);
+    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    return { notebook: withKernel(entry, kernel), cells };
   }
 
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
     const notebook = this.notebook(ref);
+    const status = kernelStatus(await this.docs.kernel(notebook.uri));
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
     const graph = await this.graph(notebook, cells);
-    return { ...this.show(notebook, cells[index]!, index), ...graph?.get(cells[index]!.id) };
+    return { ...this.show(notebook, cells[index]!, index, status), ...graph?.get(cells[index]!.id) };
   }
 
   /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
@@ -289,13 +294,6 @@ export class NotebookCells implements CellService {
     return resolveNotebook(this.docs.list(), ref);
   }
 
-  private async withKernel(entry: NotebookEntry): Promise<NotebookInfo> {
-    const kernel = await this.docs.kernel(entry.uri);
-    return 'kind' in kernel
-      ? { ...entry, kernel: kernel.kind }
-      : { ...entry, kernel: null, kernelUnavailable: kernel.unavailable };
-  }
-
   private async apply(
     ref: string | undefined,
     ops: readonly BatchOp[],
@@ -306,6 +304,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
+      const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
       const plan = planBatch(cells, ops, {
         notebook: label,
@@ -316,7 +315,10 @@ export class NotebookCells implements CellService {
           const refused = this.tracker.conflict(this.reader, notebook.uri, { ...cell, index }, guard);
           return refused === undefined
             ? undefined
-            : { why: refused.why, extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index) } };
+            : {
+                why: refused.why,
+                extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index, status) },
+              };
         },
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
@@ -352,7 +354,7 @@ export class NotebookCells implements CellService {
         // Only what the agent wrote counts as read: not text someone typed since.
         if (cell.code === p.code) this.tracker.wrote(this.reader, notebook.uri, cell.id, cell.version);
         const found = warnings.get(cell.id);
-        touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
+        touched.push({ ...this.view(notebook, cell, index, status), ...(found && { warnings: found }) });
       });
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
@@ -424,14 +426,15 @@ export class NotebookCells implements CellService {
     return best ?? this.docs.defaultLanguage(uri);
   }
 
-  private view(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
-    return cellView(notebook, cell, index, this.options.outputTextLimit());
+  /** `kernel`: the notebook's kernel, to tell its runs from earlier ones (undefined: a run this window saw is one). */
+  private view(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
+    return cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
   }
 
   /** A view the agent is shown: from now on, writes compare against this version. */
-  private show(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
+  private show(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
     this.tracker.saw(this.reader, notebook.uri, cell.id, cell.version);
-    return this.view(notebook, cell, index);
+    return this.view(notebook, cell, index, kernel);
   }
 }
 
@@ -445,9 +448,13 @@ function outputUrl(notebook: NotebookEntry, id: string, output: number, item: nu
   return `/notebooks/cells/${encodeURIComponent(id)}/outputs/${output}/${item}?notebook=${encodeURIComponent(notebook.sessionId)}`;
 }
 
-export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: number, limit: number): CellView {
-  const { order, durationMs } = cell.execution;
-  const status = cellStatus(cell);
+export function cellView(
+  notebook: NotebookEntry,
+  cell: CellSnapshot,
+  index: number,
+  limit: number,
+  kernel?: KernelStatus,
+): CellView {
   const tags = cell.metadata['tags'];
   return {
     id: cell.id,
@@ -458,9 +465,47 @@ export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: num
     version: cell.version,
     metadata: cell.metadata,
     tags: Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [],
-    execution: cell.kind === 'code' ? { order, success: successOf(status), durationMs, status } : null,
+    execution: cell.kind === 'code' ? executionView(cell, kernel) : null,
     outputs: shapeOutputs(cell.outputs, { limit, url: (o, i) => outputUrl(notebook, cell.id, o, i) }),
   };
+}
+
+/** The notebook's kernel as the cell views need it: undefined when none serves it (the window's runs then count). */
+const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
+
+function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
+  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const { state, note } = kernel.status;
+  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+}
+
+/**
+ * Whether the cell's last run is a run of the notebook's current kernel: one queued or running
+ * now is; a count with no run this window saw is the saved file's; a run that started before the
+ * kernel did (a restart since) was in an earlier kernel; a kernel not started or dead has run none.
+ */
+export function ranInKernel(execution: ExecutionState, kernel: KernelStatus | undefined): boolean {
+  if (execution.status !== 'idle') return true;
+  if (execution.startedAt === undefined) return false;
+  if (!kernel) return true;
+  if (kernel.state === 'not_started' || kernel.state === 'dead') return false;
+  return kernel.startedAt === undefined || execution.startedAt >= kernel.startedAt;
+}
+
+/** The run state an answer shows: of the last run in the current kernel, else the count the editor shows, as saved. */
+function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): ExecutionView {
+  const { order, durationMs } = cell.execution;
+  if (!ranInKernel(cell.execution, kernel))
+    return {
+      order: null,
+      inKernel: false,
+      ...(order !== null && { savedOrder: order }),
+      success: null,
+      durationMs: null,
+      status: 'idle',
+    };
+  const status = cellStatus(cell);
+  return { order, inKernel: true, success: successOf(status), durationMs, status };
 }
 
 const OUTCOMES: ReadonlySet<CellStatus> = new Set(['succeeded', 'failed', 'interrupted', 'timed_out']);

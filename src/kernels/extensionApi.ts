@@ -7,6 +7,7 @@ import {
   type ExecResult,
   type InterruptHow,
   type Kernel,
+  type KernelStatus,
   type MimeBundle,
   type StreamEvent,
 } from '../core/kernelPort';
@@ -208,6 +209,8 @@ export class ApiKernelAdapter implements Kernel {
     private readonly source: ExtensionKernelSource,
     private readonly kernel: ApiKernel,
     private readonly rules: ScratchpadRules,
+    /** Where the kernel is, as the extension tells it. */
+    readonly status: () => KernelStatus,
   ) {
     this.kind = source.name;
   }

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
-import type { InterruptHow, Kernel } from '../core/kernelPort';
+import type { InterruptHow, Kernel, KernelStatus } from '../core/kernelPort';
 import {
   ApiKernelAdapter,
   asKernelsApi,
@@ -63,6 +63,12 @@ const MARIMO_RULES: ScratchpadRules = {
   failureHint: (code) => (/\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) ? CODE_MODE_HINT : undefined),
 };
 
+/** marimo's API gives every kernel the status "idle", whatever it runs: the bridge does not pass that on as a fact. */
+const MARIMO_STATUS: KernelStatus = {
+  state: 'unknown',
+  note: "marimo's extension reports every kernel as idle, whatever it runs, and no restarts: the cells' own status says what runs",
+};
+
 /** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */
 export class MarimoKernels extends ExtensionKernels {
   constructor() {
@@ -70,7 +76,7 @@ export class MarimoKernels extends ExtensionKernels {
   }
 
   protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
-    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES);
+    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES, () => MARIMO_STATUS);
   }
 
   /**

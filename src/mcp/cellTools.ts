@@ -79,7 +79,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_notebooks',
       access: 'read',
-      description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).',
+      description:
+        'List the notebooks open in the editor (session id, uri, path, kernel and its state: idle, busy, starting, dead..., cell count).',
       annotations: readOnly,
       handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
     }),

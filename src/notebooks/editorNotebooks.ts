@@ -11,7 +11,7 @@ import type {
   OpenNotebooks,
 } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
-import type { InterruptHow } from '../core/kernelPort';
+import type { InterruptHow, KernelStatus } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
 import { CellIds } from './cellIds';
@@ -60,9 +60,9 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.sessions.entries();
   }
 
-  async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
+  async kernel(uri: string): Promise<{ kind: string; status: KernelStatus } | { unavailable: string }> {
     const kernel = await this.sessions.resolveKernel(this.notebook(uri));
-    return kernel instanceof KernelUnavailable ? { unavailable: kernel.detail } : { kind: kernel.kind };
+    return kernel instanceof KernelUnavailable ? { unavailable: kernel.detail } : { kind: kernel.kind, status: kernel.status() };
   }
 
   active() {

@@ -204,7 +204,14 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('reports a dead kernel (os._exit) and starts a fresh one on the next run', async () => {
     const exits: KernelExitInfo[] = [];
     make({ onExit: (info) => exits.push(info) });
-    await run('import os, sys');
+    assert.deepEqual(kernel.status, { state: 'not_started' });
+    const first = run('import os, sys, time\ntime.sleep(0.3)');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(['starting', 'busy'].includes(kernel.status.state), kernel.status.state);
+    await first;
+    const started = kernel.status;
+    assert.equal(started.state, 'idle');
+    assert.ok(started.startedAt && started.startedAt <= Date.now());
     const pid = kernel.info?.pid;
     const dying = run('sys.__stderr__.write("last words\\n")\nos._exit(3)');
     const queued = run('1');
@@ -219,7 +226,10 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.stderr, 'last words\n', 'what the run wrote just before the exit arrives');
     assert.deepEqual(exits, [{ code: 3, signal: null, expected: false }]);
     assert.equal(kernel.running, false);
+    assert.deepEqual(kernel.status, { state: 'dead' });
     const again = await run('40 + 2');
+    assert.equal(kernel.status.state, 'idle');
+    assert.ok(kernel.status.startedAt! > started.startedAt!, 'the new process started later');
     assert.deepEqual(again.value, { 'text/plain': '42' });
     assert.match(again.stderr, /^Kernel state was lost: the kernel process exited with code 3/);
     assert.notEqual(kernel.info?.pid, pid);

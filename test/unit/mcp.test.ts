@@ -226,6 +226,14 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual(docs.codes(A.uri), ['x = 2', '']);
     });
 
+    it('list_notebooks says where each kernel is', async () => {
+      const { body } = await call('list_notebooks');
+      assert.deepEqual(
+        body.notebooks.map((n: Json) => [n.sessionId, n.kernel, n.kernelState]),
+        [['s_aaaaaa', 'builtin', 'idle']],
+      );
+    });
+
     it('rejects invalid arguments with the shared schemas (strict: no unknown keys)', async () => {
       const result = await call('edit_cell', { ref: 0, code: 'x = 2', forse: true });
       assert.equal(result.isError, true);

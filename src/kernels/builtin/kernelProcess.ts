@@ -19,7 +19,7 @@
  * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
  * INTERRUPT_GRACE_MS later costs a kernel restart.
  */
-import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
+import type { InterruptHow, KernelStatus, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import {
   MAX_FRAME_BYTES,
@@ -136,6 +136,8 @@ export class KernelProcess implements KernelChildEvents {
   private readonly inspects = new Map<number, { settle: (answer: unknown, error?: Error) => void }>();
   /** Why the kernel's state was thrown away since the last run started, to tell the next run. */
   private lost: string | undefined;
+  /** When the current process was spawned (undefined: none has been yet). */
+  private spawnedAt: number | undefined;
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -144,6 +146,16 @@ export class KernelProcess implements KernelChildEvents {
   /** Process alive (spawned and not yet exited). */
   get running(): boolean {
     return this.proc !== null && this.proc.alive;
+  }
+
+  /** Where the kernel is: a run sent or queued makes it busy; one that exited is dead until the next run starts another. */
+  get status(): KernelStatus {
+    const p = this.proc;
+    if (this.disposed || (!p && this.spawnedAt !== undefined) || (p && !p.alive)) return { state: 'dead' };
+    if (!p) return { state: 'not_started' };
+    const startedAt = this.spawnedAt;
+    if (!p.info) return { state: 'starting', startedAt };
+    return { state: this.active.length || this.queue.length ? 'busy' : 'idle', startedAt };
   }
 
   /** pid and Python version once the kernel is ready. */
@@ -304,6 +316,7 @@ export class KernelProcess implements KernelChildEvents {
     if (this.proc && (this.proc.alive || this.active.length)) return this.proc;
     const p = new KernelChild(this.opts, this);
     this.proc = p;
+    this.spawnedAt = Date.now();
     p.ready.then(
       () => {
         if (this.proc === p) this.pump();
