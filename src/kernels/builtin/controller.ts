@@ -19,7 +19,6 @@ const OUTPUT_REPORT_MS = 10;
 
 interface NotebookKernel {
   process: KernelProcess;
-  executionOrder: number;
   /** Cells queued or running; an interrupt cancels them all, as Jupyter does. */
   pending: Set<AbortController>;
 }
@@ -33,7 +32,7 @@ export interface BuiltinOptions {
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
-  /** The bridge's stable id of a cell: the kernel names cells by id and index in tracebacks. */
+  /** The bridge's stable id of a cell: messages about a cell's run name it. */
   cellId?: (cell: vscode.NotebookCell) => string;
   /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
   sandbox?: () => boolean;
@@ -183,7 +182,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
             .then((choice) => choice && this.restart(notebook));
         },
       });
-      kernel = { process, executionOrder: 0, pending: new Set() };
+      kernel = { process, pending: new Set() };
       this.kernels.set(notebook, kernel);
     }
     return kernel;
@@ -246,12 +245,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     };
     const outputsChanged = () => (outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS));
     let startTime: number | undefined;
-    /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
-    const start = () => {
+    /** The cell's turn came (the kernel got it, with its count), or the driver reports on it before (a failure). */
+    const start = (executionCount?: number) => {
       if (startTime !== undefined) return;
       startTime = Date.now();
       execution.start(startTime);
-      execution.executionOrder = ++kernel.executionOrder;
+      execution.executionOrder = executionCount;
       emit(() => execution.clearOutput());
       shown.cleared();
       reportOutputs('running');
@@ -279,7 +278,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       outputsChanged();
     };
     const onOutput = (o: KernelOutput) => {
-      start();
+      start(undefined);
       if (o.kind === 'stream') {
         const text = budget.take(o.name, o.text);
         if (text) appendStream(o.name, text);
@@ -293,13 +292,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     let success: boolean | undefined;
     // The execution ends on every path: a cell left running blocks its notebook for good.
     try {
-      const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
+      const name = this.options.cellId && { id: this.options.cellId(cell) };
       const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name);
       if (startTime === undefined) return; // dropped before its turn (interrupted while queued): it never ran
-      if (result.executionCount !== undefined) {
-        // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
-        execution.executionOrder = kernel.executionOrder = result.executionCount;
-      }
+      // The kernel's count of the cells it ran (IPython's own); the editor shows it, as Jupyter does.
+      execution.executionOrder = result.executionCount;
       const held = budget.finish();
       if (held) {
         if (held.marker) append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);

@@ -6,7 +6,7 @@ output (subprocesses, C code) reaches only that run; between runs they are the h
 stdout/stderr. One JSON object per line, UTF-8, on each channel:
 
   host -> kernel (fd 3)
-    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"id":str,"index":int}]}
+    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"count":int}]}
     {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
     {"op":"inspect","qid":int,"query":{"kind":"variables"|"variable"|"analyze",...}}  (kernel_inspect.py)
   kernel -> host (fd 4)
@@ -30,7 +30,8 @@ When the Python can import IPython (and AGENT_BRIDGE_IPYTHON is not "0"), runs g
 IPython's InteractiveShell (kernel_ipython.py beside this file): a cell's value is then a
 `display` with `execution_count` (Jupyter's execute_result), sent when it is computed, and its
 `done` carries the cell's execution count; `value` is only used by scratchpad runs. Without
-IPython, a cell's value is `done.value`. `cell` names the notebook cell in tracebacks.
+IPython, a cell's value is `done.value`, and `cell.count` is the cell run's execution count, which
+names its code in tracebacks.
 
 The code-mode module `agent_bridge` (agent_bridge.py beside this file) is importable in
 scratchpad runs only, unless AGENT_BRIDGE_CODE_MODE_IN_CELLS=1 makes it importable in cells too.
@@ -872,7 +873,7 @@ def _run_ipython(code, filename, cell, ns):
     _executing = True
     try:
         if cell:
-            succeeded, execution_count = _ipython.run_cell(code, filename)
+            succeeded, execution_count = _ipython.run_cell(code)
             return succeeded, None, execution_count
         succeeded, value = _ipython.run_scratchpad(code, filename, ns)
         return succeeded, value, None
@@ -881,9 +882,10 @@ def _run_ipython(code, filename, cell, ns):
 
 
 def _code_name(cell):
-    """A cell's filename in tracebacks: what the person sees of it (its id and index)."""
-    if isinstance(cell, dict) and isinstance(cell.get("id"), str) and isinstance(cell.get("index"), int):
-        return "<cell id %s, index %d>" % (cell["id"], cell["index"])
+    """A cell's filename in tracebacks: `Cell In[n]`, n the execution count of its run, as IPython
+    names a cell; the editor shows that count, the file saves it and the bridge's answers give it."""
+    if isinstance(cell, dict) and isinstance(cell.get("count"), int):
+        return "Cell In[%d]" % cell["count"]
     return "<cell>"
 
 
@@ -908,7 +910,7 @@ def _execute(req):
     sys.stdout, sys.stderr = _stdout, _stderr  # undo redirections a previous run leaked
     if _getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)
-    # One name per cell (and one for the scratchpad): a rerun replaces its source, the cache stays small.
+    # One name per counted cell run (as IPython keeps each In[n]), one for the scratchpad, replaced each run.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     code_mode_held = _show_code_mode(not cell or _code_mode_in_cells)
     # Scratchpad: a shallow copy, so new bindings vanish but mutated objects stay mutated.

@@ -3,12 +3,15 @@
  * over one KernelChild (kernelChild.ts) at a time, speaking kernelWire.ts. No `vscode` import:
  * the extension and plain unit tests both use it.
  *
- * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). Where the kernel's Python
- * has IPython (KernelInfo.ipython, its version), runs go through IPython's InteractiveShell: a
- * cell's value arrives as a display with `executionCount` (Jupyter's execute_result, in output
- * order: before the figures shown after the cell) and the cell's result carries its execution
- * count; `value` is then only a scratchpad run's value. Without IPython a cell's value is
- * `value`. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
+ * Cell runs are counted per kernel process, as Jupyter's kernels count them: the count is the
+ * cell's `In[n]`, given to `onStart` and in the result, and tracebacks name the cell's code
+ * `Cell In[n]` (IPython's own name for it), a name the editor, the saved file and the bridge's
+ * answers all show. Where the kernel's Python has IPython (KernelInfo.ipython, its version), runs
+ * go through IPython's InteractiveShell, which counts and names cells itself: a cell's value
+ * arrives as a display with `executionCount` (Jupyter's execute_result, in output order: before
+ * the figures shown after the cell) and the cell's result carries IPython's count; `value` is then
+ * only a scratchpad run's value. Without IPython a cell's value is `value` and the count is ours,
+ * sent with the run. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
  * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
@@ -102,10 +105,12 @@ interface Job {
   readonly code: string;
   readonly mode: RunMode;
   readonly cell: CellName | undefined;
+  /** A cell run's execution count, once it is sent (IPython's own, when it reports it at the end). */
+  count: number | undefined;
   readonly onOutput: (o: KernelOutput) => void;
   readonly resolve: (r: KernelRunResult) => void;
   readonly signal: AbortSignal | undefined;
-  readonly onStart: (() => void) | undefined;
+  readonly onStart: ((executionCount: number | undefined) => void) | undefined;
   onAbort: (() => void) | undefined;
   aborted: boolean;
   /** An interrupt was sent for it (so a failure is reported as `interrupted`). */
@@ -138,6 +143,8 @@ export class KernelProcess implements KernelChildEvents {
   private lost: string | undefined;
   /** When the current process was spawned (undefined: none has been yet). */
   private spawnedAt: number | undefined;
+  /** The current process's last cell execution count (IPython's once it reported one). */
+  private cellCount = 0;
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -184,15 +191,16 @@ export class KernelProcess implements KernelChildEvents {
 
   /**
    * Queues a run; resolves when it is done (never rejects). `onStart` fires when the run is sent
-   * to the kernel: its turn came (not for runs dropped or failed before that). `cell` names the
-   * notebook cell a cell run comes from.
+   * to the kernel: its turn came (not for runs dropped or failed before that), with a cell run's
+   * execution count (IPython's may still differ: the result's is the one). `cell` names the
+   * notebook cell a cell run comes from, in messages about it.
    */
   run(
     code: string,
     mode: RunMode,
     onOutput: (o: KernelOutput) => void,
     signal?: AbortSignal,
-    onStart?: () => void,
+    onStart?: (executionCount: number | undefined) => void,
     cell?: CellName,
   ): Promise<KernelRunResult> {
     return new Promise<KernelRunResult>((resolve) => {
@@ -202,6 +210,7 @@ export class KernelProcess implements KernelChildEvents {
         code,
         mode,
         cell,
+        count: undefined,
         onOutput,
         resolve,
         signal,
@@ -242,7 +251,7 @@ export class KernelProcess implements KernelChildEvents {
     if (!busy) return undefined;
     const running = inner
       ? inner.cell
-        ? `the run of cell ${inner.cell.index + 1} (id ${inner.cell.id})`
+        ? `the run of cell ${inner.cell.id}${inner.count === undefined ? '' : ` (In[${inner.count}])`}`
         : 'a scratchpad run'
       : 'the kernel to start';
     const queued = this.queue.length ? ` and ${this.queue.length} queued run(s)` : '';
@@ -317,6 +326,7 @@ export class KernelProcess implements KernelChildEvents {
     const p = new KernelChild(this.opts, this);
     this.proc = p;
     this.spawnedAt = Date.now();
+    this.cellCount = 0;
     p.ready.then(
       () => {
         if (this.proc === p) this.pump();
@@ -344,9 +354,13 @@ export class KernelProcess implements KernelChildEvents {
       emit(job, { kind: 'stream', name: 'stderr', text: `${lostStateNote(this.lost)}\n` }, this.opts.log);
       this.lost = undefined;
     }
-    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
+    // IPython counts its cells (not an empty one) and names them itself; plain Python is told.
+    const ipython = p.info.ipython !== null;
+    if (job.mode === 'cell') job.count = ipython ? this.cellCount + 1 : ++this.cellCount;
+    const counted = job.mode === 'cell' && !ipython ? { cell: { count: job.count! } } : {};
+    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...counted });
     try {
-      job.onStart?.();
+      job.onStart?.(job.count);
     } catch (err) {
       this.opts.log?.(`kernel onStart handler threw: ${errorText(err)}`);
     }
@@ -490,13 +504,9 @@ export class KernelProcess implements KernelChildEvents {
         }
         this.active.splice(this.active.indexOf(job), 1);
         job.calls?.abort();
-        this.finish(
-          job,
-          msg.success && !job.hostFailed,
-          msg.value ?? null,
-          false,
-          typeof msg.execution_count === 'number' ? msg.execution_count : undefined,
-        );
+        if (typeof msg.execution_count === 'number') this.cellCount = job.count = msg.execution_count;
+        else if (p.info?.ipython) job.count = undefined; // IPython did not count it (an empty cell)
+        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null, false, job.count);
         this.pump();
         return;
       }
