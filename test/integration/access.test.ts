@@ -226,5 +226,15 @@ describe('access modes, activity record and audit log in VS Code', function () {
       ['print(40 + 2)', 'total = base * 2\nprint(total)', 'secret = "[token]"'],
     );
     fs.rmSync(out, { recursive: true, force: true });
+
+    // A save is logged as a save, not as an edit.
+    const saved = await bridge.client.post('/notebooks/save', { notebook: session }, { headers: CLIENT });
+    assert.equal(saved.status, 200, saved.text);
+    await vscode.commands.executeCommand('agentBridge.showAuditLog');
+    const last = JSON.parse(fs.readFileSync(file, 'utf8').trim().split('\n').at(-1)!) as Json;
+    assert.deepEqual(
+      [last.kind, last.action, last.outcome, last.notebookUri],
+      ['save', 'notebook save', 'succeeded', doc.uri.toString()],
+    );
   });
 });
