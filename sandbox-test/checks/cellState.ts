@@ -73,7 +73,7 @@ export function cellStateChecks(): void {
       return r.json<{ cells: Cell[] }>().cells;
     };
 
-    eq(await kernelState(), 'not_started', 'the builtin kernel starts with the first run');
+    eq(await kernelState(), 'idle', 'the builtin kernel started with the open, and runs nothing');
     const loaded = (await cells()).filter((c) => c.kind === 'code');
     deepEq(
       loaded.map((c) => [c.execution?.order, c.execution?.inKernel, c.execution?.savedOrder, c.execution?.status]),
