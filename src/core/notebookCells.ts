@@ -25,6 +25,7 @@ import type {
   WriteGuard,
 } from './cellService';
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
+import { isPythonCell, isPythonLanguage } from './cellLanguages';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { BridgeError } from './bridgeError';
 import type { InterruptHow, KernelStatus } from './kernelPort';
@@ -142,7 +143,7 @@ export class NotebookCells implements CellService {
   ): Promise<Map<string, CellDependencies> | undefined> {
     // marimo notebooks: marimo's own graph is the truth.
     if (notebook.notebookType !== 'jupyter-notebook' || !this.options.analyzer) return undefined;
-    const python = cells.filter((c) => c.kind === 'code' && c.language === 'python');
+    const python = cells.filter(isPythonCell);
     const analyses = await this.options.analyzer.analyze(
       notebook.uri,
       python.map((c) => ({ id: c.id, code: c.code })),
@@ -306,7 +307,12 @@ export class NotebookCells implements CellService {
     return this.writes.run(notebook.uri, async () => {
       const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
-      const plan = planBatch(cells, ops, {
+      // "python" means this notebook's Python, whatever id its editor gives it (marimo's "mo-python").
+      const python = this.pythonLanguage(notebook.uri, cells);
+      const own = ops.map((op) =>
+        'language' in op && op.language && isPythonLanguage(op.language) ? { ...op, language: python } : op,
+      );
+      const plan = planBatch(cells, own, {
         notebook: label,
         defaultLanguage: this.mainLanguage(notebook.uri, cells),
         newId: () => this.docs.newId(notebook.uri),
@@ -415,6 +421,12 @@ export class NotebookCells implements CellService {
       limit: () => this.options.outputTextLimit(),
       url: (o, i) => outputUrl(notebook, id, o, i),
     });
+  }
+
+  /** The id this notebook's editor gives Python cells: its Python cells', else its default's, else "python". */
+  private pythonLanguage(uri: string, cells: readonly CellSnapshot[]): string {
+    const fallback = this.docs.defaultLanguage(uri);
+    return cells.find(isPythonCell)?.language ?? (isPythonLanguage(fallback) ? fallback : 'python');
   }
 
   /** The language most code cells use; the notebook's own when it has no code cell yet. */
@@ -611,7 +623,7 @@ class CellRun implements RunHandle {
 function graphCells(cells: readonly CellSnapshot[]): GraphCell[] {
   return cells.map((c) => ({
     id: c.id,
-    python: c.kind === 'code' && c.language === 'python',
+    python: isPythonCell(c),
     endedAt: c.execution.ended && c.execution.endedAt !== undefined ? c.execution.endedAt : null,
     editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
   }));

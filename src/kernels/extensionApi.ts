@@ -135,11 +135,11 @@ export abstract class ExtensionKernels implements KernelProvider {
    * one comment). VS Code does not send an empty cell to the kernel. With no kernel selected, VS
    * Code selects the only one there is, or shows its kernel picker to the person.
    */
-  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number, language = 'python'): Promise<boolean> {
     const index = notebook.cellCount;
     const add = new vscode.WorkspaceEdit();
     add.set(notebook.uri, [
-      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
+      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, language)]),
     ]);
     if (!(await vscode.workspace.applyEdit(add))) return false;
     const added = notebook.cellAt(index);

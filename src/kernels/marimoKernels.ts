@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
+import { MARIMO_PYTHON } from '../core/cellLanguages';
 import type { InterruptHow, Kernel, KernelStatus } from '../core/kernelPort';
 import {
   ApiKernelAdapter,
@@ -18,6 +19,13 @@ const MARIMO_ID = 'marimo-team.vscode-marimo';
 const NOTEBOOK_TYPE = 'marimo-notebook';
 /** Picking a kernel and starting it (marimo's first start of a venv can take a while). */
 const START_TIMEOUT_MS = 120_000;
+
+/** The language id marimo's extension gives Python cells: its own, unless the person turned that off. */
+export function marimoPythonLanguage(): string {
+  return vscode.workspace.getConfiguration('marimo').get<boolean>('disableManagedLanguageFeatures', false)
+    ? 'python'
+    : MARIMO_PYTHON;
+}
 
 /** Whether an extension's manifest contributes the marimo notebook type. */
 function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
@@ -117,7 +125,8 @@ export class MarimoKernels extends ExtensionKernels {
     if (await this.usable(notebook)) return;
     const started = await withNotice(
       `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. If VS Code lists kernels, pick one (Escape: none).`,
-      this.startWithCell(notebook, START_TIMEOUT_MS),
+      // marimo's controller runs only cells of its own languages.
+      this.startWithCell(notebook, START_TIMEOUT_MS, marimoPythonLanguage()),
     );
     if (!started)
       throw new BridgeError(

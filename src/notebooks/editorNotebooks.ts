@@ -1,6 +1,7 @@
 import { access, constants } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
+import { MARIMO_SOURCE, marimoPythonLanguage } from '../kernels/marimoKernels';
 import type {
   CellMetadata,
   CellSnapshot,
@@ -97,8 +98,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   defaultLanguage(uri: string): string {
+    const notebook = this.notebook(uri);
+    if (notebook.notebookType === MARIMO_SOURCE.notebookType) return marimoPythonLanguage();
     // .ipynb keeps nbformat's metadata under `metadata`; other serializers may not have any.
-    const meta = this.notebook(uri).metadata as { metadata?: NbMeta } & NbMeta;
+    const meta = notebook.metadata as { metadata?: NbMeta } & NbMeta;
     const nb = meta.metadata ?? meta;
     return nb.language_info?.name ?? nb.kernelspec?.language ?? 'python';
   }
