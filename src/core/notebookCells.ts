@@ -211,8 +211,10 @@ export class NotebookCells implements CellService {
     const snapshot = cells[index]!;
     checkCode(snapshot, '');
     if (snapshot.execution.status === 'idle') {
-      const status = cellStatus(snapshot);
-      const ended = { done: true, success: successOf(status), status, cell: this.show(notebook, snapshot, index) };
+      // Its last run, as the cell views tell it: none when it has not run in the current kernel.
+      const view = this.show(notebook, snapshot, index, kernelStatus(await this.docs.kernel(notebook.uri)));
+      const { status, success } = view.execution!;
+      const ended = { done: true, success, status, cell: view };
       const runId = this.docs.latestRun(notebook.uri, snapshot.id)?.runId ?? '';
       return { cellId: snapshot.id, runId, wait: () => Promise.resolve(ended) };
     }

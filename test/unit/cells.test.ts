@@ -158,6 +158,12 @@ describe('cell routes (fake notebooks)', () => {
         durationMs: null,
         status: 'idle',
       });
+      const waited = await api('POST', `/notebooks/cells/${saved[0]}/wait`, { notebook: 's_cccccc' });
+      assert.deepEqual(
+        [waited.body.status, waited.body.success, waited.body.cell.execution.inKernel],
+        ['idle', null, false],
+        'waiting on it tells no run of this kernel',
+      );
     });
 
     it('GET /notebooks/cells?outputs=full returns every cell view', async () => {
