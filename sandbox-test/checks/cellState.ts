@@ -62,6 +62,7 @@ export function cellStateChecks(): void {
     const sid = opened.json<{ session: { id: string } }>().session.id;
     const kernelState = async () => {
       const r = await client.get('/notebooks', { signal });
+      note(`GET /notebooks: ${r.text}`);
       const entry = r
         .json<{ notebooks: { sessionId: string; kernelState: string | null }[] }>()
         .notebooks.find((n) => n.sessionId === sid);
