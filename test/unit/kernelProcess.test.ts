@@ -132,7 +132,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(err.message, 'division by zero');
     assert.match(err.traceback, /File "<cell>", line 2, in f\n\s+return 1 \/ v/);
     assert.match(err.traceback, /ZeroDivisionError: division by zero\n$/);
-    assert.doesNotMatch(err.traceback, /kernel\.py/, 'no kernel frames');
+    assert.doesNotMatch(err.traceback, /kernel(_protocol|_values)?\.py/, 'no kernel frames');
     assert.equal(err.traceback.includes('\x1b['), false, 'no ANSI escapes');
     assert.deepEqual((await run('keep')).value, { 'text/plain': '5' });
   });
@@ -291,6 +291,11 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(bad.success, false);
     assert.equal(bad.errors[0]?.name, 'HostCallError');
     assert.equal(bad.errors[0]?.message, 'unknown method nope');
+    assert.match(
+      bad.errors[0]?.traceback ?? '',
+      /File "<scratchpad>", line 2, in <module>\n.*host\.call\("nope", None\)\n[\s\S]*HostCallError: unknown method nope\n$/,
+    );
+    assert.doesNotMatch(bad.errors[0]?.traceback ?? '', /kernel(_protocol|_values)?\.py/, 'the traceback ends at the call');
 
     make(); // no handler
     const none = await run(
@@ -369,9 +374,9 @@ describe('KernelProcess (builtin Python kernel)', function () {
         const r = await run(
           [
             'import os, sys',
-            // The run's id, from the kernel's globals (reached through its host module).
+            // The run's id, from kernel_protocol.py's globals (reached through its host module).
             'import _agent_bridge_host',
-            'rid = _agent_bridge_host.call.__globals__["_run_id"]',
+            'rid = _agent_bridge_host.call.__globals__["run_id"]',
             'os.write(4, b\'{"type":"stream","id":%d,"name":"stdout","text":"\' % rid + b"x" * (65 << 20) + b\'"}\\n\')',
             'print("after")',
           ].join('\n'),
