@@ -18,7 +18,6 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { formatWithOptions, parseArgs } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import {
@@ -32,12 +31,15 @@ import {
   sandboxProcesses,
   SHORT_TMP_PREFIX,
   signal,
-  sleep,
   writeRecord,
   type SandboxRecord,
 } from './records';
 import { describeExtensions, findExtension, givenExtensions, JUPYTER_ID } from './extensions';
 import { MARKER_VAR, STACK } from './stack';
+import { errorMessage } from '../src/core/errorMessage';
+import { timedId } from '../src/core/ids';
+import { sleep } from '../src/core/sleep';
+import { progressLog } from './progress';
 
 export * from './stack';
 export * from './records';
@@ -135,13 +137,7 @@ export class SandboxError extends Error {
 
 // ------------------------------------------------------------------------------------ helpers
 
-function defaultProgress(message: string): void {
-  process.stderr.write(`[sandbox ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
-}
-
-function newId(kind: string): string {
-  return `${kind}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-}
+const defaultProgress = progressLog('sandbox');
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -435,7 +431,7 @@ class SandboxProcesses {
         const value = await probe();
         if (value) return value;
       } catch (err) {
-        lastError = err instanceof Error ? err.message : String(err);
+        lastError = errorMessage(err);
       }
       if (Date.now() > end)
         throw new SandboxError(
@@ -454,7 +450,7 @@ class SandboxProcesses {
   async fail(err: unknown): Promise<never> {
     const { record } = this.files;
     record.status = 'failed';
-    record.error = err instanceof Error ? err.message : String(err);
+    record.error = errorMessage(err);
     writeRecord(record);
     await this.stop().catch(() => undefined);
     throw err instanceof SandboxError ? err : new SandboxError(record.error, this.logTail());
@@ -640,7 +636,7 @@ class SandboxProcesses {
 
 export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
   const kind = opts.kind ?? 'sandbox';
-  const id = opts.id ?? newId(kind);
+  const id = opts.id ?? timedId(kind);
   if (!/^[A-Za-z0-9._-]+$/.test(id)) throw new SandboxError(`bad sandbox id: ${id}`);
   const workspace = path.resolve(opts.workspace);
   checkLaunchInputs(opts, workspace);
@@ -816,7 +812,7 @@ if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`${errorMessage(err)}\n`);
       process.exit(1);
     },
   );

@@ -19,6 +19,7 @@ import type {
 import type { ExecResult, Kernel, StreamEvent } from './kernelPort';
 import { FOREVER_MS } from './series';
 import type { NotebookHost } from './notebookHost';
+import { sleep } from './sleep';
 
 /** The words a capped run's stderr and outcome carry (MCP results are read for them). */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
@@ -200,5 +201,3 @@ class CappedCells implements CellService {
     };
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

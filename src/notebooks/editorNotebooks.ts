@@ -19,6 +19,7 @@ import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './notebookRegistry';
+import { errorMessage } from '../core/errorMessage';
 
 /** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
 const CATCH_UP_MS = 10_000;
@@ -162,7 +163,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
       .then(undefined, (error: unknown) => {
-        this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.log.warn(`running cells of ${uri} failed: ${errorMessage(error)}`);
         for (const ticket of tickets) this.tickets.failed(ticket);
       });
     return tickets;
@@ -233,7 +234,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     try {
       saved = await notebook.save();
     } catch (error) {
-      throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw new BridgeError(409, `Saving ${label} failed: ${errorMessage(error)}`);
     }
     if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(

@@ -12,6 +12,7 @@ import {
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
 import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
+import { sleep } from '../../src/core/sleep';
 
 /** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
 function valueOf(r: Collected): Record<string, string> | null {
@@ -53,7 +54,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const cell = collectRun(kernel, 'time.sleep(0.5)', { mode: 'cell', cell: { id: 'c9', index: 2 } });
     let cellEnded = false;
     void cell.then(() => (cellEnded = true));
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     let toldWhileCellRan: boolean | undefined;
     const queued = collectRun(kernel, 'print("after")', {
       mode: 'scratchpad',
@@ -160,7 +161,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('interrupts a busy loop and keeps the globals', async () => {
     await run('survivor = "yes"');
     const pending = run('while True: pass');
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     kernel.interrupt();
     const r = await pending;
     assert.equal(r.success, false);
@@ -190,7 +191,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('restart clears globals and fails the pending runs', async () => {
     await run('gone = 1');
     const pending = run('import time\ntime.sleep(30)');
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await kernel.restart();
     const r = await pending;
     assert.equal(r.success, false);
@@ -434,7 +435,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
         await run('kept = 1');
         const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
         const queued = run('print("never")');
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
         const how = await kernel.interrupt();
         assert.equal(how, 'restart');
         const r = await stuck;
@@ -479,7 +480,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
       it('answers interrupt with "sigint" when SIGINT was enough', async () => {
         await run('None'); // started
         const busy = run('while True: pass');
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
         assert.equal(await kernel.interrupt(), 'sigint');
         assert.equal((await busy).status, 'interrupted');
         assert.equal(await kernel.interrupt(), null, 'nothing running');

@@ -8,6 +8,7 @@ import { EditorCellRun } from './editorCellRun';
 import { KernelProcess, type CallHandler } from './kernelProcess';
 import { sandboxedKernel } from './kernelSandbox';
 import { BuiltinScratchpad } from './scratchpad';
+import { errorMessage } from '../../core/errorMessage';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -136,7 +137,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
     if (!this.selected.has(notebook)) return false;
     this.executeCells(cells, notebook).catch((err: unknown) =>
-      this.options.log.warn(`running cells failed: ${err instanceof Error ? err.message : String(err)}`),
+      this.options.log.warn(`running cells failed: ${errorMessage(err)}`),
     );
     return true;
   }
@@ -214,7 +215,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     try {
       return this.controller.createNotebookCellExecution(cell);
     } catch (err) {
-      this.options.log.debug(`cell ${cell.index} not run again: ${err instanceof Error ? err.message : String(err)}`);
+      this.options.log.debug(`cell ${cell.index} not run again: ${errorMessage(err)}`);
       return undefined;
     }
   }
@@ -229,7 +230,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
       success = run.settle(result);
     } catch (err) {
-      this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
+      this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
     } finally {
       await run.end(success);
     }

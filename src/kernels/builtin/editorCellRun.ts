@@ -7,6 +7,7 @@ import type { KernelOutput, KernelRunResult } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
 import { savedCountCleared } from './savedCounts';
+import { errorMessage } from '../../core/errorMessage';
 
 /** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
 const OUTPUT_REPORT_MS = 10;
@@ -146,9 +147,7 @@ export class EditorCellRun {
 
   /** An output call to the editor; a failure is logged, the run goes on. */
   private emit(edit: () => Thenable<void>): Thenable<void> {
-    return edit().then(undefined, (err: unknown) =>
-      this.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
-    );
+    return edit().then(undefined, (err: unknown) => this.log.warn(`cell output could not be shown: ${errorMessage(err)}`));
   }
 
   private reportOutputs(phase: 'running' | 'output'): void {
