@@ -25,8 +25,9 @@ import { errorMessage } from '../core/errorMessage';
 const CATCH_UP_MS = 10_000;
 /**
  * How far the editor may fall behind the runs agents were answered about: a new run waits while
- * more ended runs than this are yet to show in it. It needs ~0.1 s of renderer time per cell run
- * on a 2-core VM, so a tight loop of runs would otherwise leave it many seconds behind.
+ * more ended runs than this are yet to show in it. The editor's renderer, not the kernel, sets
+ * the pace of runs (SETUP.md, measured figures), so a tight loop of runs would otherwise leave it
+ * many seconds behind.
  */
 const MAX_UNSHOWN_RUNS = 30;
 

@@ -171,7 +171,7 @@ def send(obj):
 class _OutStream(io.TextIOBase):
     """sys.stdout / sys.stderr. Both share one buffer of (stream, text) items, so their
     interleaving survives coalescing; writers append without a lock (list.append is atomic)
-    because a lock per print() doubled its cost."""
+    because a lock per print() is paid by every print loop (SETUP.md, measured figures)."""
 
     encoding = "utf-8"
     errors = "replace"
