@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { StreamEvent } from '../../src/core/kernelPort';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
@@ -341,6 +344,17 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const r = await run('1');
     assert.equal(r.success, false);
     assert.equal(r.errors[0]?.name, KERNEL_START_FAILED);
+  });
+
+  it('rejects start() saying which of its parts is missing beside a kernel.py copied alone', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-kernel-'));
+    try {
+      fs.copyFileSync(SCRIPT, path.join(dir, 'kernel.py'));
+      make({ script: path.join(dir, 'kernel.py') });
+      await assert.rejects(kernel.start(), /kernel_protocol\.py is missing beside .*kernel\.py: reinstall the extension/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('serves the Kernel interface through BuiltinScratchpad', async () => {
