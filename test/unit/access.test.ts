@@ -96,7 +96,7 @@ describe('Gate', () => {
     const activity = await gate.enter({ ...request$, kind: 'execute' });
     assert.ok(activity);
     activity.note('1\n');
-    activity.settle('succeeded');
+    activity.settle('ok');
     activity.end('failed');
     assert.equal(ended.length, 1);
     assert.equal(ended[0]!.end.outcome, 'succeeded', 'the settled outcome wins over the derived one');
@@ -140,7 +140,7 @@ describe('Gate', () => {
     a!.onStop(() => (heard = true));
     assert.equal(gate.stopAll().length, 1);
     assert.ok(heard);
-    a!.end('succeeded');
+    a!.end('ok');
     assert.equal(ended[0]!.end.outcome, 'interrupted');
   });
 });
