@@ -207,8 +207,6 @@ export class Gate {
   private nextId = 1;
   /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
   private readonly grants = new Map<string, number>();
-  /** The credentials minted so far and whom they went to. */
-  readonly identities = new ClientRegistry();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -216,12 +214,14 @@ export class Gate {
   constructor(
     private readonly person: Person,
     private readonly sinks: readonly ActivitySink[],
+    /** The credentials minted so far and whom they went to (MCP's named agents among them); one per window. */
+    readonly identities: ClientRegistry,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** A gate that allows everything and records nowhere (unit tests of the transports). */
   static open(): Gate {
-    return new Gate({ mode: () => 'full', ask: () => Promise.resolve('allow'), maxRunMs: () => 0 }, []);
+    return new Gate({ mode: () => 'full', ask: () => Promise.resolve('allow'), maxRunMs: () => 0 }, [], new ClientRegistry());
   }
 
   get mode(): AccessMode {

@@ -1,7 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BridgeError } from '../core/bridgeError';
 import { cutLine, type Log } from '../core/log';
+import type { BearerCheck } from './bearerCheck';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */
 const PUBLIC_PATHS = new Set(['/health', '/healthz']);
@@ -14,6 +14,8 @@ export interface SecurityOptions {
   port: () => number;
   /** The per-window token, or null when the person turned the token off. */
   token: () => string | null;
+  /** Compares a request's bearer token with it (one per window, built where the app is composed). */
+  bearer: BearerCheck;
 }
 
 /** A path as a log line quotes it: at most LOGGED_PATH_CHARS, with how much was left out. */
@@ -39,7 +41,7 @@ export function requestLog(log: Log): RequestHandler {
  * the first that fails answers. Every request passes here before its route is even looked up.
  */
 export function securityChecks(options: SecurityOptions): RequestHandler {
-  const bearer = new BearerCheck();
+  const { bearer } = options;
   return (req: Request, _res: Response, next: NextFunction): void => {
     const port = options.port();
     const host = req.headers.host ?? '';
@@ -101,22 +103,5 @@ function isLoopbackOrigin(origin: string): boolean {
     return (protocol === 'http:' || protocol === 'https:') && LOOPBACK_HOSTS.includes(hostname);
   } catch {
     return false;
-  }
-}
-
-/**
- * Constant-time over the token's bytes. Only the length can show through the timing, and every
- * token the bridge makes has the same length (32 random bytes, in hex). One per app: it keeps the
- * token's bytes while the token stays the same.
- */
-class BearerCheck {
-  private expected: { token: string; bytes: Buffer } | undefined;
-
-  matches(header: string | undefined, token: string): boolean {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!match) return false;
-    if (this.expected?.token !== token) this.expected = { token, bytes: Buffer.from(token) };
-    const presented = Buffer.from(match[1]!);
-    return presented.length === this.expected.bytes.length && timingSafeEqual(presented, this.expected.bytes);
   }
 }

@@ -12,6 +12,7 @@ import {
   type AgentAction,
   type Answer,
 } from '../../src/core/accessPolicy';
+import { ClientRegistry } from '../../src/core/clients';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
@@ -82,7 +83,11 @@ describe('Gate', () => {
     person = new FakePerson();
     ended = [];
     started = [];
-    gate = new Gate(person, [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(
+      person,
+      [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }],
+      new ClientRegistry(),
+    );
   });
 
   it('lets reads through unrecorded, but remembers their client', async () => {
@@ -171,7 +176,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   beforeEach(async () => {
     person = new FakePerson();
     ended = [];
-    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }], new ClientRegistry());
     kernel = new FakeKernel({
       'print(1)': {
         steps: [{ name: 'stdout', text: '1\n' }],

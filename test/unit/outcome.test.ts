@@ -5,6 +5,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { Gate, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
+import { ClientRegistry } from '../../src/core/clients';
 import { BridgeError } from '../../src/core/bridgeError';
 import {
   httpStatus,
@@ -52,7 +53,7 @@ function recordingGate(): { gate: Gate; ends: ActionEnd[] } {
   const ends: ActionEnd[] = [];
   const person = { mode: () => 'full' as const, ask: () => Promise.resolve('allow' as const), maxRunMs: () => 0 };
   const sink = { started: (_a: AgentAction) => {}, ended: (_a: AgentAction, end: ActionEnd) => void ends.push(end) };
-  return { gate: new Gate(person, [sink]), ends };
+  return { gate: new Gate(person, [sink], new ClientRegistry()), ends };
 }
 
 const action = {
