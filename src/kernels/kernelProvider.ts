@@ -8,7 +8,7 @@ import type { OutcomeKind } from '../core/outcome';
  */
 export class KernelUnavailable {
   constructor(
-    readonly kind: Extract<OutcomeKind, 'forbidden' | 'conflict' | 'unavailable'>,
+    readonly outcome: Extract<OutcomeKind, 'forbidden' | 'conflict' | 'unavailable'>,
     readonly detail: string,
   ) {}
 }

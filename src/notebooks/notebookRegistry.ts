@@ -58,7 +58,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     const notebook = this.notebookById.get(sessionId);
     if (!notebook) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
     const kernel = await this.resolveKernel(notebook);
-    if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.kind, `${this.label(notebook)}: ${kernel.detail}`);
+    if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.outcome, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;
   }
 
@@ -82,7 +82,8 @@ export class Sessions implements NotebookHost, vscode.Disposable {
       if (!open) await this.checkOpenable(notebook);
       const { session, document } = await this.openNow(open?.uri ?? vscode.Uri.file(notebook), kernel);
       const running = await this.resolveKernel(document);
-      if (running instanceof KernelUnavailable) throw new BridgeError(running.kind, `${this.label(document)}: ${running.detail}`);
+      if (running instanceof KernelUnavailable)
+        throw new BridgeError(running.outcome, `${this.label(document)}: ${running.detail}`);
       return { session, kernel: running.kind };
     });
   }
