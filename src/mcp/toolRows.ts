@@ -6,6 +6,7 @@ import type { Caller } from '../core/clients';
 import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorBody, toolResult, type Outcome } from '../core/outcome';
+import { errorMessage } from '../core/errorMessage';
 
 type Fields = Record<string, unknown>;
 
@@ -111,7 +112,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
         activity.end(answer.outcome.kind, answer.outcome.detail);
         return reply(answer);
       } catch (error) {
-        activity.end('internal', error instanceof Error ? error.message : String(error));
+        activity.end('internal', errorMessage(error));
         throw error;
       } finally {
         unlisten();

@@ -6,6 +6,7 @@ import { answerAt, cellAt } from '../core/outputDetail';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';
 import { DEFAULT_LIMITS, openEventStream, type EventStream } from './sse';
+import { errorMessage } from '../core/errorMessage';
 
 export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
 
@@ -88,7 +89,7 @@ async function respondWait<E, R extends { done: boolean; status: CellStatus }>(
       // Already sent: the Reply only tells the activity record how the wait ended.
       return Reply.of(gone.signal.aborted && !result.done ? 'interrupted' : waitedKind(result), body);
     } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error);
+      const detail = errorMessage(error);
       stream.end('error', { detail });
       return Reply.of(error instanceof BridgeError ? error.kind : 'internal', { detail });
     }

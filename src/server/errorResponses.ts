@@ -3,6 +3,7 @@ import { BridgeError } from '../core/bridgeError';
 import { httpStatus } from '../core/outcome';
 import type { Log } from '../core/log';
 import { bodyTooLarge, loggedPath } from './security';
+import { errorMessage } from '../core/errorMessage';
 
 /** What body-parser (express.json) and the router attach to the errors they raise. */
 interface HttpError {
@@ -54,7 +55,7 @@ export function errorHandler(options: { maxBodyBytes: number; log: Log }): Error
     const known =
       error instanceof BridgeError ? error : isHttpError(error) ? fromLibrary(error, options.maxBodyBytes) : undefined;
     if (!known) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       options.log.error(`${req.method} ${loggedPath(req.path)} failed: ${error instanceof Error ? error.stack : message}`);
       res.status(httpStatus('internal')).json({ detail: `Internal error: ${message}` });
       return;

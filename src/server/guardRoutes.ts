@@ -6,6 +6,7 @@ import type { CellService } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
 import type { NotebookHost } from '../core/notebookHost';
 import { Reply, type Route, type RouteInput } from './route';
+import { errorMessage } from '../core/errorMessage';
 
 type Fields = Record<string, unknown>;
 const fields = (value: unknown): Fields => (value && typeof value === 'object' ? (value as Fields) : {});
@@ -85,7 +86,7 @@ export async function ended<T>(activity: Activity, run: () => Promise<T> | T): P
     return result;
   } catch (error) {
     if (error instanceof BridgeError) activity.end(error.kind, error.detail);
-    else activity.end('internal', error instanceof Error ? error.message : String(error));
+    else activity.end('internal', errorMessage(error));
     throw error;
   }
 }
