@@ -2,7 +2,8 @@
  * How a request ended, as one typed value: every transport derives its answer from the kind (the
  * HTTP status, the MCP tool result, the activity record's outcome), never from the words of a
  * message. A run that ended (ok, failed, interrupted, kernel_restarted, timed_out) is reported in
- * a 200 answer; every other kind is the request's own failure.
+ * a 200 answer; a wait that ran out (still_running) is a 504 over HTTP but a result to read over
+ * MCP; every other kind is the request's own failure.
  */
 import type { RunOutcome } from './kernelPort';
 
