@@ -11,6 +11,7 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
+import { guardLoadChecks } from './guardLoad';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -242,4 +243,6 @@ export function guardChecks(): void {
       await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, headers: as('agent-b'), signal });
     }
   }).timeout(60_000);
+
+  guardLoadChecks();
 }

@@ -123,7 +123,9 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       await this.caughtUp(notebook);
     const originals = notebook.getCells();
     const steps = changeSteps(change);
-    const applied: Applied = { made: new Set(), texts: [], metadata: [] };
+    // Between steps the person may type: a cell a later step rewrites must still read as it did.
+    const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
+    const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
     for (const step of steps) {
       if (await this.applyStep(notebook, step, originals, applied)) continue;
       if (step !== steps[0]) await this.rollBack(notebook, originals, change.expectIds, applied);
@@ -143,6 +145,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   ): Promise<boolean> {
     const cells = notebook.getCells();
     if (cells.length !== step.expectIds.length || cells.some((c, i) => this.ids.id(c) !== step.expectIds[i])) return false;
+    const typed = (document: vscode.TextDocument) => applied.read && document.getText() !== applied.read.get(document);
+    if (step.texts.some((t) => typed(cells[t.index]!.document))) return false;
 
     // Structure first: text edits bump the notebook's version, which VS Code checks before
     // applying cell edits (it checks each cell text's own version before its text edit).
@@ -404,6 +408,8 @@ interface Applied {
   made: Set<vscode.NotebookCell>;
   texts: { document: vscode.TextDocument; was: string; wrote: string }[];
   metadata: { cell: vscode.NotebookCell; was: Record<string, unknown> }[];
+  /** For a change in steps: the texts of the cells as the first step found them. */
+  read: Map<vscode.TextDocument, string> | undefined;
 }
 
 /** A copy of a cell, with its outputs, metadata and last run. */
