@@ -188,7 +188,9 @@ export function guardLoadChecks(): void {
       await editor.first().click({ timeout: 5_000 });
       await page.keyboard.press('End');
       await page.keyboard.type(`; print(${name})`);
-      const row = page.locator('.notebook-editor .monaco-list-row', { has: editor.first() }).first();
+      const row = page
+        .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: name }) })
+        .first();
       await row.locator('.run-button-container .codicon-notebook-execute').first().click({ timeout: 10_000 });
       await row
         .locator('.codicon-notebook-state-success')
@@ -198,6 +200,7 @@ export function guardLoadChecks(): void {
           await screenshot(page, 'guard-connection-cap.png', note);
           fail('the cell the person ran never showed success while the sockets were held');
         });
+      await page.mouse.move(900, 600); // no tooltip over the cell
       await screenshot(page, 'guard-connection-cap.png', note);
       eq(sockets.length - dropped.size, held, 'idle sockets still held after the person ran the cell');
 
