@@ -182,7 +182,7 @@ export class NotebookCells implements CellService {
       throw new BridgeError(
         413,
         `This batch has ${ops.length} operations; a batch takes at most ${MAX_BATCH_OPS}. ` +
-          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is one undo step).`,
+          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is applied all or nothing).`,
         { maxOps: MAX_BATCH_OPS },
       );
     }
