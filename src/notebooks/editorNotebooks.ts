@@ -127,9 +127,14 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
     const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
     for (const step of steps) {
-      if (await this.applyStep(notebook, step, originals, applied)) continue;
-      if (step !== steps[0]) await this.rollBack(notebook, originals, change.expectIds, applied);
-      throw new BridgeError(409, CHANGED_MEANWHILE);
+      let failure: unknown = new BridgeError(409, CHANGED_MEANWHILE);
+      const done = await this.applyStep(notebook, step, originals, applied).catch((error: unknown) => {
+        failure = error;
+        return false;
+      });
+      if (done) continue;
+      if (step !== steps[0] && !notebook.isClosed) await this.rollBack(notebook, originals, change.expectIds, applied);
+      throw failure;
     }
     if (notebook.cellCount !== change.resultIds.length) {
       this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
