@@ -11,9 +11,8 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
+import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
 function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {

@@ -9,12 +9,11 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { MAX_CONNECTIONS } from '../../src/server/listen';
+import { sleep } from '../../src/core/sleep';
 import { eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { screenshot } from './access';
 import { type CheckContext, checkRun, context } from './context';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface Cell {
   id: string;

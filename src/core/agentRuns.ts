@@ -17,10 +17,12 @@ import type {
   StrictFlag,
 } from './cellService';
 import type { ExecResult, Kernel, StreamEvent } from './kernelPort';
+import { runKind } from './outcome';
 import { FOREVER_MS } from './series';
 import type { NotebookHost } from './notebookHost';
+import { sleep } from './sleep';
 
-/** The words a capped run's stderr and outcome carry (MCP results are read for them). */
+/** The words a capped run's stderr and detail carry: where the limit is set. */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
 
 /** The host whose kernels run under `activity` (null: a transport whose actions are recorded elsewhere). */
@@ -38,7 +40,7 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
     kind: kernel.kind,
     ...(kernel.inspect && { inspect: kernel.inspect.bind(kernel) }),
     async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
-      // One controller fed by listeners, not AbortSignal.any (~0.3 ms per run on Node 20).
+      // One controller fed by listeners, not AbortSignal.any, which is slow per run (SETUP.md, measured figures).
       const stop = new AbortController();
       const abort = () => stop.abort();
       if (signal.aborted) stop.abort();
@@ -83,7 +85,7 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
         return { ...result, success: false, status: 'interrupted' };
       }
       activity?.note(result.output.data);
-      activity?.settle(result.status);
+      activity?.settle(runKind(result.status, result.restarted));
       return result;
     },
   };
@@ -200,5 +202,3 @@ class CappedCells implements CellService {
     };
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -11,6 +11,8 @@ import {
   type StreamEvent,
 } from '../core/kernelPort';
 import { KernelUnavailable, type KernelProvider } from './kernelProvider';
+import { errorMessage } from '../core/errorMessage';
+import { sleep } from '../core/sleep';
 
 /**
  * The kernel shape both the marimo and the Jupyter extension export (protocol.md §7): the
@@ -103,12 +105,15 @@ export abstract class ExtensionKernels implements KernelProvider {
     const extension = source.extension();
     if (!extension) return undefined;
     if (!extension.isActive) {
-      return new KernelUnavailable(503, `The ${source.label} extension is not active yet: ${source.noKernelHint}, then retry`);
+      return new KernelUnavailable(
+        'unavailable',
+        `The ${source.label} extension is not active yet: ${source.noKernelHint}, then retry`,
+      );
     }
     const api = source.kernels(extension.exports);
     if (!api) {
       return new KernelUnavailable(
-        503,
+        'unavailable',
         `This version of the ${source.label} extension (${extension.id}) exports no kernels API: update it`,
       );
     }
@@ -116,15 +121,18 @@ export abstract class ExtensionKernels implements KernelProvider {
     try {
       kernel = await api.getKernel(notebook.uri);
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       return new KernelUnavailable(
-        409,
+        'conflict',
         source.accessHint
           ? `The ${source.label} extension refused access to its kernel (${reason}): ${source.accessHint}`
           : `The ${source.label} extension could not give its kernel (${reason}): ${source.noKernelHint}`,
       );
     }
-    return kernel ?? new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
+    return (
+      kernel ??
+      new KernelUnavailable('conflict', `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`)
+    );
   }
 
   /**
@@ -192,8 +200,6 @@ const STARTER = '# Agent Bridge: starting the kernel';
 /** How long the starter cell's run may take to end once the kernel is there. */
 const STARTER_END_MS = 15_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 const streamMimes = (): StreamMimes => ({
   stdout: vscode.NotebookCellOutputItem.stdout('').mime,
   stderr: vscode.NotebookCellOutputItem.stderr('').mime,
@@ -249,7 +255,7 @@ export class ApiKernelAdapter implements Kernel {
     } catch (error) {
       // After an error output the extension also throws its message: the traceback said it already.
       if (!signal.aborted && !failed) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         const hint =
           produced || !this.rules.accessHintOnError || !this.source.accessHint
             ? ''

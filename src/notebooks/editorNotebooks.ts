@@ -21,13 +21,15 @@ import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './notebookRegistry';
+import { errorMessage } from '../core/errorMessage';
 
 /** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
 const CATCH_UP_MS = 10_000;
 /**
  * How far the editor may fall behind the runs agents were answered about: a new run waits while
- * more ended runs than this are yet to show in it. It needs ~0.1 s of renderer time per cell run
- * on a 2-core VM, so a tight loop of runs would otherwise leave it many seconds behind.
+ * more ended runs than this are yet to show in it. The editor's renderer, not the kernel, sets
+ * the pace of runs (SETUP.md, measured figures), so a tight loop of runs would otherwise leave it
+ * many seconds behind.
  */
 const MAX_UNSHOWN_RUNS = 30;
 
@@ -127,7 +129,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
     const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
     for (const step of steps) {
-      let failure: unknown = new BridgeError(409, CHANGED_MEANWHILE);
+      let failure: unknown = new BridgeError('stale', CHANGED_MEANWHILE);
       const done = await this.applyStep(notebook, step, originals, applied).catch((error: unknown) => {
         failure = error;
         return false;
@@ -230,7 +232,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     if (!(await vscode.workspace.applyEdit(edit))) {
       this.log.warn(`${label}: a batch failed midway and could not be taken back; its first steps stay applied`);
       throw new BridgeError(
-        409,
+        'stale',
         `The notebook changed while a large edit was being applied in steps, and the steps already applied could not be taken back: ${label} holds part of the edit. Read the cells, then fix them or ask the person to undo (Ctrl+Z takes back one step at a time).`,
       );
     }
@@ -260,7 +262,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
       .then(undefined, (error: unknown) => {
-        this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.log.warn(`running cells of ${uri} failed: ${errorMessage(error)}`);
         for (const ticket of tickets) this.tickets.failed(ticket);
       });
     return tickets;
@@ -286,7 +288,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const busy = indices.filter((i) => this.tickets.execution(cells[i]!).status !== 'idle');
     if (busy.length)
       throw new BridgeError(
-        409,
+        'conflict',
         `Cannot clear the outputs of cell(s) ${busy.map((i) => this.ids.id(cells[i]!)).join(', ')}: they are queued or running. Wait for them, or POST /notebooks/interrupt first; nothing was cleared.`,
       );
     // The API has no edit of outputs: each cell is replaced by a copy without outputs or last
@@ -301,7 +303,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     });
     edit.set(notebook.uri, copies);
     const versions = indices.map((i) => this.ids.version(cells[i]!));
-    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError('stale', CHANGED_MEANWHILE);
     indices.forEach((i, k) => {
       this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!);
       this.tickets.adopt(notebook.cellAt(i), cells[i]!);
@@ -313,7 +315,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const label = this.sessions.label(notebook);
     if (notebook.isUntitled)
       throw new BridgeError(
-        409,
+        'conflict',
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
     // Saved from the document: with the runs' ends (and the counts the .ipynb support adds) in it.
@@ -323,7 +325,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     if (changed) {
       this.log.warn(`${label}: not saved, its file changed on disk (${changed})`);
       throw new BridgeError(
-        409,
+        'stale',
         `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
       );
     }
@@ -331,7 +333,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     try {
       saved = await notebook.save();
     } catch (error) {
-      throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw new BridgeError('conflict', `Saving ${label} failed: ${errorMessage(error)}`);
     }
     if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
@@ -339,7 +341,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       () => false,
     );
     throw new BridgeError(
-      409,
+      'conflict',
       writable
         ? `${label} was not saved: the file changed on disk since the editor loaded it (VS Code asks the person to compare or overwrite), or the save was cancelled. Tell the person; the changes are still in the editor.`
         : `${label} was not saved: the file is read-only. Tell the person (they can make it writable, or save it elsewhere); the changes are still in the editor.`,
@@ -362,7 +364,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const notebook = this.notebook(uri);
     for (const provider of this.kernels) if (await provider.restart(notebook)) return;
     throw new BridgeError(
-      409,
+      'conflict',
       `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${this.sessions.label(notebook)} uses another kernel ` +
         '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
     );
@@ -386,7 +388,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   private notebook(uri: string): vscode.NotebookDocument {
     const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
-    if (!notebook) throw new BridgeError(404, `The notebook ${uri} was closed`);
+    if (!notebook) throw new BridgeError('not_found', `The notebook ${uri} was closed`);
     return notebook;
   }
 

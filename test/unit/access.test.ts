@@ -12,10 +12,12 @@ import {
   type AgentAction,
   type Answer,
 } from '../../src/core/accessPolicy';
+import { ClientRegistry } from '../../src/core/clients';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { sleep } from '../../src/core/sleep';
 
 /** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
 class FakePerson {
@@ -82,7 +84,11 @@ describe('Gate', () => {
     person = new FakePerson();
     ended = [];
     started = [];
-    gate = new Gate(person, [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(
+      person,
+      [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }],
+      new ClientRegistry(),
+    );
   });
 
   it('lets reads through unrecorded, but remembers their client', async () => {
@@ -96,7 +102,7 @@ describe('Gate', () => {
     const activity = await gate.enter({ ...request$, kind: 'execute' });
     assert.ok(activity);
     activity.note('1\n');
-    activity.settle('succeeded');
+    activity.settle('ok');
     activity.end('failed');
     assert.equal(ended.length, 1);
     assert.equal(ended[0]!.end.outcome, 'succeeded', 'the settled outcome wins over the derived one');
@@ -140,7 +146,7 @@ describe('Gate', () => {
     a!.onStop(() => (heard = true));
     assert.equal(gate.stopAll().length, 1);
     assert.ok(heard);
-    a!.end('succeeded');
+    a!.end('ok');
     assert.equal(ended[0]!.end.outcome, 'interrupted');
   });
 });
@@ -171,7 +177,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   beforeEach(async () => {
     person = new FakePerson();
     ended = [];
-    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }], new ClientRegistry());
     kernel = new FakeKernel({
       'print(1)': {
         steps: [{ name: 'stdout', text: '1\n' }],
@@ -277,7 +283,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       return new Promise((resolve) => left!.addEventListener('abort', () => resolve('withdrawn')));
     };
     await execute('print(1)', 150).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     assert.equal(heard?.aborted, true, 'the prompt heard the client leave');
     assert.equal(ended[0]!.end.outcome, 'refused');
     assert.match(ended[0]!.end.detail, /withdrawn/);
@@ -288,11 +294,11 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     person.current = 'ask';
     person.ask = async (action) => {
       person.asked.push(action);
-      await new Promise((r) => setTimeout(r, 300)); // the person clicks Allow late, whatever happened
+      await sleep(300); // the person clicks Allow late, whatever happened
       return 'allow';
     };
     await execute('print(1)', 100).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     assert.equal(person.asked.length, 1);
     assert.match(ended[0]!.end.detail, /withdrawn/);
     assert.equal(kernel.calls.length, 0, 'nothing ran');
@@ -316,7 +322,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
 
   it('Stop Agents interrupts a run under way', async () => {
     const pending = execute('forever');
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     assert.equal(gate.stopAll().length, 1);
     const body = done((await pending).body);
     assert.equal(body['success'], false);

@@ -8,6 +8,7 @@ import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
+import { sleep } from '../../src/core/sleep';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
@@ -156,8 +157,9 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(result.structuredContent.error, null);
     });
 
-    it('answers an unknown session with success false and an error naming list_sessions', async () => {
+    it('answers an unknown session with success false and an error naming list_sessions, as a tool error', async () => {
       const result = await call('execute_code', { session_id: 's_nothere', code: '1 + 1' });
+      assert.equal(result.isError, true);
       assert.equal(result.structuredContent.success, false);
       assert.match(result.structuredContent.error, /s_nothere.*list_sessions/);
       assert.equal(kernel.calls.length, 0);
@@ -167,6 +169,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'forever', timeout_seconds: 0.2 });
       assert.equal(result.structuredContent.success, false);
       assert.match(result.structuredContent.error, /timed out after 0\.2s and was interrupted/);
+      assert.equal(result.isError, undefined, 'a run stopped at its time limit is reported, not a tool error');
       assert.deepEqual(result.structuredContent.stdout, ['started\n']);
       assert.equal(kernel.calls[0]!.aborted, true);
     });
@@ -179,13 +182,13 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         body: JSON.stringify({ code: 'forever' }),
         abortAfterMs: 600,
       });
-      await new Promise((r) => setTimeout(r, 30));
+      await sleep(30);
       const started = Date.now();
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: '1 + 1', timeout_seconds: 0.2 });
       assert.ok(Date.now() - started < 500, 'answered before the run ahead of it ended');
       assert.match(result.structuredContent.error, /timed out after 0\.2s before it started/);
       await http.catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       assert.deepEqual(
         kernel.calls.map((c) => c.code),
         ['forever'],
@@ -200,7 +203,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
         body: JSON.stringify({ code: 'slow' }),
       });
-      await new Promise((r) => setTimeout(r, 30));
+      await sleep(30);
       const mcp = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(2 + 2)' });
       await http;
       assert.equal(mcp.structuredContent.success, true);

@@ -1,6 +1,7 @@
 import { BridgeError } from '../../../src/core/bridgeError';
 import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernelPort';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
+import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
 export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true } | { throws: string };
@@ -19,7 +20,7 @@ export class FakeKernel implements Kernel {
     this.calls.push(call);
     const script = this.scripts[code] ?? { steps: [], result: { success: true, output: { mimetype: 'text/plain', data: '' } } };
     for (const step of script.steps) {
-      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      if ('waitMs' in step) await sleep(step.waitMs);
       else if ('waitForAbort' in step) {
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())));
         call.aborted = true;
@@ -41,20 +42,20 @@ export class FakeNotebookHost implements NotebookHost {
   }
   async kernelFor(sessionId: string): Promise<Kernel> {
     const entry = this.entries.find((e) => e.info.id === sessionId);
-    if (!entry) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
-    if (!entry.kernel) throw new BridgeError(409, 'No kernel is selected');
+    if (!entry) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
+    if (!entry.kernel) throw new BridgeError('conflict', 'No kernel is selected');
     return entry.kernel;
   }
   async open(path: string): Promise<SessionInfo> {
     const entry = this.entries.find((e) => e.info.path === path);
-    if (!entry) throw new BridgeError(404, `Cannot open notebook ${path}`);
+    if (!entry) throw new BridgeError('not_found', `Cannot open notebook ${path}`);
     return entry.info;
   }
   /** Entries with a kernel "start" at once; the others cannot. */
   async startKernel(notebook: string, kernel: KernelChoice): Promise<StartedKernel> {
     const entry = this.entries.find((e) => e.info.id === notebook || e.info.path === notebook);
-    if (!entry) throw new BridgeError(404, `No open notebook has the session id ${notebook}`);
-    if (!entry.kernel) throw new BridgeError(409, `Could not start a ${kernel} kernel`);
+    if (!entry) throw new BridgeError('not_found', `No open notebook has the session id ${notebook}`);
+    if (!entry.kernel) throw new BridgeError('conflict', `Could not start a ${kernel} kernel`);
     return { session: entry.info, kernel: entry.kernel.kind };
   }
 }

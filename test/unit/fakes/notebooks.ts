@@ -14,6 +14,7 @@ import type {
 import { BridgeError } from '../../../src/core/bridgeError';
 import { Ticket, type RunTicket } from '../../../src/core/runTicket';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
+import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake cell run. */
 export type FakeCellStep =
@@ -139,9 +140,9 @@ export class FakeNotebooks implements OpenNotebooks {
     const book = this.book(uri);
     if (this.failNextApply) {
       this.failNextApply = false;
-      throw new BridgeError(409, 'The notebook changed while the edit was being applied; nothing was changed');
+      throw new BridgeError('stale', 'The notebook changed while the edit was being applied; nothing was changed');
     }
-    if (book.cells.map((c) => c.id).join() !== change.expectIds.join()) throw new BridgeError(409, 'cells moved on');
+    if (book.cells.map((c) => c.id).join() !== change.expectIds.join()) throw new BridgeError('stale', 'cells moved on');
     const before = book.cells;
     const cells = [...before];
     for (const t of change.texts) {
@@ -217,7 +218,7 @@ export class FakeNotebooks implements OpenNotebooks {
   async save(uri: string): Promise<void> {
     const book = this.book(uri);
     const failure = this.failSave.get(uri);
-    if (failure) throw new BridgeError(409, failure);
+    if (failure) throw new BridgeError('conflict', failure);
     this.calls.push({ method: 'save', uri });
     book.dirty = false;
   }
@@ -231,7 +232,7 @@ export class FakeNotebooks implements OpenNotebooks {
   async restart(uri: string): Promise<void> {
     const book = this.book(uri);
     if (book.info.kernel !== 'builtin')
-      throw new BridgeError(409, `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
+      throw new BridgeError('conflict', `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
     this.calls.push({ method: 'restart', uri });
   }
 
@@ -244,7 +245,7 @@ export class FakeNotebooks implements OpenNotebooks {
     ticket.step('running');
     const script = this.scripts[cell.code] ?? { steps: [] };
     for (const step of script.steps) {
-      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      if ('waitMs' in step) await sleep(step.waitMs);
       else if ('stdout' in step || 'stderr' in step) {
         const mime = 'stdout' in step ? STDOUT_MIME : STDERR_MIME;
         const text = 'stdout' in step ? step.stdout : step.stderr;
@@ -278,7 +279,7 @@ export class FakeNotebooks implements OpenNotebooks {
 
   private book(uri: string): FakeNotebook {
     const book = this.books.find((b) => b.info.uri === uri);
-    if (!book) throw new BridgeError(404, `fake: no notebook ${uri}`);
+    if (!book) throw new BridgeError('not_found', `fake: no notebook ${uri}`);
     return book;
   }
 }
