@@ -345,6 +345,8 @@ export class NotebookCells implements CellService {
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
       if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
+      // The host answers others between the snapshot and the views of up to 1,000 cells.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
       const touched: CellView[] = [];
       after.forEach((cell, index) => {
