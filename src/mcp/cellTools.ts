@@ -73,7 +73,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
     const { body } = await waitRuns({}, [handle], options);
     const run = body.runs![0]!;
-    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary');
+    const views = [run.cell, ...(run.alsoRan ?? []).map((r) => r.cell)];
+    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, views, detail ?? 'summary');
   };
   return [
     tool({
