@@ -294,7 +294,7 @@ export function marimoExtensionChecks(): void {
     eq(expectWellFramed(await run('x + 1', signal)).success, true, 'the kernel runs the next request');
   });
 
-  it("marimo extension: marimo-pair's code_mode snippet through execute-code.sh fails with the bridge's ways named", async function () {
+  it("marimo extension: marimo-pair's code_mode snippet through execute-code.sh creates and runs the cell (ctx.cells lists it), or fails naming the bridge's ways", async function () {
     const dir = scriptsDir();
     if (!dir) this.skip(); // MARIMO_PAIR_SCRIPTS is not set
     this.timeout(60_000);
@@ -319,6 +319,24 @@ export function marimoExtensionChecks(): void {
       eq(r.code, 0, `exit status (stdout ${show(r.stdout)}, stderr ${show(r.stderr)})`);
       const w = await run('print(w)', signal);
       eq(w.stdout, '1\n', `the new cell's w in the kernel (stderr ${show(w.stderr)})`);
+      // The document view marimo-pair reads cells through.
+      const read = [
+        'import marimo._code_mode as cm',
+        'async with cm.get_context() as ctx:',
+        '    print([c.code for c in ctx.cells])',
+      ];
+      const listed = await runScript(
+        path.join(dir!, 'execute-code.sh'),
+        ['--url', ctx.advert.url, '--file', file, '-c', read.join('\n')],
+        {
+          env,
+          timeoutMs: 40_000,
+          signal,
+        },
+      );
+      eq(listed.code, 0, `exit status of the ctx.cells read (stderr ${show(listed.stderr)})`);
+      includes(listed.stdout, "'x = 41'", 'ctx.cells');
+      includes(listed.stdout, "'w = 1'", 'ctx.cells');
       const removed = await client.request({
         method: 'DELETE',
         path: `/notebooks/cells/${created.id}?notebook=${sid}&force=true`,
@@ -341,13 +359,13 @@ export function marimoExtensionChecks(): void {
     const ctx = context();
     const env = scriptEnv();
     const script = path.join(dir!, 'execute-code.sh');
-    const good = await runScript(script, ['--url', ctx.advert.url, '--file', file, '-c', 'print(x + 1)'], {
+    const good = await runScript(script, ['--url', ctx.advert.url, '--file', file, '-c', 'print(6*7)\nprint(x + 1)'], {
       env,
       timeoutMs: 40_000,
       signal,
     });
     eq(good.code, 0, `exit status (stderr ${show(good.stderr)})`);
-    includes(good.stdout, '42', 'stdout');
+    match(good.stdout, /^42\n42\n/, 'stdout');
     const bad = await runScript(script, ['--url', ctx.advert.url, '--file', file, '-c', '1/0'], {
       env,
       timeoutMs: 40_000,

@@ -145,8 +145,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'run',
       description:
         `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
-        'returns success and the cell with its outputs (default "summary"). A timeout stops the wait, not the run ' +
-        '(see interrupt). ' +
+        'returns success and the cell with its outputs (default "summary"), and in alsoRan the cells the kernel ' +
+        're-ran on its own meanwhile (marimo re-runs dependents). A timeout stops the wait, not the run (see interrupt). ' +
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
       handle: ({ notebook, ref, timeoutMs, outputs }) =>

@@ -72,8 +72,8 @@ describe('cell routes (fake notebooks)', () => {
       },
       'sleep()': { steps: [{ waitMs: 400 }] },
       // A kernel that re-runs a cell's dependents itself, as marimo's does.
-      'x = 2': { steps: [], rerun: ['y = x + 1'] },
-      'y = x + 1': { steps: [{ waitMs: 30 }, { stdout: 'y is 3\n' }] },
+      'x = 2': { steps: [], rerun: ['w = x * 2'] },
+      'w = x * 2': { steps: [{ waitMs: 30 }, { stdout: 'w is 4\n' }] },
       'x = 3': { steps: [], rerun: ['slow()'] },
       'slow()': { steps: [{ waitMs: 400 }] },
       'page()': { steps: [{ display: { mime: 'text/html', data: '<script>fetch("/api/sessions")</script>' } }] },
@@ -603,12 +603,13 @@ describe('cell routes (fake notebooks)', () => {
 
     it('answers with the runs the kernel started on its own meanwhile (marimo re-runs dependents), waited for', async () => {
       docs.type(A.uri, 0, 'x = 2');
+      docs.type(A.uri, 2, 'w = x * 2');
       const res = await run(ids[0]!, { wait: true });
       assert.equal(res.status, 200, res.raw);
       assert.equal(res.body.success, true);
       assert.deepEqual(
         res.body.alsoRan.map((r: Json) => [r.cell.id, r.done, r.status, r.cell.outputs]),
-        [[ids[3], true, 'succeeded', [{ items: [{ type: 'stdout', text: 'y is 3\n', bytes: 7 }] }]]],
+        [[ids[2], true, 'succeeded', [{ items: [{ type: 'stdout', text: 'w is 4\n', bytes: 7 }] }]]],
       );
       assert.deepEqual(
         docs.calls.filter((c) => c.method === 'execute').map((c) => c.args),
