@@ -337,6 +337,7 @@ export function marimoExtensionChecks(): void {
       eq(listed.code, 0, `exit status of the ctx.cells read (stderr ${show(listed.stderr)})`);
       includes(listed.stdout, "'x = 41'", 'ctx.cells');
       includes(listed.stdout, "'w = 1'", 'ctx.cells');
+      await screenshot(ctx.sandbox.page, 'marimo-code-mode-cell.png', note);
       const removed = await client.request({
         method: 'DELETE',
         path: `/notebooks/cells/${created.id}?notebook=${sid}&force=true`,
