@@ -16,6 +16,7 @@ import { screenshot } from './access';
 import { checkRun, context, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
+import { sleep } from '../../src/core/sleep';
 
 interface Cell {
   id: string;
@@ -31,7 +32,6 @@ interface RunAnswer {
   alsoRan?: { done: boolean; status: string; cell: Cell }[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** What a cell showed, as text, for matching (stdout, values, errors). */
 const shown = (cell: Cell | undefined) => JSON.stringify(cell?.outputs ?? []);
 
