@@ -274,6 +274,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.tickets.ticket(runId);
   }
 
+  startedAfter(runId: string): readonly RunTicket[] {
+    return this.tickets.startedAfter(runId);
+  }
+
   latestRun(uri: string, cellId: string): RunTicket | undefined {
     const cell = this.notebook(uri)
       .getCells()
