@@ -175,7 +175,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       name: 'edit_cells',
       access: 'edit',
       description:
-        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 50 cells), then ' +
+        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 20 cells), then ' +
         'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
         '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
         '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
