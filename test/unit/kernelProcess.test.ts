@@ -524,6 +524,16 @@ describe('KernelProcess (builtin Python kernel)', function () {
         assert.equal(await kernel.interrupt(), null, 'nothing running');
       });
 
+      it('an interrupt sent while the run is still compiling stops it by SIGINT, not by a restart', async () => {
+        await run('kept = 1');
+        // Compiling 50,000 lines takes a while (well within the grace period): the first SIGINT lands before the code runs.
+        const busy = run(`${'x = 1\n'.repeat(50_000)}while True: pass`);
+        await sleep(20);
+        assert.equal(await kernel.interrupt(), 'sigint');
+        assert.equal((await busy).status, 'interrupted');
+        assert.equal((await run('print(kept)')).stdout, '1\n', 'the globals survived');
+      });
+
       it('delivers what was printed just before os._exit, from Python and from a subprocess', async () => {
         const r = await run('import os, subprocess\nsubprocess.run(["echo", "child"])\nprint("before")\nos._exit(1)');
         // fd-level and Python-level output travel separately: their relative order is not kept.

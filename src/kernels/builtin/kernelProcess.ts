@@ -386,8 +386,14 @@ export class KernelProcess implements KernelChildEvents {
     if (job.stopping) return job.stopping;
     job.interrupted = true;
     this.sigint();
+    // The kernel drops a SIGINT that lands before the run's code starts (it is sent as soon as the
+    // request is, and compiling comes first), so it is sent again while the run is the innermost.
+    const again = setInterval(() => {
+      if (this.active[this.active.length - 1] === job) this.sigint();
+    }, SIGINT_COALESCE_MS);
     job.stopping = new Promise<InterruptHow>((resolve) => {
       const timer = setTimeout(() => {
+        clearInterval(again);
         job.onEnd = undefined;
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
@@ -404,6 +410,7 @@ export class KernelProcess implements KernelChildEvents {
       }, INTERRUPT_GRACE_MS);
       job.onEnd = () => {
         clearTimeout(timer);
+        clearInterval(again);
         resolve('sigint');
       };
     });
