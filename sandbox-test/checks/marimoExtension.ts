@@ -4,8 +4,9 @@
  * marimo's controller for the setup's venv as the person would), then marimo-pair's surface, the cell routes, MCP and
  * marimo-pair's code_mode snippet on it. The same checks run against the real extension when
  * SANDBOX_EXTENSIONS gives it (and ms-python.python), else against the FAKE
- * (test/fixtures/fake-marimo); the run's log says which. The fake re-runs dependents in the order
- * of marimo's own dataflow graph (its kernel runs in the setup's venv, which has marimo).
+ * (test/fixtures/fake-marimo); the run's log says which. The fake re-runs dependents as marimo
+ * does (those that ran in its kernel, queued first, in the order of marimo's own dataflow graph:
+ * its kernel runs in the setup's venv, which has marimo).
  */
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
@@ -283,21 +284,10 @@ export function marimoExtensionChecks(): void {
     eq(answer.success, true, `run of x = 99 (body ${show(answer, 400)})`);
     const rerun = answer.alsoRan?.find((r) => r.cell.id === printer.id);
     note(`alsoRan: ${show(answer.alsoRan?.map((r) => [r.cell.code, r.done, r.status]) ?? [])}`);
-    if (ctx.marimo.fake) {
-      // The FAKE opens a dependent's execution only when it starts it, after x's run ended
-      // (marimo-lsp opens them all when its kernel queues them): a read after the answer shows it.
-      let last = '';
-      for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
-        last = shown((await cells(signal)).find((c) => c.id === printer.id));
-        if (last.includes('y is 100')) break;
-      }
-      includes(last, 'y is 100', 'the dependent print cell shows the new y');
-    } else {
-      ok(rerun, `the answer lists no re-run of the print cell ${printer.id}: ${show(answer, 600)}`);
-      eq(rerun!.done, true, `the print cell's re-run is done (${show(rerun, 300)})`);
-      includes(shown(rerun!.cell), 'y is 100', "the print cell's new output in the answer");
-      includes(shown((await cells(signal)).find((c) => c.id === printer.id)), 'y is 100', 'the print cell read afterwards');
-    }
+    ok(rerun, `the answer lists no re-run of the print cell ${printer.id}: ${show(answer, 600)}`);
+    eq(rerun!.done, true, `the print cell's re-run is done (${show(rerun, 300)})`);
+    includes(shown(rerun!.cell), 'y is 100', "the print cell's new output in the answer");
+    includes(shown((await cells(signal)).find((c) => c.id === printer.id)), 'y is 100', 'the print cell read afterwards');
     await screenshot(ctx.sandbox.page, 'marimo-reactive-run.png', note);
     // Back to the fixture's x for the checks after this one.
     const back = await client.request({
