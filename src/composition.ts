@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
@@ -9,6 +9,7 @@ import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
 import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
+import { EditSpans } from './core/editSpans';
 import { createAgentAccess } from './access';
 import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
@@ -77,6 +78,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const spansFile = process.env['AGENT_BRIDGE_EDIT_SPANS'];
   const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
   const analyzer = new PythonAnalyzer({
     python: () => settings.current.pythonPath,
@@ -94,6 +96,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     analyzer,
+    // The bench reads where each write's time goes from this file (one JSON line per write).
+    spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
   push(
     new StaleMarks(

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import type { Page } from 'playwright-core';
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BenchClient, type ExecResult } from './client';
@@ -32,6 +33,12 @@ export interface Ctx {
   /** Opens a notebook through the bridge, without selecting a kernel. */
   open(file: string): Promise<Opened>;
   listFile: string;
+  /** The sandbox's workbench, to act as the person. */
+  page: Page;
+  /** The Python of the builtin kernel's plain mode. */
+  plainPython: string;
+  /** Where the extension writes each edit's spans (AGENT_BRIDGE_EDIT_SPANS). */
+  spansFile: string;
   /** A notebook to run on a Jupyter kernel, and how to grant the bridge access to it; or why there is none. */
   jupyter: { file: string; pick(): Promise<void>; allow(): Promise<void> } | { missing: string };
   rows: Row[];

@@ -7,6 +7,7 @@
 import type { InterruptHow, RunOutcome } from './kernelPort';
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
+import type { EditStopwatch } from './editSpans';
 
 export type CellKind = 'code' | 'markup';
 
@@ -354,7 +355,8 @@ export interface OpenNotebooks {
   defaultLanguage(uri: string): string;
   /** Fresh id for a new cell of this notebook. */
   newId(uri: string): string;
-  apply(uri: string, change: NotebookChange): Promise<void>;
+  /** `span` times the write's parts (the bench's EditSpans). */
+  apply(uri: string, change: NotebookChange, span?: EditStopwatch): Promise<void>;
   /**
    * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
    * ticket per cell, in order (the run under way, for a cell already queued or running).

@@ -24,6 +24,7 @@ import type {
 } from './cellService';
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
+import { editKind, type EditSpans } from './editSpans';
 import { BridgeError } from './bridgeError';
 import type { InterruptHow } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
@@ -40,6 +41,8 @@ export interface NotebookCellsOptions {
   analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
+  /** Times each write's parts, when the bench asks. */
+  spans?: EditSpans;
 }
 
 const single = () => '';
@@ -306,6 +309,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
+      const span = this.options.spans?.start();
       const cells = this.docs.cells(notebook.uri);
       const plan = planBatch(cells, ops, {
         notebook: label,
@@ -330,15 +334,17 @@ export class NotebookCells implements CellService {
       });
       if (runIds.length) await this.checkKernel(notebook);
       const before = new Map(cells.map((c) => [c.id, c.code]));
+      span?.checking();
       const warnings = await checkWrittenCode(
         this.options.analyzer,
         notebook.uri,
         plan.layout.map((c) => ({ ...c, written: c.touched && before.get(c.id) !== c.code })),
         strict,
       );
+      span?.checked();
 
       if (!plan.empty) {
-        await this.docs.apply(notebook.uri, plan.change);
+        await this.docs.apply(notebook.uri, plan.change, span);
         this.touched.add(notebook.uri);
       }
       this.tracker.forget(notebook.uri, plan.deleted);
@@ -354,6 +360,7 @@ export class NotebookCells implements CellService {
         const found = warnings.get(cell.id);
         touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
       });
+      span?.end(editKind(plan.change));
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
       return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs };

@@ -11,6 +11,7 @@ import type {
   OpenNotebooks,
 } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
+import type { EditStopwatch } from '../core/editSpans';
 import type { InterruptHow } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
@@ -107,7 +108,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.ids.newId(this.notebook(uri));
   }
 
-  async apply(uri: string, change: NotebookChange): Promise<void> {
+  async apply(uri: string, change: NotebookChange, span?: EditStopwatch): Promise<void> {
     const notebook = this.notebook(uri);
     // Copies and metadata are written from the document's cells: with the runs' ends in them.
     if (change.metadata.length || change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined)))
@@ -133,7 +134,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       const document = cells[t.index]!.document;
       edit.replace(document.uri, fullRange(document), t.code);
     }
-    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
+    span?.applying();
+    const applied = await vscode.workspace.applyEdit(edit);
+    span?.applied();
+    if (!applied) throw new BridgeError(409, CHANGED_MEANWHILE);
 
     // Cells VS Code created for our copies take over the ids (and history) of their originals.
     const created = new Map(change.splices.flatMap((s) => s.cells).map((c) => [c.id, c]));

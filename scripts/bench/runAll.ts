@@ -1,0 +1,188 @@
+/**
+ * Run All over the same 100 trivial cells, three ways, interleaved round by round:
+ * (a) the person's Run All, clicked in the bench sandbox's workbench (our extension, its builtin
+ *     kernel, our cell marks, views and listeners);
+ * (b) the same click in a second sandbox WITHOUT our extension, whose only kernel is a FAKE
+ *     minimal controller (test/fixtures/fake-python-kernel) running the cells in a Python process;
+ * (c) an agent's run-all through the bridge (POST /notebooks/run), then the file saved and every
+ *     cell's execution count read back from it.
+ * (a) and (b) are timed as the person sees them: from the click to the toolbar's Interrupt giving
+ * way to Run All again (VS Code shows Interrupt while any cell of the notebook is queued or running).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { packFixture } from '../../sandbox-test/extensions';
+import { launchSandbox, REPO_ROOT, type Sandbox } from '../../sandbox-test/vscode';
+import { BenchClient } from './client';
+import { writeNotebook } from './notebooks';
+import { base, goal, p50, row } from './report';
+import type { Ctx, Opened } from './sections';
+
+const CELLS = 100;
+const WARMUP_ROUNDS = 1;
+const ROUNDS = 3;
+const RUN_ALL_TIMEOUT_MS = 180_000;
+const FAKE_KERNEL_DIR = path.join(REPO_ROOT, 'test', 'fixtures', 'fake-python-kernel');
+const TOOLBAR = '.notebook-toolbar-container';
+
+/** The person's click on the visible notebook's Run All; resolves with ms from the click to Interrupt gone. */
+export async function clickRunAll(page: Page): Promise<number> {
+  const button = page.locator(`${TOOLBAR} .action-label[aria-label^="Run All"]:visible`).first();
+  await button.waitFor({ state: 'visible', timeout: 60_000 });
+  const box = await button.boundingBox();
+  if (!box) throw new Error('the Run All button has no box');
+  // Evaluated in the page (as text: the bench is not compiled against the DOM's types).
+  const interrupting = (shown: boolean) =>
+    page.waitForFunction(
+      `[...document.querySelectorAll('${TOOLBAR} .action-label[aria-label^="Interrupt"]')]` +
+        `.some((e) => e.getClientRects().length > 0) === ${shown}`,
+      undefined,
+      { polling: 25, timeout: RUN_ALL_TIMEOUT_MS },
+    );
+  const start = performance.now();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await interrupting(true);
+  await interrupting(false);
+  return performance.now() - start;
+}
+
+/** The second sandbox: VS Code with the fake kernel only, showing its own copy of the notebook. */
+async function bareSandbox(ctx: Ctx, python: string): Promise<{ sandbox: Sandbox; log: string; dir: string }> {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-bench-bare-')));
+  const file = path.join(dir, 'cells.ipynb');
+  writeNotebook(file, CELLS, true);
+  const log = path.join(dir, 'fake-kernel.log');
+  const sandbox = await launchSandbox({
+    workspace: dir,
+    kind: 'bench-bare',
+    otherVsix: [packFixture(FAKE_KERNEL_DIR, dir, 'fake-python-kernel')],
+    env: { FAKE_KERNEL_PYTHON: python, FAKE_KERNEL_OPEN: file, FAKE_KERNEL_LOG: log },
+    onProgress: (m) => ctx.say(`without our extension: ${m}`),
+  });
+  const line = await sandbox.waitFor(
+    'the fake kernel to open the notebook and be selected',
+    () => fs.existsSync(log) && /^(ready|failed.*)$/m.exec(fs.readFileSync(log, 'utf8'))?.[0],
+    120_000,
+  );
+  if (line !== 'ready') throw new Error(`fake kernel: ${line}`);
+  return { sandbox, log, dir };
+}
+
+/** The fake kernel's log lines since `from` bytes: how many cells ended ok. */
+function fakeRuns(log: string, from: number): { ok: number; failed: number; size: number } {
+  const text = fs.readFileSync(log, 'utf8');
+  const lines = text.slice(from).split('\n');
+  return {
+    ok: lines.filter((l) => / ok \d+$/.test(l)).length,
+    failed: lines.filter((l) => / failed /.test(l)).length,
+    size: text.length,
+  };
+}
+
+interface ListedCell {
+  execution?: { order: number | null; success: boolean | null; status: string };
+}
+
+/** Every cell of the notebook ran and succeeded, each with its own count, as the bridge reads the document. */
+async function allRan(client: BenchClient, nb: Opened): Promise<string | undefined> {
+  const r = await client.request('GET', `/notebooks/cells?notebook=${encodeURIComponent(nb.sid)}`);
+  const cells = (JSON.parse(r.text) as { cells: ListedCell[] }).cells;
+  const ok = cells.filter((c) => c.execution?.success === true && c.execution.status === 'idle');
+  const counts = new Set(cells.map((c) => c.execution?.order));
+  if (ok.length === cells.length && counts.size === cells.length) return undefined;
+  const odd = cells.find((c) => !ok.includes(c));
+  return `${ok.length} of ${cells.length} cells ran ok, ${counts.size} distinct counts; the first other: ${JSON.stringify(odd?.execution)}`;
+}
+
+/** The execution counts the file on disk holds. */
+function savedCounts(file: string): number {
+  const nb = JSON.parse(fs.readFileSync(file, 'utf8')) as { cells: { execution_count?: number | null }[] };
+  return nb.cells.filter((c) => typeof c.execution_count === 'number').length;
+}
+
+export async function runAllSideBySide(ctx: Ctx): Promise<void> {
+  ctx.say(
+    `run-all: ${WARMUP_ROUNDS} + ${ROUNDS} rounds of (a) Run All clicked, (b) the same without our extension, (c) an agent's run-all`,
+  );
+  const nb = ctx.notebooks.cells;
+  const client = new BenchClient(ctx.url, ctx.token);
+  const bare = await bareSandbox(ctx, ctx.plainPython);
+  const times = { a: [] as number[], b: [] as number[], c: [] as number[], d: [] as number[] };
+  let saved = NaN;
+  /** The agent's run-all, then the file saved and its counts read back. */
+  const agentRunAll = async (onError: 'stop' | 'continue') => {
+    const start = performance.now();
+    const r = await client.request(
+      'POST',
+      '/notebooks/run',
+      { notebook: nb.sid, all: true, wait: true, onError },
+      RUN_ALL_TIMEOUT_MS,
+    );
+    const ms = performance.now() - start;
+    if (r.status !== 200 || (JSON.parse(r.text) as { status?: string }).status !== 'succeeded')
+      ctx.problems.push(`(c) agent run-all: ${r.status} ${r.text.slice(0, 200)}`);
+    const s = await client.request('POST', '/notebooks/save', { notebook: nb.sid }, 60_000);
+    if (s.status !== 200) ctx.problems.push(`(c) save: ${s.status} ${s.text.slice(0, 200)}`);
+    saved = Math.min(Number.isNaN(saved) ? CELLS : saved, savedCounts(nb.path));
+    return ms;
+  };
+  try {
+    const steps = {
+      a: async () => {
+        await ctx.open(nb.path); // in front, as the person has it
+        const ms = await clickRunAll(ctx.page);
+        const wrong = await allRan(client, nb);
+        if (wrong) ctx.problems.push(`(a) Run All: ${wrong}`);
+        return ms;
+      },
+      b: async () => {
+        const from = fs.statSync(bare.log).size;
+        const ms = await clickRunAll(bare.sandbox.page);
+        const runs = fakeRuns(bare.log, from);
+        if (runs.ok !== CELLS || runs.failed)
+          ctx.problems.push(`(b) Run All without our extension: ${runs.ok} ok, ${runs.failed} failed`);
+        return ms;
+      },
+      c: () => agentRunAll('stop'),
+      d: () => agentRunAll('continue'),
+    };
+    const order = ['b', 'a', 'c', 'd'] as const;
+    for (let round = 0; round < WARMUP_ROUNDS + ROUNDS; round++) {
+      for (let k = 0; k < order.length; k++) {
+        const side = order[(round + k) % order.length]!;
+        const ms = await steps[side]();
+        if (round >= WARMUP_ROUNDS) times[side].push(ms);
+      }
+    }
+  } finally {
+    await client.close();
+    await bare.sandbox.stop();
+    fs.rmSync(bare.dir, { recursive: true, force: true });
+  }
+  const [a, b, c, d] = [p50(times.a), p50(times.b), p50(times.c), p50(times.d)];
+  const section = 'run-all';
+  const load = os.loadavg()[0]!.toFixed(2);
+  const each = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+  ctx.rows.push(
+    row(section, `(a) Run All clicked, ${CELLS} trivial cells, p50`, a, 'ms', {
+      baseline: base('(b) without our extension', b),
+      target: goal('(a) ≤ 1.1× (b)', a <= 1.1 * b),
+      note: `rounds ${each(times.a)} ms; (b) ${each(times.b)} ms; load average ${load}`,
+    }),
+    row(section, `(b) Run All clicked without our extension (fake minimal kernel), p50`, b, 'ms'),
+    row(section, `(c) an agent's run-all over HTTP, p50`, c, 'ms', {
+      baseline: base('(a) Run All clicked', a),
+      target: goal('(c) ≤ 1.1× (a)', c <= 1.1 * a),
+      note: `rounds ${each(times.c)} ms`,
+    }),
+    row(section, `(c) the same with onError "continue" (what Run All does on a failure), p50`, d, 'ms', {
+      baseline: base('(a) Run All clicked', a),
+      note: `rounds ${each(times.d)} ms`,
+    }),
+    row(section, `(c) execution counts saved in the file (fewest of any round)`, saved, 'count', {
+      target: goal(`${CELLS} of ${CELLS}`, saved === CELLS),
+    }),
+  );
+}
