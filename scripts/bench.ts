@@ -238,6 +238,7 @@ async function main(): Promise<number> {
       open: (file) => open(file),
       listFile: path.join(ws.dir, 'list-1000.ipynb'),
       page: sandbox.page,
+      sandboxId: sandbox.id,
       plainPython: ws.plainPython,
       spansFile,
       jupyter:

@@ -117,7 +117,11 @@ export async function insertVsEdit(ctx: Ctx): Promise<void> {
     const edit = () =>
       timed(
         'edit',
-        () => client.request('PATCH', `/notebooks/cells/${encodeURIComponent(target)}`, { notebook: nb.sid, code: `x = ${++n}` }),
+        () =>
+          client.request('PATCH', `/notebooks/cells/${encodeURIComponent(target)}`, {
+            notebook: nb.sid,
+            code: `x = ${1000 + ++n}`,
+          }),
         counted,
       );
     // Rotate which goes first, so load from elsewhere hits both alike.

@@ -33,8 +33,9 @@ export interface Ctx {
   /** Opens a notebook through the bridge, without selecting a kernel. */
   open(file: string): Promise<Opened>;
   listFile: string;
-  /** The sandbox's workbench, to act as the person. */
+  /** The sandbox's workbench, to act as the person, and its id (its processes' records). */
   page: Page;
+  sandboxId: string;
   /** The Python of the builtin kernel's plain mode. */
   plainPython: string;
   /** Where the extension writes each edit's spans (AGENT_BRIDGE_EDIT_SPANS). */

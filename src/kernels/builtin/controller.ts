@@ -5,7 +5,7 @@ import type { InterruptHow, Kernel, StreamName } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
-import { KernelProcess, type CallHandler, type KernelOutput } from './kernelProcess';
+import { KernelProcess, type CallHandler, type KernelOutput, type RunChain } from './kernelProcess';
 import { sandboxedKernel } from './kernelSandbox';
 import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
@@ -138,9 +138,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   /** The controller creates the cells' executions itself: no round trip through the workbench. */
-  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure = false): boolean {
     if (!this.selected.has(notebook)) return false;
-    this.executeCells(cells, notebook).catch((err: unknown) =>
+    this.executeCells(cells, notebook, stopAfterFailure ? { broken: false } : undefined).catch((err: unknown) =>
       this.options.log.warn(`running cells failed: ${err instanceof Error ? err.message : String(err)}`),
     );
     return true;
@@ -189,7 +189,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  private async executeCells(
+    cells: readonly vscode.NotebookCell[],
+    notebook: vscode.NotebookDocument,
+    chain?: RunChain,
+  ): Promise<void> {
     const kernel = this.kernelOf(notebook);
     // Executions are created at once so queued cells show as pending in the editor. The kernel
     // process keeps the order; it does not make a cell wait behind a run that waits for it
@@ -203,7 +207,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       runs.map((run) => {
         kernel.pending.add(run.abort);
         const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
-        return this.executeCell(kernel, run.execution, run.abort.signal).finally(() => {
+        return this.executeCell(kernel, run.execution, run.abort.signal, chain).finally(() => {
           cancel.dispose();
           kernel.pending.delete(run.abort);
         });
@@ -224,7 +228,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
+  private async executeCell(
+    kernel: NotebookKernel,
+    execution: vscode.NotebookCellExecution,
+    signal: AbortSignal,
+    chain: RunChain | undefined,
+  ): Promise<void> {
     // Output calls go out at once, in the order the kernel sent them: VS Code queues a run's
     // output edits and sends them before its end, so waiting for the editor to acknowledge each
     // (a round trip through the workbench, most of a trivial cell's run-and-wait) buys nothing.
@@ -294,7 +303,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     // The execution ends on every path: a cell left running blocks its notebook for good.
     try {
       const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
-      const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name);
+      const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name, chain);
       if (startTime === undefined) return; // dropped before its turn (interrupted while queued): it never ran
       if (result.executionCount !== undefined) {
         // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
