@@ -235,7 +235,7 @@ async function main(): Promise<number> {
       expressFloorUrl: floor.expressUrl,
       kernels,
       notebooks,
-      open: (file) => open(file),
+      open: (file, kernel) => open(file, kernel),
       listFile: path.join(ws.dir, 'list-1000.ipynb'),
       page: sandbox.page,
       sandboxId: sandbox.id,

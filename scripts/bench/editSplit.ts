@@ -76,7 +76,8 @@ export async function insertVsEdit(ctx: Ctx): Promise<void> {
   ctx.say(`insert vs edit: ${WARMUP} + ${RUNS} of each, interleaved, with the extension's spans`);
   const file = path.join(path.dirname(ctx.listFile), 'edits.ipynb');
   writeNotebook(file, 10, true);
-  const nb = await ctx.open(file);
+  // Its kernel running, as where an agent works: the code check is then answered by the kernel.
+  const nb = await ctx.open(file, 'builtin');
   const client = new BenchClient(ctx.url, ctx.token);
   const q = `?notebook=${encodeURIComponent(nb.sid)}`;
   const listed = await client.request('GET', `/notebooks/cells${q}`);

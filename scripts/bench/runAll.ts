@@ -23,7 +23,7 @@ import type { Ctx, Opened } from './sections';
 
 const CELLS = 100;
 const WARMUP_ROUNDS = 1;
-const ROUNDS = 3;
+const ROUNDS = 5;
 const RUN_ALL_TIMEOUT_MS = 180_000;
 const FAKE_KERNEL_DIR = path.join(REPO_ROOT, 'test', 'fixtures', 'fake-python-kernel');
 const TOOLBAR = '.notebook-toolbar-container';

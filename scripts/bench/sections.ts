@@ -30,8 +30,8 @@ export interface Ctx {
   /** KernelProcesses driven from the bench: the kernel alone, without Python's IPython and with it. */
   kernels: { plain: KernelProcess; ipython: KernelProcess };
   notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; stall: Opened };
-  /** Opens a notebook through the bridge, without selecting a kernel. */
-  open(file: string): Promise<Opened>;
+  /** Opens a notebook through the bridge, without selecting a kernel unless one is named (then started and warm). */
+  open(file: string, kernel?: 'builtin'): Promise<Opened>;
   listFile: string;
   /** The sandbox's workbench, to act as the person, and its id (its processes' records). */
   page: Page;
