@@ -7,6 +7,7 @@ import { commandTable } from './commands';
 import type { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
+import { CoalescedTask } from './core/coalescedTask';
 import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
 import { EditSpans } from './core/editSpans';
@@ -25,6 +26,9 @@ import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
 import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
+
+/** How long a burst of session changes is gathered before the sessions are published again. */
+const REFRESH_GATHER_MS = 100;
 
 export interface CompositionDeps {
   context: vscode.ExtensionContext;
@@ -135,10 +139,16 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const terminalEnv = context.environmentVariableCollection;
   terminalEnv.persistent = false;
   terminalEnv.description = 'Agent Bridge: MARIMO_TOKEN and AGENT_BRIDGE_URL for marimo-pair scripts and agents';
-  // Kernels are resolved once per change (for Jupyter that is an API call), then shared.
-  const refresh = async () => {
+  // Kernels are resolved once per change (for Jupyter that is an API call), then shared; what
+  // is published (discovery files, atomically written; terminals' environment) is written only
+  // when it changed, since a notebook's runs signal the sessions may have changed many times a second.
+  let told = '';
+  const republish = async () => {
     const connection = bridge.connection;
     const open = await sessions.sessions();
+    const now = JSON.stringify([connection?.url, connection?.token, open]);
+    if (now === told) return;
+    told = now;
     bridge.publish(open);
     status.update(connection, open.length);
     mcp.update();
@@ -147,6 +157,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
     terminalEnv.replace('AGENT_BRIDGE_URL', connection.url);
     if (connection.token) terminalEnv.replace('MARIMO_TOKEN', connection.token);
   };
+  const refreshing = new CoalescedTask(republish, REFRESH_GATHER_MS, (error) =>
+    log.warn(`refreshing the sessions failed: ${error instanceof Error ? error.message : String(error)}`),
+  );
+  push(refreshing);
+  const refresh = () => refreshing.now();
   const restartServer = async () => {
     try {
       await bridge.start();
@@ -155,7 +170,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     }
   };
   push(
-    sessions.onDidChange(() => void refresh()),
+    sessions.onDidChange(() => refreshing.soon()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
       showSandbox();
