@@ -28,7 +28,7 @@ import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 /** How long a burst of session changes is gathered before the sessions are published again. */
-const REFRESH_GATHER_MS = 100;
+const REFRESH_GATHER_MS = 20;
 
 export interface CompositionDeps {
   context: vscode.ExtensionContext;

@@ -188,17 +188,26 @@ export async function runAllSideBySide(ctx: Ctx): Promise<void> {
   const fewest = Math.min(...counts.filter((n) => typeof n === 'number'));
   const load = os.loadavg()[0]!.toFixed(2);
   const each = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
-  // CPU per Run All, by role: where (a) spends what (b) does not.
-  const perRun = (c: CpuByRole, n: number) =>
-    (Object.entries(c) as [string, number][]).map(([role, ms]) => `${role} ${(ms / Math.max(1, n)).toFixed(0)}`).join(', ');
-  const cpuNote = `CPU ms per Run All (whole run, warm-up included): (a) ${perRun(cpu.a, WARMUP_ROUNDS + ROUNDS)}; (b) ${perRun(cpu.b, WARMUP_ROUNDS + ROUNDS)}`;
+  // CPU per Run All, by process: where (a) spends what (b) does not (wall times on a shared
+  // machine swing by 2× from round to round; CPU time swings far less).
+  const rounds = WARMUP_ROUNDS + ROUNDS;
+  const total = (c: CpuByRole) => Object.values(c).reduce((x, y) => x + y, 0) / rounds;
+  const cpuRows = [
+    row(section, '(a) CPU per Run All, every process of the sandbox', total(cpu.a), 'ms', {
+      baseline: base('(b)', total(cpu.b)),
+    }),
+    ...(Object.keys(cpu.a) as (keyof CpuByRole)[]).map((role) =>
+      row(section, `  of it: ${role}`, cpu.a[role] / rounds, 'ms', { baseline: base('(b)', cpu.b[role] / rounds) }),
+    ),
+  ];
   ctx.rows.push(
     row(section, `(a) Run All clicked, ${CELLS} trivial cells, p50`, a, 'ms', {
       baseline: base('(b) without our extension', b),
       target: goal('(a) ≤ 1.1× (b)', a <= 1.1 * b),
       note: `rounds ${each(times.a)} ms; (b) ${each(times.b)} ms; load average ${load}`,
     }),
-    row(section, `(b) Run All clicked without our extension (fake minimal kernel), p50`, b, 'ms', { note: cpuNote }),
+    row(section, `(b) Run All clicked without our extension (fake minimal kernel), p50`, b, 'ms'),
+    ...cpuRows,
     row(section, `(c) an agent's run-all over HTTP, p50`, c, 'ms', {
       baseline: base('(a) Run All clicked', a),
       target: goal('(c) ≤ 1.1× (a)', c <= 1.1 * a),
