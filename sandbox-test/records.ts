@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MARKER_VAR, REPO_ROOT, STACK } from './stack';
-
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import { sleep } from '../src/core/sleep';
+import { writeFileAtomic } from '../src/fsAtomic';
 
 /** What `.vscode-test/sandboxes/<id>.json` holds. */
 export interface SandboxRecord {
@@ -140,11 +140,7 @@ export function recordPath(id: string): string {
 }
 
 export function writeRecord(record: SandboxRecord): void {
-  fs.mkdirSync(STACK.recordsDir, { recursive: true });
-  const file = recordPath(record.id);
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n');
-  fs.renameSync(tmp, file);
+  writeFileAtomic(recordPath(record.id), JSON.stringify(record, null, 2) + '\n');
 }
 
 export function readRecord(id: string): SandboxRecord | undefined {

@@ -14,14 +14,14 @@ import { launchSandbox, REPO_ROOT, type Sandbox, SandboxError } from './vscode';
 import { beginCheck, endCheck, findBridge, type OpenedNotebook, type SessionInfo, setContext } from './checks/context';
 import { findExtension, type GivenExtension, JUPYTER_ID } from './extensions';
 import type { MarimoUnderTest } from './marimoExtension';
+import { progressLog } from './progress';
 
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
 /** Launching, installing two extensions, finding the bridge and opening two notebooks, on a slow shared machine. */
 const LAUNCH_TIMEOUT_MS = 300_000;
 
-const t0 = Date.now();
 /** Progress on stderr, stamped with the seconds since the harness started. */
-export const say = (msg: string) => process.stderr.write(`[harness ${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}\n`);
+export const say = progressLog('harness');
 
 /** Copies the fixtures into a fresh temp folder (real path, so paths compare exactly). */
 function makeWorkspace(): string {

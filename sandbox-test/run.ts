@@ -44,6 +44,7 @@ import { securityChecks } from './checks/security';
 import { terminalChecks } from './checks/terminal';
 import { twoWindowChecks } from './checks/twoWindows';
 import { guardChecks } from './checks/guard';
+import { errorMessage } from '../src/core/errorMessage';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
@@ -137,7 +138,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`${errorMessage(err)}\n`);
     process.exit(1);
   },
 );

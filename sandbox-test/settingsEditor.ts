@@ -8,8 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../src/core/sleep';
 
 /** Opens the Settings editor on `key`'s Remote tab; the row of that setting. */
 async function openSetting(page: Page, key: string) {

@@ -18,7 +18,6 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { formatWithOptions, parseArgs } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import {
@@ -32,12 +31,15 @@ import {
   sandboxProcesses,
   SHORT_TMP_PREFIX,
   signal,
-  sleep,
   writeRecord,
   type SandboxRecord,
 } from './records';
 import { describeExtensions, findExtension, givenExtensions, JUPYTER_ID } from './extensions';
 import { MARKER_VAR, STACK } from './stack';
+import { errorMessage } from '../src/core/errorMessage';
+import { timedId } from '../src/core/ids';
+import { sleep } from '../src/core/sleep';
+import { progressLog } from './progress';
 
 export * from './stack';
 export * from './records';
@@ -135,13 +137,7 @@ export class SandboxError extends Error {
 
 // ------------------------------------------------------------------------------------ helpers
 
-function defaultProgress(message: string): void {
-  process.stderr.write(`[sandbox ${new Date().toISOString().slice(11, 23)}] ${message}\n`);
-}
-
-function newId(kind: string): string {
-  return `${kind}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
-}
+const defaultProgress = progressLog('sandbox');
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -300,14 +296,8 @@ function installSignalHandlers(): void {
   });
 }
 
-export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
-  const kind = opts.kind ?? 'sandbox';
-  const id = opts.id ?? newId(kind);
-  if (!/^[A-Za-z0-9._-]+$/.test(id)) throw new SandboxError(`bad sandbox id: ${id}`);
-  const progress = opts.onProgress ?? defaultProgress;
-  const startupMs = opts.startupTimeoutMs ?? 60_000;
-  const workspace = path.resolve(opts.workspace);
-
+/** Throws a SandboxError naming what is missing: the stack (`npm run setup`), the workspace, a .vsix. */
+function checkLaunchInputs(opts: SandboxOptions, workspace: string): void {
   for (const [what, file] of [
     ['code-server', STACK.codeServer],
     ['Node 24', path.join(STACK.node24Bin, 'node')],
@@ -320,17 +310,12 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     throw new SandboxError(`workspace is not a folder: ${workspace}`);
   for (const vsix of [opts.vsix, ...(opts.otherVsix ?? [])])
     if (vsix && !fs.existsSync(vsix)) throw new SandboxError(`vsix not found: ${vsix}`);
+}
 
-  fs.mkdirSync(STACK.runsDir, { recursive: true });
-  const root = path.join(STACK.runsDir, id);
-  if (fs.existsSync(root)) throw new SandboxError(`sandbox root already exists: ${root}`);
-  const dirs = makeDirs(root);
-  if (opts.venvKernelspec) writeVenvKernelspec(dirs);
-  const serverLog = path.join(dirs.logs, 'code-server.log');
-  const logTail = (lines = 40) => tailOfFile(serverLog, lines);
-
+/** The isolated environment code-server runs with: its own HOME, XDG_* and TMPDIR, Node 24 first on PATH. */
+function sandboxEnv(id: string, dirs: SandboxDirs, opts: SandboxOptions): Record<string, string> {
   const extraEnv = typeof opts.env === 'function' ? opts.env(dirs) : (opts.env ?? {});
-  const env: Record<string, string> = {
+  return {
     ...inheritedEnv(),
     HOME: dirs.home,
     XDG_CONFIG_HOME: dirs.configHome,
@@ -342,16 +327,22 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     [MARKER_VAR]: id,
     ...extraEnv,
   };
+}
 
+/** Writes the user settings and code-server's config; returns the arguments every code-server call takes. */
+function writeCodeServerConfig(root: string, dirs: SandboxDirs, settings: Record<string, unknown> | undefined): string[] {
   fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
   fs.writeFileSync(
     path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2),
+    JSON.stringify({ ...DEFAULT_SETTINGS, ...settings }, null, 2),
   );
   const configFile = path.join(root, 'config.yaml');
   fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
-  const common = ['--config', configFile, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+  return ['--config', configFile, '--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+}
 
+/** The sandbox's record, written before any process starts: cleanup finds the processes by it. */
+function startRecord(id: string, kind: string, root: string, dirs: SandboxDirs, workspace: string): SandboxRecord {
   const record: SandboxRecord = {
     id,
     kind,
@@ -369,17 +360,47 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     record.logFile = process.env['AGENT_BRIDGE_SANDBOX_LOG'];
   addProcess(record, process.pid, false);
   writeRecord(record);
+  return record;
+}
 
-  let server: ChildProcess | undefined;
-  let serverExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
-  let pageGone = false;
-  let stopping: Promise<void> | undefined;
-  let port = 0;
+/** What a launch has made so far; each step adds to it, and `fail`/`stop` undo all of it. */
+interface LaunchFiles {
+  id: string;
+  root: string;
+  dirs: SandboxDirs;
+  env: Record<string, string>;
+  /** Arguments of every code-server call (config, user data, extensions). */
+  common: string[];
+  record: SandboxRecord;
+  serverLog: string;
+}
 
-  const killNow = () => {
-    for (const pgid of record.pgids) {
+/**
+ * One sandbox's processes (code-server, Chromium and the workbench page) from launch to stop:
+ * the launch steps start them in order, `halt`/`stop` end them (and remove the files).
+ */
+class SandboxProcesses {
+  server: ChildProcess | undefined;
+  serverExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  context: BrowserContext | undefined;
+  page: Page | undefined;
+  pageGone = false;
+  port = 0;
+  testsExitCode: Promise<number> | undefined;
+  workbenchUrl = '';
+  private stopping: Promise<void> | undefined;
+  private removing: Promise<void> | undefined;
+
+  constructor(
+    readonly files: LaunchFiles,
+    private readonly progress: (message: string) => void,
+    private readonly startupMs: number,
+  ) {}
+
+  readonly logTail = (lines = 40): string => tailOfFile(this.files.serverLog, lines);
+
+  readonly killNow = (): void => {
+    for (const pgid of this.files.record.pgids) {
       try {
         process.kill(-pgid, 'SIGKILL');
       } catch {
@@ -388,101 +409,58 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
     }
   };
 
-  const waitFor = async <T>(
+  readonly waitFor = async <T>(
     what: string,
     probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-    timeoutMs = startupMs,
+    timeoutMs = this.startupMs,
   ): Promise<T> => {
     const end = Date.now() + timeoutMs;
     let lastError = '';
     for (;;) {
-      if (serverExit)
+      if (this.serverExit)
         throw new SandboxError(
-          `code-server exited (code ${serverExit.code}, signal ${serverExit.signal}) while waiting for ${what}`,
-          logTail(),
+          `code-server exited (code ${this.serverExit.code}, signal ${this.serverExit.signal}) while waiting for ${what}`,
+          this.logTail(),
         );
-      if (pageGone)
+      if (this.pageGone)
         throw new SandboxError(
-          `the workbench page closed or crashed while waiting for ${what} (see ${path.join(dirs.logs, 'browser.log')})`,
-          logTail(),
+          `the workbench page closed or crashed while waiting for ${what} (see ${path.join(this.files.dirs.logs, 'browser.log')})`,
+          this.logTail(),
         );
       try {
         const value = await probe();
         if (value) return value;
       } catch (err) {
-        lastError = err instanceof Error ? err.message : String(err);
+        lastError = errorMessage(err);
       }
       if (Date.now() > end)
         throw new SandboxError(
           `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError})` : ''}`,
-          logTail(),
+          this.logTail(),
         );
       await sleep(150);
     }
   };
 
-  const shutdown = async (): Promise<void> => {
-    record.status = 'stopping';
-    if (fs.existsSync(recordPath(id))) writeRecord(record);
-    if (context) {
-      try {
-        await withTimeout('closing Chromium', 10_000, context.close());
-      } catch {
-        if (record.chromiumPid) signal(-record.chromiumPid, 'SIGKILL');
-      }
-    }
-    if (server && !serverExit) {
-      signal(server.pid!, 'SIGTERM');
-      const end = Date.now() + 8_000;
-      while (!serverExit && Date.now() < end) await sleep(50);
-    }
-    // Give what is left of its group (the extension host deactivating) a moment, then kill it.
-    const groupLeft = () => listProcs().filter((p) => record.pgids.includes(p.pgid));
-    for (let i = 0; i < 30 && groupLeft().length; i++) await sleep(100);
-    killNow();
-    const strays = sandboxProcesses(record);
-    for (const p of strays) signal(p.pid, 'SIGKILL');
-    liveSandboxes.delete(handleEntry); // nothing left for the exit handler to kill
-    if (strays.length)
-      progress(
-        `killed stray processes carrying ${MARKER_VAR}=${id}: ${strays.map((p) => `${p.pid} (${p.cmdline.slice(0, 60)})`).join(', ')}`,
-      );
-  };
-  const remove = async (): Promise<void> => {
-    try {
-      await halt();
-    } finally {
-      const kept = keepLogs(root, id);
-      if (kept) progress(`logs kept in ${kept}`);
-      removeTree(root);
-      removeShortTmp(dirs.tmp);
-      fs.rmSync(recordPath(id), { force: true });
-    }
-  };
-  const halt = () => (stopping ??= shutdown());
-  let removing: Promise<void> | undefined;
-  const stop = () => (removing ??= remove());
-  const handleEntry = { stop: () => stop(), killNow };
-  if (opts.handleSignals !== false) {
-    installSignalHandlers();
-  }
-  liveSandboxes.add(handleEntry);
+  readonly alive = (): boolean => !this.serverExit && !this.pageGone && !this.stopping;
+  readonly halt = (): Promise<void> => (this.stopping ??= this.shutdown());
+  readonly stop = (): Promise<void> => (this.removing ??= this.remove());
 
-  const fail = async (err: unknown): Promise<never> => {
+  /** Marks the record failed, stops everything and throws a SandboxError with the log tail. */
+  async fail(err: unknown): Promise<never> {
+    const { record } = this.files;
     record.status = 'failed';
-    record.error = err instanceof Error ? err.message : String(err);
+    record.error = errorMessage(err);
     writeRecord(record);
-    await stop().catch(() => undefined);
-    throw err instanceof SandboxError ? err : new SandboxError(record.error, logTail());
-  };
+    await this.stop().catch(() => undefined);
+    throw err instanceof SandboxError ? err : new SandboxError(record.error, this.logTail());
+  }
 
-  let testsExitCode: Promise<number> | undefined;
-  let workbenchUrl: string;
-  try {
-    for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.otherVsix ?? [])]) {
+  installExtensions(vsixes: readonly string[]): void {
+    for (const vsix of vsixes) {
       const t0 = Date.now();
-      const inst = spawnSync(STACK.codeServer, [...common, '--install-extension', path.resolve(vsix), '--force'], {
-        env,
+      const inst = spawnSync(STACK.codeServer, [...this.files.common, '--install-extension', path.resolve(vsix), '--force'], {
+        env: this.files.env,
         encoding: 'utf8',
         timeout: 60_000,
       });
@@ -490,22 +468,25 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
         throw new SandboxError(
           `installing ${vsix} failed (status ${inst.status}): ${(inst.stdout + inst.stderr).trim().slice(-2000)}`,
         );
-      progress(`installed ${path.basename(vsix)} (${Date.now() - t0} ms)`);
+      this.progress(`installed ${path.basename(vsix)} (${Date.now() - t0} ms)`);
     }
+  }
 
-    const devMode = Boolean(opts.extensionDevelopmentPath || opts.extensionTestsPath);
+  /** Starts code-server on a free port (again on another, up to three times, if that one was taken) and waits for /healthz. */
+  async startCodeServer(workspace: string, devMode: boolean): Promise<void> {
+    const { common, env, record, serverLog } = this.files;
     for (let attempt = 1; ; attempt++) {
-      port = await freePort();
+      this.port = await freePort();
       const out = fs.openSync(serverLog, 'a');
-      serverExit = undefined;
-      server = spawn(
+      this.serverExit = undefined;
+      const child = spawn(
         STACK.codeServer,
         [
           ...common,
           '--auth',
           'none',
           '--bind-addr',
-          `127.0.0.1:${port}`,
+          `127.0.0.1:${this.port}`,
           '--disable-telemetry',
           '--disable-update-check',
           '--disable-workspace-trust',
@@ -518,70 +499,89 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
         ],
         { env, detached: true, stdio: ['ignore', out, out] },
       );
+      this.server = child;
       fs.closeSync(out);
-      const child = server;
       child.on('exit', (code, sig) => {
-        if (child === server) serverExit = { code, signal: sig };
+        if (child === this.server) this.serverExit = { code, signal: sig };
       });
       record.codeServerPid = child.pid!;
-      record.codeServerPort = port;
+      record.codeServerPort = this.port;
       addProcess(record, child.pid!, true);
       writeRecord(record);
       try {
-        await waitFor('code-server /healthz', async () => (await httpStatus(`http://127.0.0.1:${port}/healthz`)) === 200);
+        await this.waitFor(
+          'code-server /healthz',
+          async () => (await httpStatus(`http://127.0.0.1:${this.port}/healthz`)) === 200,
+        );
         break;
       } catch (err) {
-        const addrInUse = /EADDRINUSE/.test(logTail(10));
+        const addrInUse = /EADDRINUSE/.test(this.logTail(10));
         if (!addrInUse || attempt >= 3) throw err;
-        progress(`port ${port} was taken, retrying`);
+        this.progress(`port ${this.port} was taken, retrying`);
         signal(-child.pid!, 'SIGKILL');
       }
     }
-    progress(`code-server ${server.pid} up on 127.0.0.1:${port}`);
+    this.progress(`code-server ${this.server.pid} up on 127.0.0.1:${this.port}`);
+  }
 
-    // The extension host starts only when a workbench connects, and needs it to stay connected.
+  /** Opens the workbench in headless Chromium: the extension host starts only when a workbench connects, and needs it to stay connected. */
+  async openWorkbench(workspace: string, opts: SandboxOptions): Promise<void> {
+    const { dirs, env, record } = this.files;
     const { chromium } = await import('playwright-core');
-    context = await withTmpdir(dirs.tmp, () =>
+    const context = await withTmpdir(dirs.tmp, () =>
       chromium.launchPersistentContext(dirs.chrome, {
         executablePath: STACK.chromium,
         headless: true,
         env,
         args: CHROMIUM_ARGS,
-        timeout: startupMs,
+        timeout: this.startupMs,
         // Our own handlers stop the whole sandbox; Playwright's would exit before that finishes.
         handleSIGINT: false,
         handleSIGTERM: false,
         handleSIGHUP: false,
       }),
     );
+    this.context = context;
     const chrome = listProcs().find((p) => p.ppid === process.pid && p.cmdline.includes(dirs.chrome));
     if (chrome) {
       record.chromiumPid = chrome.pid;
       addProcess(record, chrome.pid, true);
       writeRecord(record);
     }
-    page = context.pages()[0] ?? (await context.newPage());
+    const page = context.pages()[0] ?? (await context.newPage());
+    this.page = page;
     const browserLog = fs.createWriteStream(path.join(dirs.logs, 'browser.log'), { flags: 'a' });
     page.on('console', (msg) => browserLog.write(`[${msg.type()}] ${msg.text()}\n`));
     page.on('crash', () => {
-      pageGone = true;
-      progress('the workbench page crashed');
+      this.pageGone = true;
+      this.progress('the workbench page crashed');
     });
     page.on('close', () => {
-      pageGone = true;
+      this.pageGone = true;
     });
+    await this.exposeTestDriver(page, browserLog, opts);
+    this.workbenchUrl = `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(workspace)}` + this.devPayload(opts);
+    await page.goto(this.workbenchUrl, { waitUntil: 'domcontentloaded', timeout: this.startupMs });
+    this.progress(`workbench open in headless Chromium${record.chromiumPid ? ` (pid ${record.chromiumPid})` : ''}`);
+  }
 
-    const remote = (p: string) => `vscode-remote://127.0.0.1:${port}${path.resolve(p)}`;
+  /** The workbench URL's payload naming the extension under development and its tests ('' without them). */
+  private devPayload(opts: SandboxOptions): string {
+    const remote = (p: string) => `vscode-remote://127.0.0.1:${this.port}${path.resolve(p)}`;
     const payload: [string, string][] = [];
     if (opts.extensionDevelopmentPath) payload.push(['extensionDevelopmentPath', remote(opts.extensionDevelopmentPath)]);
     if (opts.extensionTestsPath) payload.push(['extensionTestsPath', remote(opts.extensionTestsPath)]);
+    return payload.length ? `&payload=${encodeURIComponent(JSON.stringify(payload))}` : '';
+  }
+
+  /** What @vscode/test-web does: the smoke-test driver reports the tests' exit and the extension host's console through page globals. */
+  private async exposeTestDriver(page: Page, browserLog: fs.WriteStream, opts: SandboxOptions): Promise<void> {
     if (opts.extensionTestsPath) {
-      // What @vscode/test-web does: the smoke-test driver reports through these two globals.
-      testsExitCode = new Promise<number>((resolve) => {
-        void page!.exposeFunction('codeAutomationExit', (code: number) => resolve(Number(code)));
+      this.testsExitCode = new Promise<number>((resolve) => {
+        void page.exposeFunction('codeAutomationExit', (code: number) => resolve(Number(code)));
       });
     }
-    if (devMode) {
+    if (opts.extensionDevelopmentPath || opts.extensionTestsPath) {
       await page.exposeFunction('codeAutomationLog', (type: string, args: unknown) => {
         // The console arguments as given (format string first): render them as console.log would.
         const text = formatWithOptions({ colors: false }, ...([] as unknown[]).concat(args));
@@ -589,35 +589,103 @@ export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
         opts.onLog?.(type, text);
       });
     }
-    workbenchUrl =
-      `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}` +
-      (payload.length ? `&payload=${encodeURIComponent(JSON.stringify(payload))}` : '');
-    await page.goto(workbenchUrl, { waitUntil: 'domcontentloaded', timeout: startupMs });
-    progress(`workbench open in headless Chromium${record.chromiumPid ? ` (pid ${record.chromiumPid})` : ''}`);
-    record.status = 'running';
-    writeRecord(record);
-  } catch (err) {
-    return fail(err);
   }
 
-  const handle: Sandbox = {
+  private async shutdown(): Promise<void> {
+    const { id, record } = this.files;
+    record.status = 'stopping';
+    if (fs.existsSync(recordPath(id))) writeRecord(record);
+    if (this.context) {
+      try {
+        await withTimeout('closing Chromium', 10_000, this.context.close());
+      } catch {
+        if (record.chromiumPid) signal(-record.chromiumPid, 'SIGKILL');
+      }
+    }
+    if (this.server && !this.serverExit) {
+      signal(this.server.pid!, 'SIGTERM');
+      const end = Date.now() + 8_000;
+      while (!this.serverExit && Date.now() < end) await sleep(50);
+    }
+    // Give what is left of its group (the extension host deactivating) a moment, then kill it.
+    const groupLeft = () => listProcs().filter((p) => record.pgids.includes(p.pgid));
+    for (let i = 0; i < 30 && groupLeft().length; i++) await sleep(100);
+    this.killNow();
+    const strays = sandboxProcesses(record);
+    for (const p of strays) signal(p.pid, 'SIGKILL');
+    liveSandboxes.delete(this); // nothing left for the exit handler to kill
+    if (strays.length)
+      this.progress(
+        `killed stray processes carrying ${MARKER_VAR}=${id}: ${strays.map((p) => `${p.pid} (${p.cmdline.slice(0, 60)})`).join(', ')}`,
+      );
+  }
+
+  private async remove(): Promise<void> {
+    const { id, root, dirs } = this.files;
+    try {
+      await this.halt();
+    } finally {
+      const kept = keepLogs(root, id);
+      if (kept) this.progress(`logs kept in ${kept}`);
+      removeTree(root);
+      removeShortTmp(dirs.tmp);
+      fs.rmSync(recordPath(id), { force: true });
+    }
+  }
+}
+
+export async function launchSandbox(opts: SandboxOptions): Promise<Sandbox> {
+  const kind = opts.kind ?? 'sandbox';
+  const id = opts.id ?? timedId(kind);
+  if (!/^[A-Za-z0-9._-]+$/.test(id)) throw new SandboxError(`bad sandbox id: ${id}`);
+  const workspace = path.resolve(opts.workspace);
+  checkLaunchInputs(opts, workspace);
+
+  fs.mkdirSync(STACK.runsDir, { recursive: true });
+  const root = path.join(STACK.runsDir, id);
+  if (fs.existsSync(root)) throw new SandboxError(`sandbox root already exists: ${root}`);
+  const dirs = makeDirs(root);
+  if (opts.venvKernelspec) writeVenvKernelspec(dirs);
+  const files: LaunchFiles = {
     id,
     root,
     dirs,
-    env,
-    codeServerPort: port,
-    codeServerPid: server.pid!,
-    workspace,
-    workbenchUrl,
-    page: page!,
-    testsExitCode,
-    logTail,
-    alive: () => !serverExit && !pageGone && !stopping,
-    waitFor,
-    halt,
-    stop,
+    env: sandboxEnv(id, dirs, opts),
+    common: writeCodeServerConfig(root, dirs, opts.settings),
+    record: startRecord(id, kind, root, dirs, workspace),
+    serverLog: path.join(dirs.logs, 'code-server.log'),
   };
-  return handle;
+
+  const sandbox = new SandboxProcesses(files, opts.onProgress ?? defaultProgress, opts.startupTimeoutMs ?? 60_000);
+  if (opts.handleSignals !== false) installSignalHandlers();
+  liveSandboxes.add(sandbox);
+  try {
+    sandbox.installExtensions([...(opts.vsix ? [opts.vsix] : []), ...(opts.otherVsix ?? [])]);
+    await sandbox.startCodeServer(workspace, Boolean(opts.extensionDevelopmentPath || opts.extensionTestsPath));
+    await sandbox.openWorkbench(workspace, opts);
+    files.record.status = 'running';
+    writeRecord(files.record);
+  } catch (err) {
+    return sandbox.fail(err);
+  }
+
+  return {
+    id,
+    root,
+    dirs,
+    env: files.env,
+    codeServerPort: sandbox.port,
+    codeServerPid: sandbox.server!.pid!,
+    workspace,
+    workbenchUrl: sandbox.workbenchUrl,
+    page: sandbox.page!,
+    testsExitCode: sandbox.testsExitCode,
+    logTail: sandbox.logTail,
+    alive: sandbox.alive,
+    waitFor: sandbox.waitFor,
+    halt: sandbox.halt,
+    stop: sandbox.stop,
+  };
 }
 
 /** Sets `info` on the sandbox's record (e.g. the bridge URL, for sandbox-up). */
@@ -744,7 +812,7 @@ if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`${errorMessage(err)}\n`);
       process.exit(1);
     },
   );

@@ -36,6 +36,8 @@ import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
 import * as sections from './bench/sections';
+import { errorMessage } from '../src/core/errorMessage';
+import { progressLog } from '../sandbox-test/progress';
 
 const SECTIONS = [
   'scratchpad',
@@ -54,7 +56,7 @@ const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECT
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
 const t0 = Date.now();
-const say = (msg: string) => process.stderr.write(`[bench ${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}\n`);
+const say = progressLog('bench');
 
 function options() {
   const { values } = parseArgs({
@@ -281,7 +283,7 @@ async function main(): Promise<number> {
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));
   } catch (err) {
     exitCode = 1;
-    problems.push(`run broke: ${err instanceof Error ? err.message : String(err)}`);
+    problems.push(`run broke: ${errorMessage(err)}`);
     if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
   } finally {
     for (const stop of stops) await stop();

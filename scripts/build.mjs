@@ -59,6 +59,8 @@ await build({
 
 mkdirSync('dist', { recursive: true });
 copyFileSync('src/kernels/builtin/kernel.py', 'dist/kernel.py');
+copyFileSync('src/kernels/builtin/kernel_protocol.py', 'dist/kernel_protocol.py'); // the wire to the host, loaded by kernel.py
+copyFileSync('src/kernels/builtin/kernel_values.py', 'dist/kernel_values.py'); // rich values, loaded by kernel.py
 copyFileSync('src/kernels/builtin/agent_bridge.py', 'dist/agent_bridge.py'); // code mode, imported by kernel.py
 copyFileSync('src/kernels/builtin/kernel_ipython.py', 'dist/kernel_ipython.py'); // the IPython path, loaded by kernel.py
 copyFileSync('src/kernels/builtin/kernel_text.py', 'dist/kernel_text.py'); // readable tables, loaded by kernel.py

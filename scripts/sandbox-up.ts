@@ -16,7 +16,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { BridgeClient } from '../sandbox-test/http';
 import {
   MARKER_VAR,
@@ -26,18 +25,21 @@ import {
   publishInfo,
   readRecord,
   recordPath,
-  sleep,
   stopRecorded,
 } from '../sandbox-test/vscode';
 import { describeExtensions, givenExtensions } from '../sandbox-test/extensions';
 import { marimoUnderTest } from '../sandbox-test/marimoExtension';
 import { runMain } from './runMain';
+import { errorMessage } from '../src/core/errorMessage';
+import { timedId } from '../src/core/ids';
+import { sleep } from '../src/core/sleep';
+import { progressLog } from '../sandbox-test/progress';
 
 const VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 const FIXTURES = path.join(REPO_ROOT, 'sandbox-test', 'fixtures');
 const TSX_LOADER = path.join(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 
-const say = (msg: string) => process.stderr.write(`[sandbox-up] ${msg}\n`);
+const say = progressLog('sandbox-up');
 
 function newestMtime(target: string): number {
   const st = fs.statSync(target, { throwIfNoEntry: false });
@@ -122,7 +124,7 @@ async function main(): Promise<number> {
   packageIfNeeded(buildMode);
   if (!fs.existsSync(VSIX)) throw new Error(`${VSIX} not found`);
 
-  const id = `up-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const id = timedId('up');
   let workspace: string;
   let ownedWorkspace: string | undefined;
   if (workspaceArg) {
@@ -239,7 +241,7 @@ async function main(): Promise<number> {
     return 0;
   } catch (err) {
     fs.rmSync(packDir, { recursive: true, force: true });
-    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`failed: ${errorMessage(err)}`);
     const r = readRecord(id) ?? record;
     if (r) say(await stopRecorded(r));
     else if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGTERM');

@@ -19,13 +19,15 @@ import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { runTests } from '@vscode/test-electron';
 import { FAKE_MARIMO_DIR, packFakeMarimo } from '../sandbox-test/marimoExtension';
+import { errorMessage } from '../src/core/errorMessage';
+import { progressLog } from '../sandbox-test/progress';
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 const TEST_DIR = path.join(REPO_ROOT, 'test', 'integration');
 const OUT_FILE = path.join(REPO_ROOT, 'out', 'integration', 'index.js');
 const LAUNCHER = path.join(REPO_ROOT, 'scripts', 'code-launcher.sh');
 
-const say = (msg: string) => process.stderr.write(`[test:integration] ${msg}\n`);
+const say = progressLog('test:integration');
 
 function testFiles(dir: string): string[] {
   const out: string[] = [];
@@ -100,7 +102,7 @@ async function main(): Promise<number> {
     });
     return code;
   } catch (err) {
-    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`failed: ${errorMessage(err)}`);
     return 1;
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
@@ -110,7 +112,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`${errorMessage(err)}\n`);
     process.exit(1);
   },
 );

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import type { Log } from './core/log';
 import type { SessionInfo } from './core/notebookHost';
 import type { BridgeAdvert, Discovery } from './discovery';
 import { deferredApp, listen, type RunningServer } from './server/listen';
+import { errorMessage } from './core/errorMessage';
+import { randomHex } from './core/ids';
 
 /** What the request handler of one server start is built with. */
 export interface ServerParams {
@@ -35,7 +36,7 @@ export interface ConnectionInfo {
 export class Bridge {
   private server: RunningServer | undefined;
   private startedAt = '';
-  private readonly secret = randomBytes(32).toString('hex');
+  private readonly secret = randomHex(32);
   private token: string | null = null;
 
   constructor(private readonly options: BridgeOptions) {}
@@ -81,7 +82,7 @@ export class Bridge {
     try {
       this.options.discovery.publish(advert);
     } catch (error) {
-      this.options.log.error(`could not write discovery files: ${error instanceof Error ? error.message : String(error)}`);
+      this.options.log.error(`could not write discovery files: ${errorMessage(error)}`);
     }
   }
 

@@ -8,6 +8,7 @@ import type { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
 import { CoalescedTask } from './core/coalescedTask';
+import { errorMessage } from './core/errorMessage';
 import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
 import { EditSpans } from './core/editSpans';
@@ -158,7 +159,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     if (connection.token) terminalEnv.replace('MARIMO_TOKEN', connection.token);
   };
   const refreshing = new CoalescedTask(republish, REFRESH_GATHER_MS, (error) =>
-    log.warn(`refreshing the sessions failed: ${error instanceof Error ? error.message : String(error)}`),
+    log.warn(`refreshing the sessions failed: ${errorMessage(error)}`),
   );
   push(refreshing);
   const refresh = () => refreshing.now();

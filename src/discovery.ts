@@ -1,7 +1,8 @@
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { SessionInfo } from './core/notebookHost';
+import { writeFileAtomic } from './fsAtomic';
 
 /** What our own discovery files say: everything an agent needs to connect, token included. */
 export interface BridgeAdvert {
@@ -38,15 +39,6 @@ export function marimoRegistryEntry(advert: BridgeAdvert) {
 
 export function marimoRegistryFileName(host: string, port: number): string {
   return `${host}:${port}`.replace(/[:/]/g, '_') + '.json';
-}
-
-/** Write-then-rename so readers (which glob *.json) never see a partial file; 0600 always. */
-export function writeFileAtomic(path: string, content: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, content, { mode: 0o600 });
-  chmodSync(tmp, 0o600); // the mode above is filtered by umask
-  renameSync(tmp, path);
 }
 
 /** True while a process with this pid exists (EPERM: it exists, owned by someone else). */

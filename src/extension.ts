@@ -4,6 +4,7 @@ import { Bridge } from './bridge';
 import type { Composition } from './composition';
 import { Settings } from './config';
 import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntries } from './discovery';
+import { errorMessage } from './core/errorMessage';
 
 /** When VS Code loaded this bundle: from then until it calls activate(), it makes our extension context. */
 const loadedAt = performance.now();
@@ -57,7 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     for (const file of removeStaleEntries(advertDir, marimoRegistryDir())) log.info(`removed the stale discovery file ${file}`);
   } catch (error) {
     // VS Code shows nothing when activation fails; say it where the person looks.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     log.error(`activation failed: ${error instanceof Error ? error.stack : message}`);
     void vscode.window.showErrorMessage(`Agent Bridge could not start: ${message}`, 'Show Log').then((c) => c && log.show());
   }

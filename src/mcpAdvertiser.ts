@@ -13,7 +13,8 @@ import {
   type Credentials,
 } from './core/agentConfig';
 import type { Log } from './core/log';
-import { writeFileAtomic } from './discovery';
+import { writeFileAtomic } from './fsAtomic';
+import { errorMessage } from './core/errorMessage';
 
 const PROVIDER_ID = 'agentBridge.mcp';
 
@@ -45,7 +46,7 @@ export class McpAdvertiser implements vscode.Disposable {
       });
     } catch (error) {
       // Editors without the MCP API (or with AI features off) still get the HTTP bridge.
-      log.warn(`MCP server definitions are not available here: ${error instanceof Error ? error.message : String(error)}`);
+      log.warn(`MCP server definitions are not available here: ${errorMessage(error)}`);
     }
   }
 
@@ -118,7 +119,7 @@ export async function writeMcpConfig(connection: ConnectionInfo | undefined, con
     const merged = mergeMcpJson(readIfExists(file), MCP_SERVER_NAME, jsonServerEntry(target.client, credentials), file);
     writeFileAtomic(file, merged); // mode 0600: it may hold the token
   } catch (error) {
-    void vscode.window.showErrorMessage(`Could not write ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    void vscode.window.showErrorMessage(`Could not write ${file}: ${errorMessage(error)}`);
     return;
   }
   const choice = await vscode.window.showInformationMessage(

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { skillDirs } from './core/agentConfig';
+import { errorMessage } from './core/errorMessage';
 
 interface SkillTarget extends vscode.QuickPickItem {
   dir: string;
@@ -34,7 +35,7 @@ export async function installSkill(sourceDir: string): Promise<void> {
       done.push(target.dir);
     }
   } catch (error) {
-    void vscode.window.showErrorMessage(`Could not install the skill: ${error instanceof Error ? error.message : String(error)}`);
+    void vscode.window.showErrorMessage(`Could not install the skill: ${errorMessage(error)}`);
     return;
   }
   void vscode.window.showInformationMessage(

@@ -11,11 +11,11 @@ import { eq, fail, includes, ok, show } from '../assert';
 import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
+import { sleep } from '../../src/core/sleep';
 
 export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });

@@ -5,7 +5,6 @@
  * workbench through the launcher's Chromium page and types on the keyboard.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -13,8 +12,8 @@ import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, HttpResult, RequestOptions } from '../http';
 import { REPO_ROOT } from '../stack';
 import { type CheckContext, checkRun, context, type OpenedNotebook, readJson } from './context';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
+import { randomHex } from '../../src/core/ids';
 
 /** A cell as GET /notebooks/cells shows it (the fields the checks read). */
 interface Cell {
@@ -76,7 +75,7 @@ export function cellChecks(): void {
     q = `notebook=${encodeURIComponent(sid)}`;
   });
   /** A token unique to this run, so cells made by the checks are found by their text. */
-  const tag = randomBytes(3).toString('hex');
+  const tag = randomHex(3);
 
   const call = (method: string, path: string, json: unknown, opts: Omit<RequestOptions, 'path' | 'method' | 'json'>) =>
     client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });

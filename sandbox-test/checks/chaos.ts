@@ -12,8 +12,8 @@ import * as path from 'node:path';
 import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
 import { type CheckContext, type CheckRun, checkRun, context, type SessionInfo } from './context';
+import { sleep } from '../../src/core/sleep';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const MB = 1024 * 1024;
 const RSS_BUDGET = 200 * MB;
 const LOOP = "while True: print('x' * 1000)";

@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { show } from '../assert';
 import { type Case, CORPUS, type CaseEnv } from '../conformance/corpus';
 import { DIFFERENCES, explained } from '../conformance/differences';
-import { MARIMO_FIXTURES, marimoMissing, type MarimoServer, newToken, startMarimo } from '../conformance/marimoServer';
+import { MARIMO_FIXTURES, marimoMissing, type MarimoServer, startMarimo } from '../conformance/marimoServer';
 import { differingFields, normalise } from '../conformance/normalise';
 import type { Observation, Target } from '../conformance/target';
 import { findExtension, type GivenExtension } from '../extensions';
@@ -24,6 +24,7 @@ import { MARIMO_ID } from '../marimoExtension';
 import { MARKER_VAR, REPO_ROOT } from '../vscode';
 import { type CheckContext, checkRun, context, skipped } from './context';
 import { scriptsDir } from './scripts';
+import { randomHex } from '../../src/core/ids';
 
 /** Cases observed at the same time (each runs on every target at once). */
 const POOL = 4;
@@ -163,7 +164,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
     this.timeout(180_000);
     ctx = context();
     tmp = fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'conformance-'));
-    server = await startMarimo({ token: newToken(), sandboxId: ctx.sandbox.id });
+    server = await startMarimo({ token: randomHex(16), sandboxId: ctx.sandbox.id });
     const [marimo, bridge] = await Promise.all([marimoTarget(server), bridgeTarget(ctx)]);
     targets = [marimo, bridge];
     if (withExtension) targets.push(await marimoExtensionTarget(ctx, bridge));

@@ -11,8 +11,7 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
 
 /** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
 function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {

@@ -17,12 +17,12 @@ import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { setText } from '../settingsEditor';
 import { type CheckContext, type CheckRun, checkRun, context, type OpenedNotebook, type SessionInfo } from './context';
+import { sleep } from '../../src/core/sleep';
 
 /** Debian's Python, which `npm run setup` gives IPython, pandas, numpy and matplotlib. */
 const IPYTHON_PYTHON = '/usr/bin/python3';
 const FIXTURE = 'ipython.ipynb';
 const PYTHON_PATH = 'agentBridge.pythonPath';
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface SavedOutput {
   output_type: string;

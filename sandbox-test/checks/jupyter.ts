@@ -13,7 +13,6 @@
  * request abandoned while the dialog was up) and carries the functional checks.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -24,6 +23,8 @@ import { MARKER_VAR, type Sandbox, STACK } from '../vscode';
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
 import { type CheckContext, checkRun, context, expectWellFramed, readJson, skipped } from './context';
 import { runScript, scriptsDir } from './scripts';
+import { sleep } from '../../src/core/sleep';
+import { randomHex } from '../../src/core/ids';
 
 const NAMES = {
   startRefused:
@@ -59,8 +60,6 @@ export const WAITING = "Waiting for the person's permission in VS Code";
 export const MANAGE = 'Jupyter: Manage Access To Jupyter Kernels';
 /** A 1x1 PNG. */
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One MCP tool call over Streamable HTTP; the result (SSE or JSON reply). */
 export async function callTool(client: BridgeClient, name: string, args: object, signal: AbortSignal, timeoutMs = 60_000) {
@@ -520,7 +519,7 @@ async function startJupyterServer(ctx: CheckContext): Promise<{ url: string; tok
       probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
-  const token = randomBytes(16).toString('hex');
+  const token = randomHex(16);
   const home = path.join(ctx.sandbox.root, 'jupyter-server');
   const runtime = path.join(home, 'runtime');
   fs.mkdirSync(home, { recursive: true });

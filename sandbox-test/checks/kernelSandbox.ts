@@ -14,6 +14,7 @@ import type { BridgeClient } from '../http';
 import { screenshot } from './access';
 import { setBoolean } from '../settingsEditor';
 import { type CheckContext, checkRun, context, skipped } from './context';
+import { sleep } from '../../src/core/sleep';
 
 const NAMES = {
   on: 'kernel sandbox: turned on in the Settings editor, the status bar says so and the kernel restarts under bubblewrap',
@@ -25,7 +26,6 @@ const NAMES = {
 } as const;
 
 const SETTING = 'agentBridge.kernel.sandbox';
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The `kernel sandbox` suite's checks. */
 export function kernelSandboxChecks(): void {

@@ -4,8 +4,7 @@ import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
 import { type CheckContext, checkRun, context, expectWellFramed } from './context';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
 
 /** The `marimo API` suite's checks. */
 export function marimoChecks(): void {

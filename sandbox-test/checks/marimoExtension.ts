@@ -15,6 +15,7 @@ import { MARKER_VAR } from '../vscode';
 import { checkRun, context, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
+import { sleep } from '../../src/core/sleep';
 
 interface Cell {
   id: string;
@@ -23,7 +24,6 @@ interface Cell {
   outputs?: { items?: { mime: string; text?: string }[] }[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** What a cell showed, as text, for matching (stdout, values, errors). */
 const shown = (cell: Cell | undefined) => JSON.stringify(cell?.outputs ?? []);
 

@@ -33,6 +33,7 @@ import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
 import { RESULTS_DIR } from './access';
 import { bridgeLog, expectRefused, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
 import { reviewRows } from './review';
+import { sleep } from '../../src/core/sleep';
 
 const NAMES = {
   revoke:
@@ -50,7 +51,6 @@ const NAMES = {
     'reload: Deny is stored: after another window restart Jupyter refuses at once, without asking; ids and versions still the same',
 } as const;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const REFUSED = 'The person refused Agent Bridge access';
 const RELOAD_AGENT = 'reload-agent';
 

@@ -5,7 +5,6 @@
  * batch with the saved file compared byte for byte. Screenshots of the review list and of the
  * diff go to sandbox-results/ (look at them).
  */
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -14,8 +13,8 @@ import type { BridgeClient } from '../http';
 import { REPO_ROOT } from '../vscode';
 import { openAgentBridge, RESULTS_DIR } from './access';
 import { type CheckContext, checkRun, context } from './context';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
+import { randomHex } from '../../src/core/ids';
 
 interface Cell {
   id: string;
@@ -56,7 +55,7 @@ export function reviewChecks(): void {
     ctx = context();
     ({ client } = ctx);
   });
-  const tag = randomBytes(3).toString('hex');
+  const tag = randomHex(3);
 
   it('review: an agent edits three cells, the person types in one, Revert (clicked in Agent Changes) restores the other two and keeps the typing; the diff shows before and after', async () => {
     const { signal, note } = checkRun();

@@ -15,12 +15,12 @@ import { BridgeClient } from '../http';
 import { screenshot } from './access';
 import { type CheckContext, checkRun, context, findBridge, setContext, skipped } from './context';
 import { scriptsDir } from './scripts';
+import { sleep } from '../../src/core/sleep';
 
 const NAMES = {
   first: "terminal: execute-code.sh typed in the editor's terminal, with no URL or token of its own, prints 42",
   restarted: 'terminal: after "Agent Bridge: Restart Server" moves the bridge, a new terminal gets the new URL and reaches it',
 } as const;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function palette(page: Page, command: string): Promise<void> {
   await page.keyboard.press('F1');

@@ -11,13 +11,13 @@
  * middleware), so the server runs with --no-skew-protection and nothing the scripts see changes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BridgeClient } from '../http';
-import { freePort, MARKER_VAR, REPO_ROOT, sleep, STACK } from '../vscode';
+import { sleep } from '../../src/core/sleep';
+import { freePort, MARKER_VAR, REPO_ROOT, STACK } from '../vscode';
 
 export const MARIMO_BIN = path.join(STACK.venvBin, 'marimo');
 /** The marimo twins of the .ipynb fixtures: the same cells, the same globals. */
@@ -186,4 +186,3 @@ async function stopGroup(child: ChildProcess, streams: http.ClientRequest[], roo
 }
 
 /** A token of the shape marimo makes. */
-export const newToken = () => randomBytes(16).toString('hex');

@@ -7,6 +7,7 @@
  */
 import { createParser } from 'eventsource-parser';
 import { Client } from 'undici';
+import { errorMessage } from '../../src/core/errorMessage';
 
 export interface Reply {
   status: number;
@@ -86,7 +87,7 @@ export class BenchClient {
       }
       if (r.status !== 200) r.error ??= `status ${r.status}: ${r.raw.slice(0, 200)}`;
     } catch (e) {
-      r.error ??= e instanceof Error ? e.message : String(e);
+      r.error ??= errorMessage(e);
     }
     return r;
   }

@@ -1,7 +1,6 @@
 /** What the benchmark reads of the machine: a process's resident memory, and how busy the CPUs are. */
 import * as fs from 'node:fs';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
 
 /** VmRSS of a process, in MB. */
 export function rssMb(pid: number): number {

@@ -11,8 +11,11 @@ import * as path from 'node:path';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { WebSocket } from 'undici';
-import { freePort, sleep } from '../../sandbox-test/vscode';
+import { sleep } from '../../src/core/sleep';
+import { freePort } from '../../sandbox-test/vscode';
 import { BenchClient } from './client';
+import { errorMessage } from '../../src/core/errorMessage';
+import { randomHex } from '../../src/core/ids';
 
 /** One timed call: ms to its answer, whether it did what was asked, and what it gave back. */
 export interface Timed {
@@ -46,7 +49,7 @@ async function timed(call: () => Promise<{ ok: boolean; out: string }>): Promise
     const r = await call();
     return { ...r, ms: performance.now() - start };
   } catch (e) {
-    return { ok: false, out: e instanceof Error ? e.message : String(e), ms: performance.now() - start };
+    return { ok: false, out: errorMessage(e), ms: performance.now() - start };
   }
 }
 
@@ -193,7 +196,7 @@ const CODE_MODE = 'import marimo._code_mode as cm\nasync with cm.get_context() a
  * cell on open and gives a session 60 s, which the 1,000-cell notebook overruns on a busy machine.)
  */
 export async function marimoTarget(dir: string, scripts: string, marimo: string): Promise<PeerTarget> {
-  const token = `bench-${Math.random().toString(36).slice(2)}`;
+  const token = `bench-${randomHex(8)}`;
   const log = path.join(dir, 'marimo.log');
   const { child: server, port } = await startOnFreePort(
     (p) =>
@@ -257,7 +260,7 @@ interface ToolResult {
  * jupyter-mcp-server's streamable-HTTP transport before it, enrolled on main.ipynb.
  */
 export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTarget> {
-  const [jtoken, mtoken] = [`j-${Math.random().toString(36).slice(2)}`, `m-${Math.random().toString(36).slice(2)}`];
+  const [jtoken, mtoken] = [`j-${randomHex(8)}`, `m-${randomHex(8)}`];
   const log = path.join(dir, 'jupyter.log');
   const mlog = path.join(dir, 'jupyter-mcp.log');
   const root = process.getuid?.() === 0 ? ['--allow-root'] : [];

@@ -20,6 +20,7 @@ import type { PeerColumn, PeerRow } from './peerReport';
 import { writePeerResults } from './peerReport';
 import { bridgeTarget, jupyterMcpTarget, marimoTarget, type PeerTarget, type Timed } from './peerTargets';
 import { p50, percentile } from './report';
+import { errorMessage } from '../../src/core/errorMessage';
 
 /** Small samples: a jupyter-mcp-server execute takes about a second, and the whole run stays within minutes. */
 const N = { print: 10, big: 2, frame: 3, run: 6, insert: 6, list: 5, warmup: 2 };
@@ -147,7 +148,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     try {
       targets[i] = await start();
     } catch (e) {
-      cols[i]!.missing = e instanceof Error ? e.message : String(e);
+      cols[i]!.missing = errorMessage(e);
     }
   };
   say('starting marimo edit --headless, Jupyter Server and jupyter-mcp-server');
@@ -191,7 +192,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
         await startJupyterKernel(sandbox, control, sid);
         targets[1] = bridgeTarget(cols[1]!.name, { ...bridge, main: sid, mainPath });
       } catch (e) {
-        cols[1]!.missing = e instanceof Error ? e.message : String(e);
+        cols[1]!.missing = errorMessage(e);
       }
     }
     await control.close();
@@ -282,7 +283,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     );
   } catch (err) {
     exitCode = 1;
-    problems.push(`run broke: ${err instanceof Error ? err.message : String(err)}`);
+    problems.push(`run broke: ${errorMessage(err)}`);
     if (sandbox) process.stderr.write(`--- code-server log (tail) ---\n${sandbox.logTail(30)}\n`);
   } finally {
     await peersStarted;

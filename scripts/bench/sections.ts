@@ -3,7 +3,6 @@
  * next to its baseline in the same run, interleaved run by run where both are quick, and adds
  * rows. A figure that needs a feature this build lacks becomes an "n/a: why" row.
  */
-import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -13,6 +12,8 @@ import { BenchClient, type ExecResult } from './client';
 import { restingRssMb, rssMb } from './machine';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';
+import { sleep } from '../../src/core/sleep';
+import { randomHex } from '../../src/core/ids';
 
 export interface Opened {
   path: string;
@@ -58,8 +59,6 @@ const STALL_CAP_MB = 1_000;
 const STALL_CODE = "while True:\n    print('x' * 99)";
 /** Issue 16's run-many route: every cell of a notebook, waiting for the results. */
 const RUN_ALL = { path: '/notebooks/run', body: (notebook: string) => ({ notebook, all: true, wait: true }) };
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Runs each step `warmup + runs` times, rotating which goes first, so load from elsewhere hits all alike. */
 async function interleave<K extends string>(
@@ -303,7 +302,7 @@ export async function stalledReader(ctx: Ctx): Promise<void> {
 /** 8 agents on 8 notebooks at once, each run printing its own token; vs. 1 agent alone. */
 export async function agents(ctx: Ctx): Promise<void> {
   ctx.say(`agents: 1 agent × ${AGENT_RUNS} runs, then ${AGENTS} agents × ${AGENT_RUNS} runs at once`);
-  const salt = randomBytes(3).toString('hex');
+  const salt = randomHex(3);
   let failed = 0;
   let crossTalk = 0;
   const fail = failures(ctx, 'agent run');

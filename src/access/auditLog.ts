@@ -3,6 +3,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
 import type { Entry } from './record';
+import { errorMessage } from '../core/errorMessage';
 
 export const AUDIT_FILE = 'agent-activity.jsonl';
 /** Past this size the file is rotated: .jsonl → .1.jsonl → .2.jsonl (then dropped). */
@@ -105,9 +106,7 @@ export class AuditLog {
         this.size += Buffer.byteLength(chunk);
       }
     } catch (error) {
-      this.log.error(
-        `could not write the agent audit log ${this.file}: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      this.log.error(`could not write the agent audit log ${this.file}: ${errorMessage(error)}`);
     } finally {
       this.writing = undefined;
     }

@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Checkpoint, CheckpointFile } from '../core/checkpoints';
 import type { Log } from '../core/log';
+import { writeFileAtomic } from '../fsAtomic';
 
 const WRITE_DELAY_MS = 200;
 
@@ -40,9 +40,7 @@ export class JsonCheckpointFile implements CheckpointFile {
     this.timer = undefined;
     if (!this.latest) return;
     try {
-      mkdirSync(dirname(this.file), { recursive: true });
-      writeFileSync(`${this.file}.tmp`, JSON.stringify(this.latest));
-      renameSync(`${this.file}.tmp`, this.file);
+      writeFileAtomic(this.file, JSON.stringify(this.latest));
       this.latest = undefined;
     } catch (error) {
       this.log.warn(`agent changes to review: cannot write ${this.file} (${String(error)})`);

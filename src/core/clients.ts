@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Reader } from './versions';
+import { randomToken } from './ids';
 
 /**
  * Who an agent action comes from. Any client can send any name (an agent-name header, MCP's
@@ -49,7 +49,7 @@ export class ClientRegistry {
 
   /** A fresh credential, not yet known: `register` it once the client is accepted. */
   static newCredential(): string {
-    return randomBytes(18).toString('base64url');
+    return randomToken(18);
   }
 
   /** Makes `credential` known, for the client that claims `claim`. */

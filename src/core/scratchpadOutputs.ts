@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomToken } from './ids';
 
 /**
  * The whole printed output of scratchpad runs whose answer was capped, kept for a while so an
@@ -72,7 +72,7 @@ export class ScratchpadOutputs {
     this.expire();
     const text = recording.text();
     const entry: KeptOutput = {
-      id: randomBytes(9).toString('base64url'),
+      id: randomToken(9),
       text,
       printed: recording.chars,
       complete: text.length === recording.chars,

@@ -1,5 +1,6 @@
 import { NO_OUTPUT, type ExecResult, type Kernel, type StreamEvent } from './kernelPort';
 import type { KeyedQueue } from './keyedQueue';
+import { errorMessage } from './errorMessage';
 
 /**
  * One scratchpad run in its session's turn: the single path every transport (HTTP execute, MCP
@@ -24,7 +25,7 @@ export function runScratchpad(
     } catch (error) {
       // A kernel that throws instead of reporting (adapter bug, extension gone) still ends the
       // run the way clients expect: the reason on stderr, then a failed result.
-      onStream({ name: 'stderr', text: `${error instanceof Error ? error.message : String(error)}\n` });
+      onStream({ name: 'stderr', text: `${errorMessage(error)}\n` });
       return { success: false, status: 'failed' as const, output: NO_OUTPUT };
     }
   });

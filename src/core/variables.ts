@@ -12,6 +12,7 @@ import type { KeyedQueue } from './keyedQueue';
 import { resolveNotebook } from './refs';
 import { runScratchpad } from './scratchpadRuns';
 import type { NotebookHost } from './notebookHost';
+import { errorMessage } from './errorMessage';
 
 export type InspectQuery =
   | { readonly kind: 'variables' }
@@ -90,10 +91,7 @@ export async function inspectKernel(
   let answer: unknown;
   if (kernel.inspect) {
     answer = await kernel.inspect(query).catch((error: unknown) => {
-      throw new BridgeError(
-        409,
-        `The ${kernel.kind} kernel could not answer: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw new BridgeError(409, `The ${kernel.kind} kernel could not answer: ${errorMessage(error)}`);
     });
   } else if (PYTHON_SCRATCHPADS.has(kernel.kind)) {
     let stdout = '';

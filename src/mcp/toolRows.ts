@@ -6,6 +6,7 @@ import type { Caller } from '../core/clients';
 import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
+import { errorMessage } from '../core/errorMessage';
 
 type Fields = Record<string, unknown>;
 
@@ -86,7 +87,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
         activity.end(timedOut ? 'timed_out' : failed ? 'failed' : 'succeeded', typeof error === 'string' ? error : '');
         return result;
       } catch (error) {
-        activity.end('failed', error instanceof Error ? error.message : String(error));
+        activity.end('failed', errorMessage(error));
         throw error;
       } finally {
         unlisten();

@@ -6,6 +6,7 @@ import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/notebookHost';
 import { tool, type ToolRow } from './toolRows';
+import { errorMessage } from '../core/errorMessage';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 
@@ -104,7 +105,7 @@ export async function executeCode(
     if (error instanceof BridgeError && error.status === 404) {
       return failed(`Session '${args.session_id}' not found. Use list_sessions to find valid session IDs.`);
     }
-    return failed(error instanceof Error ? error.message : String(error));
+    return failed(errorMessage(error));
   }
 
   const out = new HeadTail(EXECUTE_OUTPUT_CAP);

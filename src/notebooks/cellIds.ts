@@ -1,8 +1,6 @@
-import { randomInt } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { KeptCell, VersionStore } from './versionStore';
-
-const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+import { freshId } from '../core/ids';
 
 interface CellRecord {
   id: string;
@@ -75,9 +73,7 @@ export class CellIds implements vscode.Disposable {
   /** An id no cell of this notebook has had. */
   newId(notebook: vscode.NotebookDocument): string {
     const taken = this.takenIds(notebook);
-    let id: string;
-    do id = 'c' + Array.from({ length: 5 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
-    while (taken.has(id));
+    const id = freshId('c', 5, taken);
     taken.add(id);
     return id;
   }

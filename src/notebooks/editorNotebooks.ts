@@ -20,13 +20,15 @@ import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
 import type { Sessions } from './notebookRegistry';
+import { errorMessage } from '../core/errorMessage';
 
 /** Longest wait for the document to show the runs a controller reported ended, before writing from it. */
 const CATCH_UP_MS = 10_000;
 /**
  * How far the editor may fall behind the runs agents were answered about: a new run waits while
- * more ended runs than this are yet to show in it. It needs ~0.1 s of renderer time per cell run
- * on a 2-core VM, so a tight loop of runs would otherwise leave it many seconds behind.
+ * more ended runs than this are yet to show in it. The editor's renderer, not the kernel, sets
+ * the pace of runs (SETUP.md, measured figures), so a tight loop of runs would otherwise leave it
+ * many seconds behind.
  */
 const MAX_UNSHOWN_RUNS = 30;
 
@@ -170,7 +172,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
       .then(undefined, (error: unknown) => {
-        this.log.warn(`running cells of ${uri} failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.log.warn(`running cells of ${uri} failed: ${errorMessage(error)}`);
         for (const ticket of tickets) this.tickets.failed(ticket);
       });
     return tickets;
@@ -241,7 +243,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     try {
       saved = await notebook.save();
     } catch (error) {
-      throw new BridgeError(409, `Saving ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw new BridgeError(409, `Saving ${label} failed: ${errorMessage(error)}`);
     }
     if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(

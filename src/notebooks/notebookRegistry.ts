@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
@@ -9,8 +8,7 @@ import { KeyedQueue } from '../core/keyedQueue';
 import { notebookLabel, resolveNotebook } from '../core/refs';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/notebookHost';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
-
-const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+import { freshId } from '../core/ids';
 
 /**
  * The registry of open notebooks: each has a session id (marimo-style), minted when it opens and
@@ -190,8 +188,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   private track(notebook: vscode.NotebookDocument): string {
     let id = this.idByNotebook.get(notebook);
     if (!id) {
-      do id = 's_' + Array.from({ length: 6 }, () => ID_ALPHABET[randomInt(ID_ALPHABET.length)]).join('');
-      while (this.notebookById.has(id));
+      id = freshId('s_', 6, this.notebookById);
       this.idByNotebook.set(notebook, id);
       this.notebookById.set(id, notebook);
     }

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { CellDependencies } from '../core/cellGraph';
 import type { Log } from '../core/log';
+import { errorMessage } from '../core/errorMessage';
 
 /**
  * Changes come in bursts (typing, a run's outputs, a Run All's hundred cells): the marks follow
@@ -44,7 +45,7 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
     let graph = this.graphs.get(uri);
     if (!graph) {
       graph = this.dependencies(uri).catch((error: unknown) => {
-        this.log.debug(`stale marks: no analysis of ${uri}: ${error instanceof Error ? error.message : String(error)}`);
+        this.log.debug(`stale marks: no analysis of ${uri}: ${errorMessage(error)}`);
         return undefined;
       });
       this.graphs.set(uri, graph);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomic } from '../fsAtomic';
 
 /** What is kept of a cell across window restarts: its version, and a hash of its text then. */
 interface Kept {
@@ -68,10 +68,7 @@ export class VersionStore {
     }
     this.snapshot = stored;
     try {
-      mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(Object.fromEntries(stored)), { mode: 0o600 });
-      renameSync(tmp, this.file);
+      writeFileAtomic(this.file, JSON.stringify(Object.fromEntries(stored)));
     } catch {
       // Storage not writable: versions then last for this window only.
     }

@@ -6,6 +6,7 @@ import { answerAt, cellAt } from '../core/outputDetail';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
 import { Reply } from './route';
 import { DEFAULT_LIMITS, openEventStream, type EventStream } from './sse';
+import { errorMessage } from '../core/errorMessage';
 
 export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
 
@@ -86,7 +87,7 @@ async function respondWait<E, R extends { done: boolean }>(
       if (result.done) stream.end('done', replies.ended(result));
       else stream.end('timeout', replies.timedOut(result));
     } catch (error) {
-      stream.end('error', { detail: error instanceof Error ? error.message : String(error) });
+      stream.end('error', { detail: errorMessage(error) });
     }
     return undefined;
   }

@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { BridgeError } from '../core/bridgeError';
 import type { Log } from '../core/log';
 import { bodyTooLarge, loggedPath } from './security';
+import { errorMessage } from '../core/errorMessage';
 
 /** What body-parser (express.json) and the router attach to the errors they raise. */
 interface HttpError {
@@ -49,7 +50,7 @@ export function errorHandler(options: { maxBodyBytes: number; log: Log }): Error
     const known =
       error instanceof BridgeError ? error : isHttpError(error) ? fromLibrary(error, options.maxBodyBytes) : undefined;
     if (!known) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       options.log.error(`${req.method} ${loggedPath(req.path)} failed: ${error instanceof Error ? error.stack : message}`);
       res.status(500).json({ detail: `Internal error: ${message}` });
       return;

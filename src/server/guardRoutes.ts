@@ -6,6 +6,7 @@ import type { CellService } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
 import type { NotebookHost } from '../core/notebookHost';
 import { Reply, type Route, type RouteInput } from './route';
+import { errorMessage } from '../core/errorMessage';
 
 type Fields = Record<string, unknown>;
 const fields = (value: unknown): Fields => (value && typeof value === 'object' ? (value as Fields) : {});
@@ -85,7 +86,7 @@ export async function ended<T>(activity: Activity, run: () => Promise<T> | T): P
     activity.end(failed ? 'failed' : 'succeeded', typeof body['detail'] === 'string' ? body['detail'] : '');
     return result;
   } catch (error) {
-    activity.end('failed', error instanceof BridgeError ? error.detail : error instanceof Error ? error.message : String(error));
+    activity.end('failed', error instanceof BridgeError ? error.detail : errorMessage(error));
     throw error;
   }
 }

@@ -11,8 +11,8 @@ export function frameEvent(name: string, data: unknown): string {
 
 /**
  * The most characters of printed text one event carries. marimo-pair's execute-code.sh reads the
- * stream a line at a time in bash, whose cost grows much faster than a line's length: a 1 MB
- * line takes it about a minute on a small VM, the same text in 16 KiB events a few seconds.
+ * stream a line at a time in bash, whose cost grows much faster than a line's length (SETUP.md,
+ * measured figures): many short events read far faster than one long line.
  */
 export const MAX_EVENT_CHARS = 16 * 1024;
 

@@ -8,7 +8,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { personTypes, poll, sleep, useBridge } from './support';
+import { sleep } from '../../src/core/sleep';
+import { personTypes, poll, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;

@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HttpResult } from '../../sandbox-test/http';
-import { poll, sleep, useBridge } from './support';
+import { sleep } from '../../src/core/sleep';
+import { poll, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;

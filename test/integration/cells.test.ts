@@ -7,7 +7,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { HttpResult } from '../../sandbox-test/http';
-import { contents, personTypes, poll, sleep, useBridge } from './support';
+import { sleep } from '../../src/core/sleep';
+import { contents, personTypes, poll, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;

@@ -7,6 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { BridgeClient } from '../../sandbox-test/http';
+import { errorMessage } from '../../src/core/errorMessage';
+import { sleep } from '../../src/core/sleep';
 
 export const EXTENSION_ID = 'agent-bridge.agent-bridge';
 
@@ -15,8 +17,6 @@ export interface Advert {
   port: number;
   token: string | null;
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it gives a value; a throwing probe counts as "not yet" (its message is kept). */
 export async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
@@ -27,7 +27,7 @@ export async function poll<T>(what: string, timeoutMs: number, probe: () => T | 
       const v = await probe();
       if (v !== undefined) return v;
     } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
+      last = errorMessage(err);
     }
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${last})` : ''}`);
     await sleep(100);

@@ -16,6 +16,7 @@ import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { sleep } from '../../src/core/sleep';
 
 /** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
 class FakePerson {
@@ -277,7 +278,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       return new Promise((resolve) => left!.addEventListener('abort', () => resolve('withdrawn')));
     };
     await execute('print(1)', 150).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     assert.equal(heard?.aborted, true, 'the prompt heard the client leave');
     assert.equal(ended[0]!.end.outcome, 'refused');
     assert.match(ended[0]!.end.detail, /withdrawn/);
@@ -288,11 +289,11 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     person.current = 'ask';
     person.ask = async (action) => {
       person.asked.push(action);
-      await new Promise((r) => setTimeout(r, 300)); // the person clicks Allow late, whatever happened
+      await sleep(300); // the person clicks Allow late, whatever happened
       return 'allow';
     };
     await execute('print(1)', 100).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 400));
+    await sleep(400);
     assert.equal(person.asked.length, 1);
     assert.match(ended[0]!.end.detail, /withdrawn/);
     assert.equal(kernel.calls.length, 0, 'nothing ran');
@@ -316,7 +317,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
 
   it('Stop Agents interrupts a run under way', async () => {
     const pending = execute('forever');
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     assert.equal(gate.stopAll().length, 1);
     const body = done((await pending).body);
     assert.equal(body['success'], false);

@@ -11,8 +11,7 @@ import {
 } from '../../src/kernels/builtin/kernelProcess';
 import { collectRun, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from '../../src/core/sleep';
 
 /** A scratchpad run unless told otherwise; `onFirstOutput` sees each output as it arrives. */
 const collect = (

@@ -2,14 +2,8 @@ import { strict as assert } from 'node:assert';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  Discovery,
-  marimoRegistryDir,
-  marimoRegistryFileName,
-  removeStaleEntries,
-  writeFileAtomic,
-  type BridgeAdvert,
-} from '../../src/discovery';
+import { Discovery, marimoRegistryDir, marimoRegistryFileName, removeStaleEntries, type BridgeAdvert } from '../../src/discovery';
+import { writeFileAtomic } from '../../src/fsAtomic';
 
 const advert = (port: number): BridgeAdvert => ({
   server: 'agent-bridge',

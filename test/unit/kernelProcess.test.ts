@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { StreamEvent } from '../../src/core/kernelPort';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
@@ -13,6 +16,7 @@ import {
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
 import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
+import { sleep } from '../../src/core/sleep';
 
 /** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
 function valueOf(r: Collected): Record<string, string> | null {
@@ -54,7 +58,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     const cell = collectRun(kernel, 'time.sleep(0.5)', { mode: 'cell', cell: { id: 'c9', index: 2 } });
     let cellEnded = false;
     void cell.then(() => (cellEnded = true));
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     let toldWhileCellRan: boolean | undefined;
     const queued = collectRun(kernel, 'print("after")', {
       mode: 'scratchpad',
@@ -133,7 +137,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(err.message, 'division by zero');
     assert.match(err.traceback, /File "<cell>", line 2, in f\n\s+return 1 \/ v/);
     assert.match(err.traceback, /ZeroDivisionError: division by zero\n$/);
-    assert.doesNotMatch(err.traceback, /kernel\.py/, 'no kernel frames');
+    assert.doesNotMatch(err.traceback, /kernel(_protocol|_values)?\.py/, 'no kernel frames');
     assert.equal(err.traceback.includes('\x1b['), false, 'no ANSI escapes');
     assert.deepEqual((await run('keep')).value, { 'text/plain': '5' });
   });
@@ -161,7 +165,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('interrupts a busy loop and keeps the globals', async () => {
     await run('survivor = "yes"');
     const pending = run('while True: pass');
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     kernel.interrupt();
     const r = await pending;
     assert.equal(r.success, false);
@@ -191,7 +195,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('restart clears globals and fails the pending runs', async () => {
     await run('gone = 1');
     const pending = run('import time\ntime.sleep(30)');
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await kernel.restart();
     const r = await pending;
     assert.equal(r.success, false);
@@ -292,6 +296,11 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(bad.success, false);
     assert.equal(bad.errors[0]?.name, 'HostCallError');
     assert.equal(bad.errors[0]?.message, 'unknown method nope');
+    assert.match(
+      bad.errors[0]?.traceback ?? '',
+      /File "<scratchpad>", line 2, in <module>\n.*host\.call\("nope", None\)\n[\s\S]*HostCallError: unknown method nope\n$/,
+    );
+    assert.doesNotMatch(bad.errors[0]?.traceback ?? '', /kernel(_protocol|_values)?\.py/, 'the traceback ends at the call');
 
     make(); // no handler
     const none = await run(
@@ -392,6 +401,17 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.errors[0]?.name, KERNEL_START_FAILED);
   });
 
+  it('rejects start() saying which of its parts is missing beside a kernel.py copied alone', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-kernel-'));
+    try {
+      fs.copyFileSync(SCRIPT, path.join(dir, 'kernel.py'));
+      make({ script: path.join(dir, 'kernel.py') });
+      await assert.rejects(kernel.start(), /kernel_protocol\.py is missing beside .*kernel\.py: reinstall the extension/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('serves the Kernel interface through BuiltinScratchpad', async () => {
     await run('base = 10');
     const pad = new BuiltinScratchpad(kernel);
@@ -424,9 +444,9 @@ describe('KernelProcess (builtin Python kernel)', function () {
         const r = await run(
           [
             'import os, sys',
-            // The run's id, from the kernel's globals (reached through its host module).
+            // The run's id, from kernel_protocol.py's globals (reached through its host module).
             'import _agent_bridge_host',
-            'rid = _agent_bridge_host.call.__globals__["_run_id"]',
+            'rid = _agent_bridge_host.call.__globals__["run_id"]',
             'os.write(4, b\'{"type":"stream","id":%d,"name":"stdout","text":"\' % rid + b"x" * (65 << 20) + b\'"}\\n\')',
             'print("after")',
           ].join('\n'),
@@ -484,7 +504,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
         await run('kept = 1');
         const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
         const queued = run('print("never")');
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
         const how = await kernel.interrupt();
         assert.equal(how, 'restart');
         const r = await stuck;
@@ -529,7 +549,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
       it('answers interrupt with "sigint" when SIGINT was enough', async () => {
         await run('None'); // started
         const busy = run('while True: pass');
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
         assert.equal(await kernel.interrupt(), 'sigint');
         assert.equal((await busy).status, 'interrupted');
         assert.equal(await kernel.interrupt(), null, 'nothing running');

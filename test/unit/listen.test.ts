@@ -3,6 +3,7 @@ import type { RequestListener } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { deferredApp, listen } from '../../src/server/listen';
 import { request } from './fakes/http';
+import { sleep } from '../../src/core/sleep';
 
 describe('deferred app', () => {
   it('listens before the app is built, and serves early requests once it is', async () => {
@@ -18,7 +19,7 @@ describe('deferred app', () => {
     const server = await listen(app, 0, () => undefined);
     try {
       const early = request(server.port, { path: '/' });
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       release();
       assert.equal((await early).body, 'built');
       await app.warm();
@@ -58,12 +59,12 @@ describe('connection cap', () => {
         await new Promise((r) => socket.once('connect', r));
         idle.push(socket);
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       const over = connect(server.port, '127.0.0.1');
       over.on('error', () => undefined);
       await new Promise((r) => over.once('close', r)); // dropped by the server, not left hanging
       idle.pop()!.destroy();
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       assert.equal((await request(server.port, { path: '/' })).body, 'ok');
     } finally {
       for (const socket of idle) socket.destroy();

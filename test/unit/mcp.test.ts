@@ -8,6 +8,7 @@ import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
+import { sleep } from '../../src/core/sleep';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
@@ -179,13 +180,13 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         body: JSON.stringify({ code: 'forever' }),
         abortAfterMs: 600,
       });
-      await new Promise((r) => setTimeout(r, 30));
+      await sleep(30);
       const started = Date.now();
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: '1 + 1', timeout_seconds: 0.2 });
       assert.ok(Date.now() - started < 500, 'answered before the run ahead of it ended');
       assert.match(result.structuredContent.error, /timed out after 0\.2s before it started/);
       await http.catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       assert.deepEqual(
         kernel.calls.map((c) => c.code),
         ['forever'],
@@ -200,7 +201,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'marimo-session-id': 's_aaaaaa' },
         body: JSON.stringify({ code: 'slow' }),
       });
-      await new Promise((r) => setTimeout(r, 30));
+      await sleep(30);
       const mcp = await call('execute_code', { session_id: 's_aaaaaa', code: 'print(2 + 2)' });
       await http;
       assert.equal(mcp.structuredContent.success, true);

@@ -5,6 +5,7 @@ import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
+import { sleep } from '../../src/core/sleep';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
@@ -337,7 +338,7 @@ describe('HTTP contract (fake notebook host)', () => {
           });
           socket.on('close', () => resolve());
         });
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
         assert.deepEqual(errors, []);
       } finally {
         await own.close();
@@ -371,7 +372,7 @@ describe('HTTP contract (fake notebook host)', () => {
       const own = await startTestServer({ log: { ...silentLog, info: (m) => lines.push(m) } });
       try {
         assert.equal((await request(own.port, { path: `/${'a'.repeat(15_000)}` })).status, 401);
-        for (let i = 0; i < 50 && !lines.length; i++) await new Promise((r) => setTimeout(r, 10));
+        for (let i = 0; i < 50 && !lines.length; i++) await sleep(10);
         assert.equal(lines.length, 1);
         assert.ok(lines[0]!.length < 300, `log line of ${lines[0]!.length} chars`);
         assert.match(lines[0]!, /^GET \/a+… \(14801 more chars\) → 401 /);
@@ -392,7 +393,7 @@ describe('HTTP contract (fake notebook host)', () => {
     });
     it('answers 200 to a run that waits its turn, before the turn comes', async () => {
       const first = execute('slow');
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       const queued = httpRequest({
         host: '127.0.0.1',
         port,
@@ -419,7 +420,7 @@ describe('HTTP contract (fake notebook host)', () => {
     });
     it('never runs a queued run whose client went away while it waited', async () => {
       const first = execute('slow');
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       await executeThenLeave('1 + 1', 50);
       await first;
       const after = await execute('print(2 + 2)');
@@ -465,7 +466,7 @@ describe('HTTP contract (fake notebook host)', () => {
     });
     it('interrupts the run when the client disconnects', async () => {
       await executeThenLeave('forever', 100);
-      for (let i = 0; i < 50 && !kernel.calls[0]?.aborted; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 50 && !kernel.calls[0]?.aborted; i++) await sleep(10);
       assert.equal(kernel.calls[0]?.aborted, true);
       const next = await execute('1 + 1');
       assert.match(next.body, /"data":"2"/);

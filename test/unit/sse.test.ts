@@ -11,6 +11,7 @@ import {
   stalledNote,
   type StreamLimits,
 } from '../../src/server/sse';
+import { sleep } from '../../src/core/sleep';
 
 /** Fake of the ServerResponse calls openEventStream makes, recording each in order. */
 class RecordingResponse extends EventEmitter {
@@ -42,7 +43,6 @@ const open = (limits: StreamLimits = DEFAULT_LIMITS) => {
   return { res, stream: openEventStream(res as unknown as ServerResponse, limits) };
 };
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const out = frameEvent('stdout', { data: '1\n' });
 const err = frameEvent('stderr', { data: 'x\n' });
 const done = frameEvent('done', { success: true });

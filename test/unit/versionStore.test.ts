@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { VersionStore } from '../../src/notebooks/versionStore';
+import { sleep } from '../../src/core/sleep';
 
 describe('cell versions kept across window restarts (VersionStore)', () => {
   let dir: string;
@@ -36,7 +37,7 @@ describe('cell versions kept across window restarts (VersionStore)', () => {
     let version = 1;
     store.keep(nb, () => [{ id: 'a1', version, text: 'x' }]);
     version = 5;
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     assert.equal(new VersionStore(file).restored(nb, 'a1', 'x'), 5);
   });
 

@@ -1,21 +1,17 @@
 import * as vscode from 'vscode';
 import { homedir } from 'node:os';
 import { BridgeError } from '../../core/bridgeError';
-import type { InterruptHow, Kernel, StreamName } from '../../core/kernelPort';
+import type { InterruptHow, Kernel } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
-import { bundleToOutputs, errorOutput } from './editorOutputs';
-import { KernelProcess, type CallHandler, type KernelOutput, type RunChain } from './kernelProcess';
+import { EditorCellRun } from './editorCellRun';
+import { KernelProcess, type CallHandler, type RunChain } from './kernelProcess';
 import { sandboxedKernel } from './kernelSandbox';
-import { OutputBudget } from './outputBudget';
-import { RunOutputs } from './runOutputs';
-import { savedCountCleared } from './savedCounts';
 import { BuiltinScratchpad } from './scratchpad';
+import { errorMessage } from '../../core/errorMessage';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
 const NOTEBOOK_TYPE = 'jupyter-notebook';
-/** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
-const OUTPUT_REPORT_MS = 10;
 
 interface NotebookKernel {
   process: KernelProcess;
@@ -141,7 +137,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure = false): boolean {
     if (!this.selected.has(notebook)) return false;
     this.executeCells(cells, notebook, stopAfterFailure ? { broken: false } : undefined).catch((err: unknown) =>
-      this.options.log.warn(`running cells failed: ${err instanceof Error ? err.message : String(err)}`),
+      this.options.log.warn(`running cells failed: ${errorMessage(err)}`),
     );
     return true;
   }
@@ -223,7 +219,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     try {
       return this.controller.createNotebookCellExecution(cell);
     } catch (err) {
-      this.options.log.debug(`cell ${cell.index} not run again: ${err instanceof Error ? err.message : String(err)}`);
+      this.options.log.debug(`cell ${cell.index} not run again: ${errorMessage(err)}`);
       return undefined;
     }
   }
@@ -234,108 +230,18 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     signal: AbortSignal,
     chain: RunChain | undefined,
   ): Promise<void> {
-    // Output calls go out at once, in the order the kernel sent them: VS Code queues a run's
-    // output edits and sends them before its end, so waiting for the editor to acknowledge each
-    // (a round trip through the workbench, most of a trivial cell's run-and-wait) buys nothing.
-    // One exception: items appended to a stream output sent in the same batch as the output
-    // itself reach the extension host twice (VS Code 1.139), so they wait for the output.
-    const emit = (edit: () => Thenable<void>) =>
-      edit().then(undefined, (err: unknown) =>
-        this.options.log.warn(`cell output could not be shown: ${err instanceof Error ? err.message : String(err)}`),
-      );
-    let appends: Thenable<unknown> = Promise.resolve();
-    const cell = execution.cell;
-    // What the cell shows, told to the editor layer as it changes (see KernelProvider.onDidReportRun).
-    const shown = new RunOutputs();
-    let outputReport: NodeJS.Timeout | undefined;
-    const reportOutputs = (phase: 'running' | 'output') => {
-      clearTimeout(outputReport);
-      outputReport = undefined;
-      this.reports.fire({ cell, phase, executionOrder: execution.executionOrder ?? 0, outputs: shown.current });
-    };
-    const outputsChanged = () => (outputReport ??= setTimeout(() => reportOutputs('output'), OUTPUT_REPORT_MS));
-    let startTime: number | undefined;
-    /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
-    const start = () => {
-      if (startTime !== undefined) return;
-      startTime = Date.now();
-      execution.start(startTime);
-      execution.executionOrder = ++kernel.executionOrder;
-      emit(() => execution.clearOutput());
-      shown.cleared();
-      reportOutputs('running');
-    };
-    let stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
-    const budget = new OutputBudget();
-    const appendStream = (name: StreamName, text: string) => {
-      const item = name === 'stdout' ? vscode.NotebookCellOutputItem.stdout(text) : vscode.NotebookCellOutputItem.stderr(text);
-      if (stream && stream.name === name) {
-        const { output, shown: streamShown } = stream;
-        appends = Promise.all([appends, streamShown.then(() => emit(() => execution.appendOutputItems(item, output)))]);
-        shown.itemAppended(item, output);
-      } else {
-        const output = new vscode.NotebookCellOutput([item]);
-        stream = { name, output, shown: emit(() => execution.appendOutput(output)) };
-        shown.appended([output]);
-      }
-      outputsChanged();
-    };
-    const append = (outputs: vscode.NotebookCellOutput[]) => {
-      stream = undefined;
-      if (!outputs.length) return;
-      emit(() => execution.appendOutput(outputs));
-      shown.appended(outputs);
-      outputsChanged();
-    };
-    const onOutput = (o: KernelOutput) => {
-      start();
-      if (o.kind === 'stream') {
-        const text = budget.take(o.name, o.text);
-        if (text) appendStream(o.name, text);
-      } else
-        append(
-          o.kind === 'error'
-            ? [errorOutput(o.name, o.message, o.traceback)]
-            : bundleToOutputs(o.data, o.metadata, o.executionCount),
-        );
-    };
+    const run = new EditorCellRun(execution, kernel, (report) => this.reports.fire(report), this.options.log);
+    const { cell } = run;
     let success: boolean | undefined;
-    // The execution ends on every path: a cell left running blocks its notebook for good.
     try {
       const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
-      const result = await kernel.process.run(cell.document.getText(), 'cell', onOutput, signal, start, name, chain);
-      if (startTime === undefined) return; // dropped before its turn (interrupted while queued): it never ran
-      if (result.executionCount !== undefined) {
-        // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
-        execution.executionOrder = kernel.executionOrder = result.executionCount;
-      }
-      const held = budget.finish();
-      if (held) {
-        if (held.marker) append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);
-        for (const piece of held.tail) appendStream(piece.name, piece.text);
-      }
-      if (result.value) append(bundleToOutputs(result.value, undefined, execution.executionOrder));
-      success = result.status === 'interrupted' ? undefined : result.success;
+      const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name, chain);
+      if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
+      success = run.settle(result);
     } catch (err) {
-      this.options.log.warn(`cell run failed in the editor: ${err instanceof Error ? err.message : String(err)}`);
+      this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
     } finally {
-      clearTimeout(outputReport);
-      await appends;
-      const started = startTime !== undefined;
-      startTime ??= Date.now();
-      if (!started) execution.start(startTime);
-      // A run dropped before its turn has no count (the execution still holds the cell's last one).
-      const order = started ? execution.executionOrder : undefined;
-      await savedCountCleared(cell, order, this.options.log);
-      // After its start, so a cell's end times only grow: the editor layer tells its ends apart by them.
-      const endTime = Math.max(Date.now(), startTime + 1);
-      execution.end(success, endTime);
-      this.reports.fire({
-        cell,
-        phase: 'ended',
-        summary: { executionOrder: order, success, timing: { startTime, endTime } },
-        outputs: started ? shown.current : undefined,
-      });
+      await run.end(success);
     }
   }
 

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { MimeBundle } from '../../core/kernelPort';
 import type { DisplayMetadata } from './kernelWire';
+import { errorMessage } from '../../core/errorMessage';
 
 const BASE64_MIMES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
@@ -24,9 +25,7 @@ export function bundleToOutputs(
     try {
       items.push(bundleItem(mime, bundle[mime]!));
     } catch (err) {
-      notes.push(
-        `[Agent Bridge left out the output item ${JSON.stringify(mime)}: VS Code rejects it (${err instanceof Error ? err.message : String(err)})]\n`,
-      );
+      notes.push(`[Agent Bridge left out the output item ${JSON.stringify(mime)}: VS Code rejects it (${errorMessage(err)})]\n`);
     }
   }
   const jupyter =

@@ -30,6 +30,7 @@ import {
   type RunMode,
 } from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
+import { errorMessage } from '../../core/errorMessage';
 
 export type { KernelInfo } from './kernelChild';
 export type { CellName, DisplayMetadata, RunMode } from './kernelWire';
@@ -323,7 +324,7 @@ export class KernelProcess implements KernelChildEvents {
       (err: unknown) => {
         if (this.proc !== p) return;
         this.proc = null;
-        this.failAll(KERNEL_START_FAILED, errorText(err));
+        this.failAll(KERNEL_START_FAILED, errorMessage(err));
       },
     );
     return p;
@@ -355,7 +356,7 @@ export class KernelProcess implements KernelChildEvents {
     try {
       job.onStart?.();
     } catch (err) {
-      this.opts.log?.(`kernel onStart handler threw: ${errorText(err)}`);
+      this.opts.log?.(`kernel onStart handler threw: ${errorMessage(err)}`);
     }
   }
 
@@ -567,7 +568,7 @@ export class KernelProcess implements KernelChildEvents {
       try {
         this.opts.onExit?.({ code, signal, expected });
       } catch (err) {
-        this.opts.log?.(`kernel onExit handler threw: ${errorText(err)}`);
+        this.opts.log?.(`kernel onExit handler threw: ${errorMessage(err)}`);
       }
     }
   }
@@ -600,7 +601,7 @@ export class KernelProcess implements KernelChildEvents {
         try {
           p.send({ op: 'reply', rid, result: answer.result === undefined ? null : answer.result });
         } catch (err) {
-          p.send({ op: 'reply', rid, error: `The result of "${method}" is not JSON: ${errorText(err)}` });
+          p.send({ op: 'reply', rid, error: `The result of "${method}" is not JSON: ${errorMessage(err)}` });
         }
       }
     };
@@ -612,7 +613,7 @@ export class KernelProcess implements KernelChildEvents {
     }
     answer.then(
       (result) => reply({ result }),
-      (err: unknown) => reply({ error: errorText(err) }),
+      (err: unknown) => reply({ error: errorMessage(err) }),
     );
     // The caller now waits: a queued run can go ahead, nested in it.
     if (job) this.pump();
@@ -627,10 +628,6 @@ function emit(job: Job, output: KernelOutput, log: ((line: string) => void) | un
   try {
     job.onOutput(output);
   } catch (err) {
-    log?.(`kernel output handler threw: ${errorText(err)}`);
+    log?.(`kernel output handler threw: ${errorMessage(err)}`);
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

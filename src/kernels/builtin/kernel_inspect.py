@@ -175,8 +175,8 @@ def variable(ns, name):
 # ---- the analysis -----------------------------------------------------------------------------
 
 def _transformer(ipython):
-    """IPython's own input transformer (magics, `!`), loaded on first need: importing it costs
-    a third of a second, and plain Python, which it leaves as it is, never needs it."""
+    """IPython's own input transformer (magics, `!`), loaded on first need: importing it is slow
+    (SETUP.md, measured figures), and plain Python, which it leaves as it is, never needs it."""
     loaded = []
 
     def transform(code):

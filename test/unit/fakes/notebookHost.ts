@@ -1,6 +1,7 @@
 import { BridgeError } from '../../../src/core/bridgeError';
 import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernelPort';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
+import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
 export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true } | { throws: string };
@@ -19,7 +20,7 @@ export class FakeKernel implements Kernel {
     this.calls.push(call);
     const script = this.scripts[code] ?? { steps: [], result: { success: true, output: { mimetype: 'text/plain', data: '' } } };
     for (const step of script.steps) {
-      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      if ('waitMs' in step) await sleep(step.waitMs);
       else if ('waitForAbort' in step) {
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve())));
         call.aborted = true;

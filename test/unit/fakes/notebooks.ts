@@ -14,6 +14,7 @@ import type {
 import { BridgeError } from '../../../src/core/bridgeError';
 import { Ticket, type RunTicket } from '../../../src/core/runTicket';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
+import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake cell run. */
 export type FakeCellStep =
@@ -246,7 +247,7 @@ export class FakeNotebooks implements OpenNotebooks {
     ticket.step('running');
     const script = this.scripts[cell.code] ?? { steps: [] };
     for (const step of script.steps) {
-      if ('waitMs' in step) await new Promise((r) => setTimeout(r, step.waitMs));
+      if ('waitMs' in step) await sleep(step.waitMs);
       else if ('stdout' in step || 'stderr' in step) {
         const mime = 'stdout' in step ? STDOUT_MIME : STDERR_MIME;
         const text = 'stdout' in step ? step.stdout : step.stderr;
