@@ -309,19 +309,22 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.match(String(none.value?.['text/plain']), /does not answer calls/);
   });
 
+  /** Queues a cell run (of `chain`, if given) that notes in `started` when its turn came. */
+  const queueing = (started: string[]) => (code: string, chain?: RunChain) =>
+    kernel.run(
+      code,
+      'cell',
+      () => undefined,
+      undefined,
+      () => started.push(code),
+      undefined,
+      chain,
+    );
+
   it('runs a chain queued at once in order, drops the rest after a failure, and lets other runs by', async () => {
     const chain: RunChain = { broken: false };
     const started: string[] = [];
-    const queue = (code: string, c?: RunChain) =>
-      kernel.run(
-        code,
-        'cell',
-        () => undefined,
-        undefined,
-        () => started.push(code),
-        undefined,
-        c,
-      );
+    const queue = queueing(started);
     const results = await Promise.all([
       queue('a = 1', chain),
       queue('1 / 0', chain),
@@ -343,16 +346,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     make({ onCall: async () => held });
     const chain: RunChain = { broken: false };
     const started: string[] = [];
-    const queue = (code: string, c?: RunChain) =>
-      kernel.run(
-        code,
-        'cell',
-        () => undefined,
-        undefined,
-        () => started.push(code),
-        undefined,
-        c,
-      );
+    const queue = queueing(started);
     const first = queue('import _agent_bridge_host as host\nhost.call("wait", None)', chain);
     const second = queue('x = 1', chain);
     const other = queue('y = 1');
