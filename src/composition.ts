@@ -12,6 +12,8 @@ import { errorMessage } from './core/errorMessage';
 import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
 import { EditSpans } from './core/editSpans';
+import { ClientRegistry } from './core/clients';
+import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
 import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
@@ -111,7 +113,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
       log,
     ),
   );
+  // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
+  const identities = new ClientRegistry();
+  const bearer = new BearerCheck();
   const access = createAgentAccess({
+    identities,
     context,
     cells,
     notebooks: sessions,
@@ -204,6 +210,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
           inspectProgram,
         },
         ...server,
+        bearer,
         log: cappedLog(log),
       });
     },

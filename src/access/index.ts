@@ -3,6 +3,7 @@ import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService } from '../core/cellService';
 import type { Author, Checkpoints } from '../core/checkpoints';
+import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
@@ -22,6 +23,8 @@ export interface AccessDeps {
   log: Log;
   settings: Settings;
   checkpoints: Checkpoints;
+  /** Who the callers are: credentials the bridge minted, with the names clients gave. */
+  identities: ClientRegistry;
 }
 
 const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
@@ -44,7 +47,7 @@ export function createAgentAccess(deps: AccessDeps): {
     maxRunMs: () => settings().maxRunMs,
     ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
   };
-  const gate = new Gate(person, [store]);
+  const gate = new Gate(person, [store], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   const showChange = async (action: number) => {

@@ -6,7 +6,7 @@
  */
 import { ClientRegistry, type Caller } from './clients';
 import { BridgeError } from './bridgeError';
-import type { RunOutcome } from './kernelPort';
+import { recordOutcome, type ActionOutcome, type OutcomeKind } from './outcome';
 
 export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
 export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
@@ -19,7 +19,7 @@ export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 
  */
 export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'execute' | 'run';
 
-export type ActionOutcome = RunOutcome | 'refused';
+export type { ActionOutcome };
 
 /** What a transport knows of an action before it runs; who asked is its `Caller` (clients.ts). */
 export interface ActionRequest extends Caller {
@@ -145,7 +145,7 @@ export function summarize(label: string, code: string): string {
  * handler's result implies. Stopped by "Stop Agents".
  */
 export class Activity {
-  private settled: { outcome: RunOutcome; detail: string } | undefined;
+  private settled: { kind: OutcomeKind; detail: string } | undefined;
   private output = '';
   private over = false;
   // Plain listeners, not an AbortController: a controller, its signal and a listener are paid
@@ -174,8 +174,8 @@ export class Activity {
   }
 
   /** The outcome, when the transport knows it better than the handler's result (a stream's `done`). */
-  settle(outcome: RunOutcome, detail = ''): void {
-    this.settled ??= { outcome, detail };
+  settle(kind: OutcomeKind, detail = ''): void {
+    this.settled ??= { kind, detail };
   }
 
   /** Keeps the head of what the action printed; the rest is only counted by the kernel. */
@@ -183,12 +183,14 @@ export class Activity {
     if (this.output.length < OUTPUT_HEAD_CHARS) this.output += text.slice(0, OUTPUT_HEAD_CHARS - this.output.length);
   }
 
-  end(outcome: ActionOutcome, detail = ''): void {
+  /** Ends the action as `kind` (unless a run settled it first); its record says what the kind means there. */
+  end(kind: OutcomeKind, detail = ''): void {
     if (this.over) return;
     this.over = true;
-    const settled = this.settled && outcome !== 'refused' ? this.settled : { outcome, detail };
+    const settled = this.settled && kind !== 'refused' ? this.settled : { kind, detail };
+    const outcome = recordOutcome(settled.kind);
     this.finish(this, {
-      outcome: this.stopped && settled.outcome !== 'timed_out' ? 'interrupted' : settled.outcome,
+      outcome: this.stopped && outcome !== 'timed_out' ? 'interrupted' : outcome,
       durationMs: this.now() - this.action.startedAt,
       detail: settled.detail,
       output: this.output,
@@ -205,8 +207,6 @@ export class Gate {
   private nextId = 1;
   /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
   private readonly grants = new Map<string, number>();
-  /** The credentials minted so far and whom they went to. */
-  readonly identities = new ClientRegistry();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -214,12 +214,14 @@ export class Gate {
   constructor(
     private readonly person: Person,
     private readonly sinks: readonly ActivitySink[],
+    /** The credentials minted so far and whom they went to (MCP's named agents among them); one per window. */
+    readonly identities: ClientRegistry,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** A gate that allows everything and records nowhere (unit tests of the transports). */
   static open(): Gate {
-    return new Gate({ mode: () => 'full', ask: () => Promise.resolve('allow'), maxRunMs: () => 0 }, []);
+    return new Gate({ mode: () => 'full', ask: () => Promise.resolve('allow'), maxRunMs: () => 0 }, [], new ClientRegistry());
   }
 
   get mode(): AccessMode {
@@ -237,7 +239,7 @@ export class Gate {
     const ruling = strictest([request.kind, ...(request.also ?? [])].map((k) => rule(this.person.mode(), k)));
     const recorded = request.kind === 'edit' || request.kind === 'execute' || request.kind === 'run';
     if (ruling === 'allow' && !recorded) return null;
-    if (typeof ruling === 'object' && !recorded) throw new BridgeError(403, ruling.refuse);
+    if (typeof ruling === 'object' && !recorded) throw new BridgeError('refused', ruling.refuse);
 
     const action: AgentAction = { ...request, id: this.nextId++, startedAt: at, summary: summarize(request.label, request.code) };
     const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
@@ -248,7 +250,7 @@ export class Gate {
     if (!refusal && request.left?.aborted) refusal = REFUSED_BY_ANSWER.withdrawn;
     if (refusal) {
       activity.end('refused', refusal);
-      throw new BridgeError(403, refusal);
+      throw new BridgeError('refused', refusal);
     }
     return activity;
   }

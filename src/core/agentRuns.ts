@@ -17,11 +17,12 @@ import type {
   StrictFlag,
 } from './cellService';
 import type { ExecResult, Kernel, StreamEvent } from './kernelPort';
+import { runKind } from './outcome';
 import { FOREVER_MS } from './series';
 import type { NotebookHost } from './notebookHost';
 import { sleep } from './sleep';
 
-/** The words a capped run's stderr and outcome carry (MCP results are read for them). */
+/** The words a capped run's stderr and detail carry: where the limit is set. */
 export const RUN_LIMIT_DETAIL = 'limit the person set (agentBridge.access.maxRunSeconds)';
 
 /** The host whose kernels run under `activity` (null: a transport whose actions are recorded elsewhere). */
@@ -84,7 +85,7 @@ export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs:
         return { ...result, success: false, status: 'interrupted' };
       }
       activity?.note(result.output.data);
-      activity?.settle(result.status);
+      activity?.settle(runKind(result.status, result.restarted));
       return result;
     },
   };

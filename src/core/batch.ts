@@ -26,13 +26,13 @@ export const MAX_BATCH_OPS = 1000;
  */
 export class OpError extends BridgeError {
   constructor(
-    status: number,
+    kind: BridgeError['kind'],
     readonly op: number,
     readonly reason: string,
     where: string,
     extra: Record<string, unknown> = {},
   ) {
-    super(status, `${where}${reason}`, extra);
+    super(kind, `${where}${reason}`, extra);
     this.name = 'OpError';
   }
 }
@@ -91,7 +91,7 @@ interface Entry {
  */
 export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], options: PlanOptions): Plan {
   const where = options.where ?? ((i: number) => `ops.${i}: `);
-  const bad = (i: number, reason: string) => new OpError(400, i, reason, where(i));
+  const bad = (i: number, reason: string) => new OpError('bad_input', i, reason, where(i));
   const ids = cells.map((c) => c.id);
   // Created cells get their ids up front, so that later ops can name them.
   const newIds = ops.map((op) => (op.op === 'create' ? options.newId() : ''));
@@ -103,7 +103,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
       return ids[resolveCellIndex(ids, ref, options.notebook)]!;
     } catch (error) {
       if (error instanceof BridgeError)
-        throw new OpError(error.status, i, `${field ? `${field}: ` : ''}${error.detail}`, where(i), error.extra);
+        throw new OpError(error.kind, i, `${field ? `${field}: ` : ''}${error.detail}`, where(i), error.extra);
       throw error;
     }
   };
@@ -235,7 +235,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   });
   for (const w of writes) {
     const conflict = options.checkWrite(cells[w.index]!, w.index, w.guard);
-    if (conflict) throw new OpError(409, w.op, conflict.why, where(w.op), conflict.extra);
+    if (conflict) throw new OpError('stale', w.op, conflict.why, where(w.op), conflict.extra);
   }
 
   const change = toChange(cells, list);

@@ -54,7 +54,7 @@ interface Entry {
   moved: boolean;
 }
 
-const bad = (where: string, detail: string) => new BridgeError(400, `${where}: ${detail}`);
+const bad = (where: string, detail: string) => new BridgeError('bad_input', `${where}: ${detail}`);
 
 function callName(op: BlockOp): string {
   const fn = { create: 'create_cell', edit: 'edit_cell', delete: 'delete_cell', move: 'move_cell' }[op.op];
@@ -90,14 +90,14 @@ export function planBlock(
       try {
         id = layoutIds[resolveCellIndex(layoutIds, r, options.notebook)]!;
       } catch (error) {
-        if (error instanceof BridgeError) throw new BridgeError(error.status, `${at}: ${error.detail}`, error.extra);
+        if (error instanceof BridgeError) throw new BridgeError(error.kind, `${at}: ${error.detail}`, error.extra);
         throw error;
       }
     } else if (creates.has(parsed.id)) {
       id = parsed.id;
     } else {
       throw new BridgeError(
-        404,
+        'not_found',
         `${at}: no cell '${parsed.id}' in ${options.notebook}` +
           (parsed.id.startsWith('new-')
             ? ' (ids create_cell returns exist once their block is applied; a block that raised created nothing)'

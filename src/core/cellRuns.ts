@@ -1,4 +1,6 @@
 import type { CellRunResult, CellStatus, CellView, RunHandle } from './cellService';
+import type { RunOutcome } from './kernelPort';
+import { runKind, type OutcomeKind } from './outcome';
 import { answerAt, type CellAnswer, type OutputDetail } from './outputDetail';
 
 /** How long a cell run is waited for when the request names no timeout. */
@@ -23,10 +25,21 @@ export const timeoutDetail = (ms: number, ids: readonly string[]) =>
   `Still running after ${ms} ms: ${ids.join(', ')} (not interrupted: wait again with POST /notebooks/cells/<id>/wait ` +
   '(MCP wait_cell), read the cell with GET /notebooks/cells/<id>, or stop it with POST /notebooks/interrupt)';
 
-/** What waiting for a batch's runs found: the body to answer with, and whether the wait ran out. */
+const RUN_ENDS: ReadonlySet<CellStatus> = new Set<RunOutcome>(['succeeded', 'failed', 'interrupted', 'timed_out']);
+
+/**
+ * The outcome of a wait for a run (or a run of many): `still_running` when the wait ran out, else
+ * how the run (the first that did not succeed) ended. A cell with no run to wait for is `ok`.
+ */
+export function waitedKind(result: { readonly done: boolean; readonly status: CellStatus }): OutcomeKind {
+  if (!result.done) return 'still_running';
+  return RUN_ENDS.has(result.status) ? runKind(result.status as RunOutcome) : 'ok';
+}
+
+/** What waiting for a batch's runs found: the body to answer with, and its outcome. */
 export interface Waited<T> {
   body: T & { queued?: string[]; runs?: RunSummary[]; detail?: string };
-  timedOut: boolean;
+  kind: OutcomeKind;
 }
 
 /**
@@ -38,9 +51,8 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   handles: readonly RunHandle[],
   options: RunOptions,
 ): Promise<Waited<T>> {
-  if (!handles.length) return { body: answerAt(applied, options.outputs), timedOut: false };
-  if (!options.wait)
-    return { body: { ...answerAt(applied, options.outputs), queued: handles.map((h) => h.cellId) }, timedOut: false };
+  if (!handles.length) return { body: answerAt(applied, options.outputs), kind: 'ok' };
+  if (!options.wait) return { body: { ...answerAt(applied, options.outputs), queued: handles.map((h) => h.cellId) }, kind: 'ok' };
   const deadline = Date.now() + options.timeoutMs;
   const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
@@ -56,6 +68,10 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
     options.outputs,
   );
   const pending = runs.filter((r) => !r.done).map((r) => r.cell.id);
-  if (!pending.length) return { body, timedOut: false };
-  return { body: { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body }, timedOut: true };
+  const failed = runs.find((r) => r.status !== 'succeeded');
+  if (!pending.length) return { body, kind: failed ? waitedKind(failed) : 'ok' };
+  return {
+    body: { detail: `The edits were applied. ${timeoutDetail(options.timeoutMs, pending)}`, ...body },
+    kind: 'still_running',
+  };
 }

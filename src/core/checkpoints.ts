@@ -335,7 +335,7 @@ export class Checkpoints {
   async revert(id: number): Promise<RevertResult> {
     const checkpoint = this.get(id);
     if (!checkpoint)
-      throw new BridgeError(404, `No change ${id} to revert: it was reverted already, or dropped as the list grew.`);
+      throw new BridgeError('not_found', `No change ${id} to revert: it was reverted already, or dropped as the list grew.`);
     return this.apply(checkpoint, false);
   }
 
@@ -350,7 +350,8 @@ export class Checkpoints {
   /** The undo of the agent making this call (the author its transport set). */
   undoOwn(notebook: string | undefined): Promise<RevertResult> {
     const author = authors.getStore();
-    if (!author) throw new BridgeError(400, 'Undo takes back the changes of the agent asking, and this request names none.');
+    if (!author)
+      throw new BridgeError('bad_input', 'Undo takes back the changes of the agent asking, and this request names none.');
     return this.undo(author.client, notebook);
   }
 
@@ -363,7 +364,7 @@ export class Checkpoints {
     const checkpoint = this.newest((c) => c.client === client && !c.kept && (uri === undefined || c.notebook === uri));
     if (!checkpoint)
       throw new BridgeError(
-        404,
+        'not_found',
         `${client} has no change left to undo${notebook === undefined ? '' : ` in ${notebook}`}: undo reverts the newest change this client made (edits and code-mode flushes) that is not yet reverted or kept by the person.`,
       );
     return this.apply(checkpoint, true);
@@ -375,7 +376,7 @@ export class Checkpoints {
     const plan = planRevert(checkpoint, now, (id) => this.laterBy(checkpoint, id));
     if (whole && plan.skipped.length) {
       throw new BridgeError(
-        409,
+        'stale',
         `Undoing "${checkpoint.summary}" would lose later work: ${plan.skipped.map((s) => `cell ${s.id} (index ${s.index}): ${s.why}`).join('; ')}. Nothing was changed; edit those cells yourself if they should go back.`,
         { skipped: plan.skipped, checkpoint: checkpoint.id },
       );

@@ -63,7 +63,7 @@ export async function checkWrittenCode(
     if (!error) continue;
     const index = layout.indexOf(cell);
     throw new BridgeError(
-      400,
+      'bad_input',
       `Syntax error in the code for cell ${cell.id} (index ${index}), line ${error.line}, column ${error.column}: ${error.message}; nothing was changed`,
       { cell: cell.id, index, line: error.line, column: error.column, ...(error.text && { text: error.text }) },
     );
@@ -73,7 +73,7 @@ export async function checkWrittenCode(
     new Set(written.map((c) => c.id)),
   );
   if (strict && warnings.size)
-    throw new BridgeError(400, `Refused ("strict"): ${[...warnings.values()].flat().join('; ')}; nothing was changed`, {
+    throw new BridgeError('bad_input', `Refused ("strict"): ${[...warnings.values()].flat().join('; ')}; nothing was changed`, {
       warnings: Object.fromEntries(warnings),
     });
   return warnings;

@@ -125,7 +125,7 @@ export class NotebookCells implements CellService {
     const graph = await this.graph(notebook, cells);
     if (!graph)
       throw new BridgeError(
-        409,
+        'conflict',
         `No dependency analysis for ${label}: it needs a Jupyter notebook and a Python to parse its cells`,
       );
     const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
@@ -183,7 +183,7 @@ export class NotebookCells implements CellService {
   batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options: StrictFlag = {}) {
     if (ops.length > MAX_BATCH_OPS) {
       throw new BridgeError(
-        413,
+        'too_large',
         `This batch has ${ops.length} operations; a batch takes at most ${MAX_BATCH_OPS}. ` +
           `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is one undo step).`,
         { maxOps: MAX_BATCH_OPS },
@@ -214,7 +214,8 @@ export class NotebookCells implements CellService {
       return { cellId: snapshot.id, runId, wait: () => Promise.resolve(ended) };
     }
     const ticket = this.docs.latestRun(notebook.uri, snapshot.id);
-    if (!ticket) throw new BridgeError(409, `${snapshot.id} shows a run this window did not start: wait for it in the editor`);
+    if (!ticket)
+      throw new BridgeError('conflict', `${snapshot.id} shows a run this window did not start: wait for it in the editor`);
     return this.handle(notebook, ticket, snapshot.outputs);
   }
 
@@ -281,7 +282,7 @@ export class NotebookCells implements CellService {
     const raw = snapshot.outputs[output] && logicalItems(snapshot.outputs[output])[item];
     if (!raw) {
       throw new BridgeError(
-        404,
+        'not_found',
         `Cell ${snapshot.id} has no output item ${output}/${item}: it has ${snapshot.outputs.length} output(s); their items are listed in the cell's "outputs"`,
       );
     }
@@ -373,7 +374,7 @@ export class NotebookCells implements CellService {
   private async checkKernel(notebook: NotebookEntry): Promise<void> {
     const kernel = await this.docs.kernel(notebook.uri);
     if ('unavailable' in kernel)
-      throw new BridgeError(409, `Cannot run cells of ${notebookLabel(notebook)}: ${kernel.unavailable}`);
+      throw new BridgeError('conflict', `Cannot run cells of ${notebookLabel(notebook)}: ${kernel.unavailable}`);
   }
 
   /** Ids of the code cells a selection names, in notebook order; markup named explicitly is a 400. */
@@ -386,7 +387,7 @@ export class NotebookCells implements CellService {
       const { start, end } = selection.range;
       if (start < 0 || end > cells.length || start >= end)
         throw new BridgeError(
-          400,
+          'bad_input',
           `range ${start}..${end} is not a range of ${label}: it has ${cells.length} cells; give 0 <= start < end <= ${cells.length} (end excluded)`,
         );
       chosen = cells.slice(start, end).map((_, k) => start + k);
@@ -399,7 +400,7 @@ export class NotebookCells implements CellService {
       chosen = [...new Set(indices)].sort((a, b) => a - b);
     }
     const code = chosen.filter((i) => cells[i]!.kind === 'code').map((i) => cells[i]!.id);
-    if (!code.length) throw new BridgeError(400, `No code cell in the selection: ${label} has ${cells.length} cells`);
+    if (!code.length) throw new BridgeError('bad_input', `No code cell in the selection: ${label} has ${cells.length} cells`);
     return code;
   }
 
@@ -447,7 +448,7 @@ export class NotebookCells implements CellService {
 const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
 
 function checkCode(cell: { id: string; kind: string }, where: string): void {
-  if (cell.kind !== 'code') throw new BridgeError(400, `${where}cell ${cell.id} is a markup cell; only code cells run`);
+  if (cell.kind !== 'code') throw new BridgeError('bad_input', `${where}cell ${cell.id} is a markup cell; only code cells run`);
 }
 
 function outputUrl(notebook: NotebookEntry, id: string, output: number, item: number): string {
@@ -536,7 +537,7 @@ class CellRun implements RunHandle {
       };
       const current = () => {
         const now = deps.snapshot();
-        if (!now) finish(new BridgeError(409, `Cell ${this.cellId} was deleted before its run ended`));
+        if (!now) finish(new BridgeError('conflict', `Cell ${this.cellId} was deleted before its run ended`));
         return now;
       };
       const follow = () => {

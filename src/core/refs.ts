@@ -19,9 +19,9 @@ const summary = (n: NotebookEntry) => ({ sessionId: n.sessionId, path: n.path, u
 export function resolveNotebook<T extends NotebookEntry>(notebooks: readonly T[], ref: string | undefined): T {
   if (ref === undefined || ref === '') {
     if (notebooks.length === 1) return notebooks[0]!;
-    if (notebooks.length === 0) throw new BridgeError(404, 'No notebook is open in the editor', { notebooks: [] });
+    if (notebooks.length === 0) throw new BridgeError('not_found', 'No notebook is open in the editor', { notebooks: [] });
     throw new BridgeError(
-      400,
+      'bad_input',
       `${notebooks.length} notebooks are open: pass "notebook" (a session id, path or uri): ${openList(notebooks)}`,
       {
         notebooks: notebooks.map(summary),
@@ -34,7 +34,7 @@ export function resolveNotebook<T extends NotebookEntry>(notebooks: readonly T[]
     notebooks.find((n) => safeDecode(n.uri) === decoded || (n.path !== null && stripSlash(n.path) === stripSlash(ref)));
   if (!match) {
     const open = notebooks.length ? `open notebooks: ${openList(notebooks)}` : 'no notebook is open';
-    throw new BridgeError(404, `No open notebook matches '${ref}'; ${open}`, { notebooks: notebooks.map(summary) });
+    throw new BridgeError('not_found', `No open notebook matches '${ref}'; ${open}`, { notebooks: notebooks.map(summary) });
   }
   return match;
 }
@@ -64,7 +64,7 @@ export function resolveCellIndex(ids: readonly string[], ref: CellRef, notebook:
     const index = parsed.index < 0 ? count + parsed.index : parsed.index;
     if (Number.isInteger(index) && index >= 0 && index < count) return index;
     throw new BridgeError(
-      404,
+      'not_found',
       `Cell index ${ref} is out of range: ${notebook} has ${count} cell${count === 1 ? '' : 's'} (${range})`,
       {
         cellCount: count,
@@ -74,7 +74,7 @@ export function resolveCellIndex(ids: readonly string[], ref: CellRef, notebook:
   const index = ids.indexOf(parsed.id);
   if (index >= 0) return index;
   throw new BridgeError(
-    404,
+    'not_found',
     `No cell with id '${parsed.id}' in ${notebook}; it has ${count} cell${count === 1 ? '' : 's'} (list them with GET /notebooks/cells)`,
     {
       cellCount: count,

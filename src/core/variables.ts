@@ -91,7 +91,7 @@ export async function inspectKernel(
   let answer: unknown;
   if (kernel.inspect) {
     answer = await kernel.inspect(query).catch((error: unknown) => {
-      throw new BridgeError(409, `The ${kernel.kind} kernel could not answer: ${errorMessage(error)}`);
+      throw new BridgeError('conflict', `The ${kernel.kind} kernel could not answer: ${errorMessage(error)}`);
     });
   } else if (PYTHON_SCRATCHPADS.has(kernel.kind)) {
     let stdout = '';
@@ -111,17 +111,18 @@ export async function inspectKernel(
     answer = result?.success ? parseInspectOutput(stdout) : undefined;
     if (answer === undefined)
       throw new BridgeError(
-        timeout.aborted ? 504 : 502,
+        timeout.aborted ? 'kernel_timeout' : 'kernel_error',
         timeout.aborted
           ? `The ${kernel.kind} kernel did not answer within ${PROGRAM_TIMEOUT_MS / 1000} s (is a cell still running?)`
           : `The ${kernel.kind} kernel could not read its variables${stderr ? `: ${stderr.trim()}` : ''}`,
       );
   } else {
-    throw new BridgeError(409, `Variables are read from Python kernels only; this notebook's kernel is ${kernel.kind}`);
+    throw new BridgeError('conflict', `Variables are read from Python kernels only; this notebook's kernel is ${kernel.kind}`);
   }
-  if (typeof answer !== 'object' || answer === null) throw new BridgeError(502, `The ${kernel.kind} kernel gave no answer`);
+  if (typeof answer !== 'object' || answer === null)
+    throw new BridgeError('kernel_error', `The ${kernel.kind} kernel gave no answer`);
   const failed = (answer as { failed?: unknown }).failed;
-  if (typeof failed === 'string') throw new BridgeError(504, failed);
+  if (typeof failed === 'string') throw new BridgeError('kernel_timeout', failed);
   return answer as Record<string, unknown>;
 }
 
@@ -143,7 +144,7 @@ export async function inspectVariable(
 ): Promise<{ variable: VariableDetail }> {
   const answer = await inspectKernel(kernel, sessionId, { kind: 'variable', name }, deps);
   if (typeof answer['missing'] === 'string')
-    throw new BridgeError(404, `The kernel has no variable '${name}': list them with GET /notebooks/variables`);
+    throw new BridgeError('not_found', `The kernel has no variable '${name}': list them with GET /notebooks/variables`);
   return answer as { variable: VariableDetail };
 }
 

@@ -29,7 +29,7 @@ export function refuseLoneSurrogates(value: unknown, what = 'the request body'):
   if (!found) return;
   const at = found.path ? `"${found.path}"` : what;
   throw new BridgeError(
-    400,
+    'bad_input',
     `${at} holds a lone UTF-16 surrogate at character ${found.index} (0-based): half of a pair, which no text can hold. ` +
       `Send the whole character (both halves, or the character itself), or remove it.`,
     { path: found.path, index: found.index },

@@ -105,12 +105,15 @@ export abstract class ExtensionKernels implements KernelProvider {
     const extension = source.extension();
     if (!extension) return undefined;
     if (!extension.isActive) {
-      return new KernelUnavailable(503, `The ${source.label} extension is not active yet: ${source.noKernelHint}, then retry`);
+      return new KernelUnavailable(
+        'unavailable',
+        `The ${source.label} extension is not active yet: ${source.noKernelHint}, then retry`,
+      );
     }
     const api = source.kernels(extension.exports);
     if (!api) {
       return new KernelUnavailable(
-        503,
+        'unavailable',
         `This version of the ${source.label} extension (${extension.id}) exports no kernels API: update it`,
       );
     }
@@ -120,13 +123,16 @@ export abstract class ExtensionKernels implements KernelProvider {
     } catch (error) {
       const reason = errorMessage(error);
       return new KernelUnavailable(
-        409,
+        'conflict',
         source.accessHint
           ? `The ${source.label} extension refused access to its kernel (${reason}): ${source.accessHint}`
           : `The ${source.label} extension could not give its kernel (${reason}): ${source.noKernelHint}`,
       );
     }
-    return kernel ?? new KernelUnavailable(409, `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`);
+    return (
+      kernel ??
+      new KernelUnavailable('conflict', `No ${source.label} kernel is running for this notebook: ${source.noKernelHint}`)
+    );
   }
 
   /**

@@ -44,7 +44,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
       return found;
     }
     this.watch(notebook, found);
-    if (await this.access.refused(found)) return new KernelUnavailable(403, refusal(label(notebook)));
+    if (await this.access.refused(found)) return new KernelUnavailable('forbidden', refusal(label(notebook)));
     return this.adapt(notebook, found);
   }
 
@@ -91,11 +91,12 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     const notebook = editor.notebook;
     if (notebook.notebookType !== JUPYTER_SOURCE.notebookType)
       throw new BridgeError(
-        400,
+        'bad_input',
         `Jupyter kernels run .ipynb (jupyter-notebook) notebooks; ${label(notebook)} is a ${notebook.notebookType}`,
       );
     const extension = vscode.extensions.getExtension(JUPYTER_SOURCE.extensionId);
-    if (!extension) throw new BridgeError(409, 'The Jupyter extension (ms-toolsai.jupyter) is not installed in this VS Code');
+    if (!extension)
+      throw new BridgeError('conflict', 'The Jupyter extension (ms-toolsai.jupyter) is not installed in this VS Code');
     await extension.activate();
     if (!((await this.apiKernel(notebook)) instanceof KernelUnavailable)) return;
     const picked = await withNotice(
@@ -103,7 +104,10 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
       vscode.commands.executeCommand<string | undefined>('jupyter.kernel.selectLocalKernelSpec', notebook),
     );
     if (!picked)
-      throw new BridgeError(409, `The person picked no Jupyter kernel for ${label(notebook)}: ${JUPYTER_SOURCE.noKernelHint}`);
+      throw new BridgeError(
+        'conflict',
+        `The person picked no Jupyter kernel for ${label(notebook)}: ${JUPYTER_SOURCE.noKernelHint}`,
+      );
     // The list is a kernel source of VS Code's picker, which selects what it returns: so do we.
     await vscode.commands.executeCommand('notebook.selectKernel', {
       notebookEditor: editor,
@@ -112,7 +116,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     });
     if (!(await this.startWithCell(notebook, START_TIMEOUT_MS)))
       throw new BridgeError(
-        504,
+        'kernel_timeout',
         `The Jupyter kernel ${picked} of ${label(notebook)} did not start within ${START_TIMEOUT_MS / 1000} s`,
       );
     this.log.info(`started the Jupyter kernel ${picked} for ${label(notebook)}`);
@@ -126,7 +130,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
         sub?.dispose();
         reject(
           new BridgeError(
-            504,
+            'kernel_timeout',
             `The Jupyter kernel of ${label(notebook)} did not restart within ${START_TIMEOUT_MS / 1000} s (VS Code asks the person to confirm a restart unless jupyter.askForKernelRestart is off)`,
           ),
         );

@@ -1,13 +1,14 @@
 import type * as vscode from 'vscode';
 import type { InterruptHow, Kernel } from '../core/kernelPort';
+import type { OutcomeKind } from '../core/outcome';
 
 /**
  * Why a provider that serves a notebook cannot run code in it now, and what the person can do.
- * 403: the person refused the bridge access to this kernel.
+ * `forbidden`: the person refused the bridge access to this kernel; `unavailable`: not ready yet, retry.
  */
 export class KernelUnavailable {
   constructor(
-    readonly status: 403 | 409 | 503,
+    readonly outcome: Extract<OutcomeKind, 'forbidden' | 'conflict' | 'unavailable'>,
     readonly detail: string,
   ) {}
 }

@@ -87,7 +87,7 @@ export class MarimoKernels extends ExtensionKernels {
   async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
     if (!(await this.usable(notebook))) return false;
     throw new BridgeError(
-      409,
+      'conflict',
       `The bridge cannot restart marimo's kernel of ${label(notebook)}: the person restarts it with the command "marimo: Restart Kernel"`,
     );
   }
@@ -102,11 +102,11 @@ export class MarimoKernels extends ExtensionKernels {
     const notebook = editor.notebook;
     if (notebook.notebookType !== NOTEBOOK_TYPE)
       throw new BridgeError(
-        400,
+        'bad_input',
         `marimo kernels run marimo notebooks (${NOTEBOOK_TYPE}); ${label(notebook)} is a ${notebook.notebookType}`,
       );
     const extension = MARIMO_SOURCE.extension();
-    if (!extension) throw new BridgeError(409, `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);
+    if (!extension) throw new BridgeError('conflict', `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);
     await extension.activate();
     if (await this.usable(notebook)) return;
     const started = await withNotice(
@@ -115,7 +115,7 @@ export class MarimoKernels extends ExtensionKernels {
     );
     if (!started)
       throw new BridgeError(
-        409,
+        'conflict',
         `No marimo kernel started for ${label(notebook)} within ${START_TIMEOUT_MS / 1000} s: ${MARIMO_SOURCE.noKernelHint}`,
       );
   }

@@ -1,9 +1,8 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CellService, RunHandle, SeriesHandle } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
 import { isTextMime } from '../core/cellOutputs';
-import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitRuns } from '../core/cellRuns';
+import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitedKind, waitRuns } from '../core/cellRuns';
 import {
   clearBody,
   createBody,
@@ -24,7 +23,8 @@ import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDeta
 import type { BridgeServices } from '../core/services';
 import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
-import { tool, type ToolRow } from './toolRows';
+import type { OutcomeKind } from '../core/outcome';
+import { found, Found, tool, type ImageContent, type ToolAnswer, type ToolRow } from './toolRows';
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
@@ -64,16 +64,22 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       { ...detail, ...result },
       result.runs.map((r) => r.cell),
       outputs ?? 'summary',
+      waitedKind(result),
     );
   };
-  const shown = async (notebook: string | undefined, body: object, views: readonly CellAnswer[], detail: OutputDetail) =>
-    new WithImages(answerAt(body, detail), detail === 'full' ? await images(cells, notebook, views) : []);
+  const shown = async (
+    notebook: string | undefined,
+    body: object,
+    views: readonly CellAnswer[],
+    detail: OutputDetail,
+    kind?: OutcomeKind,
+  ) => found(answerAt(body, detail), kind, detail === 'full' ? await images(cells, notebook, views) : []);
   /** One run waited for; a wait that runs out is a result to read (the run goes on), not a failure. */
   const waited = async (notebook: string | undefined, handle: RunHandle, timeoutMs?: number, detail?: OutputDetail) => {
     const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
-    const { body } = await waitRuns({}, [handle], options);
+    const { body, kind } = await waitRuns({}, [handle], options);
     const run = body.runs![0]!;
-    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary');
+    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary', kind);
   };
   return [
     tool({
@@ -177,12 +183,13 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
         answer(async () => {
           const { runs, ...applied } = await cells.batch(notebook, ops, run ?? [], { strict });
           const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
-          const { body } = await waitRuns(applied, runs, options);
+          const { body, kind } = await waitRuns(applied, runs, options);
           return shown(
             notebook,
             body,
             (body.runs ?? []).map((r) => r.cell),
             outputs ?? 'summary',
+            kind,
           );
         }),
     }),
@@ -279,32 +286,20 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
   ];
 }
 
-type ImageContent = { type: 'image'; data: string; mimeType: string };
-
-/** A result whose image outputs travel as image content beside the JSON. */
-class WithImages {
-  constructor(
-    readonly body: object,
-    readonly images: ImageContent[],
-  ) {}
-}
-
 /**
  * Runs a tool body: its value is the answer, as one JSON text (these tools declare no output
  * schema, so no structuredContent: clients that have both give a model one or the other, so
- * the facts travel once, in the part every client reads). A BridgeError becomes a tool error
- * carrying the same detail and extra fields as the REST body (e.g. the current cell of a
- * read-before-write refusal), so the agent can recover without another call.
+ * the facts travel once, in the part every client reads). A BridgeError is the answer's outcome:
+ * a tool error carrying the same detail and extra fields as the REST body (e.g. the current cell
+ * of a read-before-write refusal), so the agent can recover without another call.
  */
-export async function answer(run: () => Promise<object>): Promise<CallToolResult> {
+export async function answer(run: () => Promise<object>): Promise<ToolAnswer> {
   try {
     const value = await run();
-    const { body, images: extra } = value instanceof WithImages ? value : { body: value, images: [] };
-    return { content: [{ type: 'text', text: JSON.stringify(body) }, ...extra] };
+    return value instanceof Found ? value : found(value);
   } catch (error) {
     if (!(error instanceof BridgeError)) throw error;
-    const body = { status: error.status, detail: error.detail, ...error.extra };
-    return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
+    return { outcome: error };
   }
 }
 

@@ -3,15 +3,43 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { z } from 'zod';
 import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
 import type { Caller } from '../core/clients';
-import { RUN_LIMIT_DETAIL } from '../core/agentRuns';
 import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
+import { errorBody, toolResult, type Outcome } from '../core/outcome';
 import { errorMessage } from '../core/errorMessage';
 
 type Fields = Record<string, unknown>;
 
 /** What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop Agents"). */
 export type ToolExtra = { signal: AbortSignal };
+
+export type ImageContent = { type: 'image'; data: string; mimeType: string };
+
+/**
+ * What a tool handler answers: its outcome, the JSON it found (absent: a failure answers with its
+ * own status, detail and extra fields, as over HTTP) and images to send beside it.
+ */
+export interface ToolAnswer {
+  readonly outcome: Outcome;
+  readonly body?: object;
+  readonly images?: readonly ImageContent[];
+}
+
+/** An answer that is what the tool found, ending as `kind` (default ok); its detail is the body's, if any. */
+export class Found implements ToolAnswer {
+  readonly outcome: Outcome;
+
+  constructor(
+    readonly body: object,
+    kind: Outcome['kind'] = 'ok',
+    readonly images: readonly ImageContent[] = [],
+  ) {
+    const detail = (body as Fields)['detail'];
+    this.outcome = { kind, detail: typeof detail === 'string' ? detail : '' };
+  }
+}
+
+export const found = (body: object, kind?: Outcome['kind'], images?: readonly ImageContent[]) => new Found(body, kind, images);
 
 /**
  * One MCP tool, declared as a row the way routes are rows of the route table: its name, what kind
@@ -26,27 +54,31 @@ export interface ToolRow {
   readonly inputSchema?: z.ZodType;
   readonly outputSchema?: z.ZodType;
   readonly annotations?: ToolAnnotations;
-  handle(args: Fields, extra: ToolExtra): Promise<CallToolResult>;
+  handle(args: Fields, extra: ToolExtra): Promise<ToolAnswer>;
 }
 
 /** A typed row: the handler sees its arguments as its input schema parses them. */
 export function tool<I extends z.ZodType = z.ZodObject<Record<string, never>>>(
   row: Omit<ToolRow, 'inputSchema' | 'handle'> & {
     inputSchema?: I;
-    handle(args: z.output<I>, extra: ToolExtra): Promise<CallToolResult>;
+    handle(args: z.output<I>, extra: ToolExtra): Promise<ToolAnswer>;
   },
 ): ToolRow {
   return row as ToolRow;
 }
 
 /**
- * Registers the rows on `server`, each behind the access policy and the activity record. A
- * refusal is a tool error carrying the policy's sentence; "Stop Agents" aborts the call as the
- * client's cancel would.
+ * Registers the rows on `server`, each behind the access policy and the activity record. The
+ * tool's result and its activity's end both follow from the handler's outcome (a refusal's too);
+ * "Stop Agents" aborts the call as the client's cancel would.
  */
 export function registerTools(server: McpServer, gate: Gate, caller: Caller, rows: readonly ToolRow[]): void {
   for (const row of rows) {
     const { name, access: kind, description, inputSchema, outputSchema, annotations } = row;
+    const reply = (answer: ToolAnswer): CallToolResult => {
+      const result = toolResult(answer.outcome, answer.body, { structured: outputSchema !== undefined });
+      return answer.images?.length ? { ...result, content: [...result.content, ...answer.images] } : result;
+    };
     const guarded = async (...params: unknown[]): Promise<CallToolResult> => {
       // The SDK passes (args, extra), or (extra) alone to a tool without an input schema.
       const extra = params[params.length - 1] as ToolExtra;
@@ -67,27 +99,20 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
         });
       } catch (error) {
         if (!(error instanceof BridgeError)) throw error;
-        return { isError: true, content: [{ type: 'text', text: error.detail }] };
+        return reply({ outcome: error });
       }
-      if (!activity) return row.handle(args, extra);
+      if (!activity) return reply(await row.handle(args, extra));
       const stop = new AbortController();
       const unlisten = activity.onStop(() => stop.abort());
       try {
         const author = { client: activity.action.client, action: activity.action.id };
         const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
-        const result = await asAuthor(author, () => row.handle(args, own));
-        const body = resultBody(result);
-        const error = [body['error'], ...(Array.isArray(body['errors']) ? body['errors'] : [])].find(
-          (e) => typeof e === 'string',
-        );
-        activity.note(JSON.stringify(body));
-        const timedOut =
-          typeof error === 'string' && (error.startsWith('Execution timed out') || error.includes(RUN_LIMIT_DETAIL));
-        const failed = result.isError === true || body['success'] === false;
-        activity.end(timedOut ? 'timed_out' : failed ? 'failed' : 'succeeded', typeof error === 'string' ? error : '');
-        return result;
+        const answer = await asAuthor(author, () => row.handle(args, own));
+        activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
+        activity.end(answer.outcome.kind, answer.outcome.detail);
+        return reply(answer);
       } catch (error) {
-        activity.end('failed', errorMessage(error));
+        activity.end('internal', errorMessage(error));
         throw error;
       } finally {
         unlisten();
@@ -95,17 +120,5 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
     };
     const config = { description, inputSchema, outputSchema, annotations };
     (server.registerTool as (name: string, config: object, cb: typeof guarded) => unknown).call(server, name, config, guarded);
-  }
-}
-
-/** A result's JSON: its structured content, else its first text part when that is JSON. */
-function resultBody(result: CallToolResult): Fields {
-  if (result.structuredContent) return result.structuredContent;
-  const text = result.content.find((c) => c.type === 'text')?.text;
-  if (!text?.startsWith('{')) return {};
-  try {
-    return JSON.parse(text) as Fields;
-  } catch {
-    return {};
   }
 }

@@ -5,8 +5,8 @@ import type { ExecResult } from '../core/kernelPort';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/notebookHost';
-import { tool, type ToolRow } from './toolRows';
-import { errorMessage } from '../core/errorMessage';
+import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
+import { found, tool, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 
@@ -57,10 +57,7 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
         'Pass a session_id to execute_code, or as "notebook" to the cell tools.',
       outputSchema: listSessionsResult,
       annotations: { readOnlyHint: true },
-      handle: async () => {
-        const result = { sessions: (await ctx.host.sessions()).map(sessionEntry) };
-        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
-      },
+      handle: async () => found({ sessions: (await ctx.host.sessions()).map(sessionEntry) }),
     }),
     tool({
       name: 'execute_code',
@@ -73,21 +70,24 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
       handle: async (args, extra) => {
-        const result = await executeCode(ctx, args, extra.signal);
-        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+        const { outcome, result } = await executeCode(ctx, args, extra.signal);
+        return { outcome, body: result };
       },
     }),
   ];
 }
 
-const failed = (error: string, stdout: string[] = [], stderr: string[] = []): CodeExecutionResult => ({
-  success: false,
-  output: null,
-  stdout,
-  stderr,
-  errors: [],
-  error,
+/** A run that did not happen or did not end by itself: marimo's result shape, with the outcome it stands for. */
+const failed = (kind: OutcomeKind, error: string, stdout: string[] = [], stderr: string[] = []): CodeExecution => ({
+  outcome: { kind, detail: error },
+  result: { success: false, output: null, stdout, stderr, errors: [], error },
 });
+
+/** An execute_code answer: marimo's result, and how the request ended (the tool result and the activity follow from it). */
+export interface CodeExecution {
+  readonly outcome: Outcome;
+  readonly result: CodeExecutionResult;
+}
 
 /**
  * Runs through the same path as `POST /api/kernel/execute` (the session's kernel, in the
@@ -97,15 +97,15 @@ export async function executeCode(
   ctx: Pick<BridgeServices, 'host' | 'runs'>,
   args: z.infer<typeof executeCodeArgs>,
   cancelled: AbortSignal,
-): Promise<CodeExecutionResult> {
+): Promise<CodeExecution> {
   let kernel;
   try {
     kernel = await ctx.host.kernelFor(args.session_id);
   } catch (error) {
-    if (error instanceof BridgeError && error.status === 404) {
-      return failed(`Session '${args.session_id}' not found. Use list_sessions to find valid session IDs.`);
-    }
-    return failed(errorMessage(error));
+    if (!(error instanceof BridgeError)) throw error;
+    if (error.kind === 'not_found')
+      return failed(error.kind, `Session '${args.session_id}' not found. Use list_sessions to find valid session IDs.`);
+    return failed(error.kind, error.detail);
   }
 
   const out = new HeadTail(EXECUTE_OUTPUT_CAP);
@@ -130,16 +130,21 @@ export async function executeCode(
   const stderr = err.pieces();
   if (timeout.signal.aborted) {
     const why = result === null ? 'before it started: earlier runs of this session were still going' : 'and was interrupted';
-    return failed(`Execution timed out after ${seconds}s ${why}`, stdout, stderr);
+    return failed('timed_out', `Execution timed out after ${seconds}s ${why}`, stdout, stderr);
   }
-  if (result === null || cancelled.aborted) return failed('Execution was cancelled by the client', stdout, stderr);
+  if (result === null || cancelled.aborted) return failed('interrupted', 'Execution was cancelled by the client', stdout, stderr);
+  const errors = result.success ? [] : [errorLine(stderr)];
   return {
-    success: result.success,
-    output: result.output.data === '' ? null : capped(result.output.data),
-    stdout,
-    stderr,
-    errors: result.success ? [] : [errorLine(stderr)],
-    error: null,
+    // The kernel's own end: a run the person's limit or "Stop Agents" stopped says so in its status.
+    outcome: { kind: runKind(result.status, result.restarted), detail: errors[0] ?? '' },
+    result: {
+      success: result.success,
+      output: result.output.data === '' ? null : capped(result.output.data),
+      stdout,
+      stderr,
+      errors,
+      error: null,
+    },
   };
 }
 

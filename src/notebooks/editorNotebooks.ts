@@ -117,7 +117,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       await this.caughtUp(notebook);
     const cells = notebook.getCells();
     if (cells.map((c) => this.ids.id(c)).join('\n') !== change.expectIds.join('\n'))
-      throw new BridgeError(409, CHANGED_MEANWHILE);
+      throw new BridgeError('stale', CHANGED_MEANWHILE);
 
     // Structure first: text edits bump the notebook's version, which VS Code checks before
     // applying cell edits (it checks each cell text's own version before its text edit).
@@ -139,7 +139,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     span?.applying();
     const applied = await vscode.workspace.applyEdit(edit);
     span?.applied();
-    if (!applied) throw new BridgeError(409, CHANGED_MEANWHILE);
+    if (!applied) throw new BridgeError('stale', CHANGED_MEANWHILE);
 
     // Cells VS Code created for our copies take over the ids (and history) of their originals.
     const created = new Map(change.splices.flatMap((s) => s.cells).map((c) => [c.id, c]));
@@ -198,7 +198,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const busy = indices.filter((i) => this.tickets.execution(cells[i]!).status !== 'idle');
     if (busy.length)
       throw new BridgeError(
-        409,
+        'conflict',
         `Cannot clear the outputs of cell(s) ${busy.map((i) => this.ids.id(cells[i]!)).join(', ')}: they are queued or running. Wait for them, or POST /notebooks/interrupt first; nothing was cleared.`,
       );
     // The API has no edit of outputs: each cell is replaced by a copy without outputs or last
@@ -213,7 +213,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     });
     edit.set(notebook.uri, copies);
     const versions = indices.map((i) => this.ids.version(cells[i]!));
-    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError(409, CHANGED_MEANWHILE);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError('stale', CHANGED_MEANWHILE);
     indices.forEach((i, k) => {
       this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!);
       this.tickets.adopt(notebook.cellAt(i), cells[i]!);
@@ -225,7 +225,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const label = this.sessions.label(notebook);
     if (notebook.isUntitled)
       throw new BridgeError(
-        409,
+        'conflict',
         `${label} is untitled: it has no file yet. Ask the person to save it under a name (File > Save As); nothing was saved.`,
       );
     // Saved from the document: with the runs' ends (and the counts the .ipynb support adds) in it.
@@ -235,7 +235,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     if (changed) {
       this.log.warn(`${label}: not saved, its file changed on disk (${changed})`);
       throw new BridgeError(
-        409,
+        'stale',
         `${label} was not saved: its file changed on disk since the editor loaded it, and saving would overwrite those changes. Tell the person (VS Code offers to compare or overwrite when they save); the changes are still in the editor.`,
       );
     }
@@ -243,7 +243,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     try {
       saved = await notebook.save();
     } catch (error) {
-      throw new BridgeError(409, `Saving ${label} failed: ${errorMessage(error)}`);
+      throw new BridgeError('conflict', `Saving ${label} failed: ${errorMessage(error)}`);
     }
     if (saved) return this.stamps.saved(notebook);
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
@@ -251,7 +251,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       () => false,
     );
     throw new BridgeError(
-      409,
+      'conflict',
       writable
         ? `${label} was not saved: the file changed on disk since the editor loaded it (VS Code asks the person to compare or overwrite), or the save was cancelled. Tell the person; the changes are still in the editor.`
         : `${label} was not saved: the file is read-only. Tell the person (they can make it writable, or save it elsewhere); the changes are still in the editor.`,
@@ -274,7 +274,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const notebook = this.notebook(uri);
     for (const provider of this.kernels) if (await provider.restart(notebook)) return;
     throw new BridgeError(
-      409,
+      'conflict',
       `Restart through the bridge works for the "Agent Bridge Python" and Jupyter kernels; ${this.sessions.label(notebook)} uses another kernel ` +
         '(or none): restart it from the notebook toolbar. POST /notebooks/interrupt works for any kernel.',
     );
@@ -298,7 +298,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
 
   private notebook(uri: string): vscode.NotebookDocument {
     const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
-    if (!notebook) throw new BridgeError(404, `The notebook ${uri} was closed`);
+    if (!notebook) throw new BridgeError('not_found', `The notebook ${uri} was closed`);
     return notebook;
   }
 

@@ -54,15 +54,15 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   async kernelFor(sessionId: string): Promise<Kernel> {
     const notebook = this.notebookById.get(sessionId);
-    if (!notebook) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
+    if (!notebook) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
     const kernel = await this.resolveKernel(notebook);
-    if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.status, `${this.label(notebook)}: ${kernel.detail}`);
+    if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.outcome, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;
   }
 
   /** One open at a time: VS Code fails to create two notebook editors at once. */
   open(path: string, options: { kernel?: KernelChoice | undefined }): Promise<SessionInfo> {
-    if (!isAbsolute(path)) return Promise.reject(new BridgeError(400, `"path" must be absolute (got ${path})`));
+    if (!isAbsolute(path)) return Promise.reject(new BridgeError('bad_input', `"path" must be absolute (got ${path})`));
     return this.opening.run('open', async () => {
       await this.checkOpenable(path);
       return (await this.openNow(vscode.Uri.file(path), options.kernel)).session;
@@ -74,14 +74,14 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     const open = this.notebookById.get(notebook);
     if (!open && !isAbsolute(notebook))
       return Promise.reject(
-        new BridgeError(404, `No open notebook has the session id ${notebook}; give a session id or an absolute path`),
+        new BridgeError('not_found', `No open notebook has the session id ${notebook}; give a session id or an absolute path`),
       );
     return this.opening.run('open', async () => {
       if (!open) await this.checkOpenable(notebook);
       const { session, document } = await this.openNow(open?.uri ?? vscode.Uri.file(notebook), kernel);
       const running = await this.resolveKernel(document);
       if (running instanceof KernelUnavailable)
-        throw new BridgeError(running.status, `${this.label(document)}: ${running.detail}`);
+        throw new BridgeError(running.outcome, `${this.label(document)}: ${running.detail}`);
       return { session, kernel: running.kind };
     });
   }
@@ -100,7 +100,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     const roots = await Promise.all(folders.map(real));
     if (roots.some((root) => isInside(target, root))) return;
     throw new BridgeError(
-      403,
+      'forbidden',
       `Opening ${path} is not allowed: agents may open notebooks inside the workspace folders` +
         (folders.length ? ` (${folders.join(', ')})` : ' (none is open)') +
         ' and the folders of the setting agentBridge.openFolders. Ask the person to open it, or to add its folder to that setting.',
@@ -114,14 +114,14 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     } catch {
       // VS Code's reason can quote the file (a JSON parse error): it is not passed on.
       throw new BridgeError(
-        404,
+        'not_found',
         `Cannot open ${uri.fsPath} as a notebook: no such file, or not a notebook VS Code can read (.ipynb, or a type an installed extension serves)`,
       );
     }
     const editor = await vscode.window.showNotebookDocument(notebook, { preserveFocus: true, preview: false });
     if (kernel) {
       const provider = this.providers.find((p) => p.name === kernel);
-      if (!provider) throw new BridgeError(400, `Unknown kernel "${kernel}"`);
+      if (!provider) throw new BridgeError('bad_input', `Unknown kernel "${kernel}"`);
       await provider.start(editor);
     }
     this.track(notebook);
@@ -179,7 +179,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     return (
       unavailable ??
       new KernelUnavailable(
-        409,
+        'conflict',
         'no kernel is selected: pick one with "Notebook: Select Notebook Kernel" (for .ipynb files "Agent Bridge Python" works with any python3)',
       )
     );

@@ -1,5 +1,6 @@
 import express from 'express';
 import type { Log } from '../core/log';
+import type { BearerCheck } from './bearerCheck';
 import { refuseLoneSurrogates } from '../core/wellFormedText';
 import { errorHandler } from './errorResponses';
 import { mountRoutes, type Route } from './route';
@@ -12,6 +13,7 @@ export interface AppOptions<Ctx> {
   context: Ctx;
   token: () => string | null;
   port: () => number;
+  bearer: BearerCheck;
   maxBodyBytes: number;
   log: Log;
 }

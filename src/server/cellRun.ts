@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CellView, RunHandle, SeriesHandle } from '../core/cellService';
-import { timeoutDetail, waitRuns, type RunOptions } from '../core/cellRuns';
+import type { CellStatus, CellView, RunHandle, SeriesHandle } from '../core/cellService';
+import { timeoutDetail, waitedKind, waitRuns, type RunOptions } from '../core/cellRuns';
 import { BridgeError } from '../core/bridgeError';
 import { answerAt, cellAt } from '../core/outputDetail';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
@@ -67,7 +67,7 @@ interface WaitReplies<E, R> {
  * with `Accept: text/event-stream` its events as they come. A client that goes away or stalls
  * stops the wait only (the cells' runs go on in the notebook); a failure ends the stream with `error`.
  */
-async function respondWait<E, R extends { done: boolean }>(
+async function respondWait<E, R extends { done: boolean; status: CellStatus }>(
   waitable: { wait(options: { timeoutMs: number; onEvent?: (event: E) => void; signal?: AbortSignal }): Promise<R> },
   replies: WaitReplies<E, R>,
   options: RunOptions,
@@ -84,16 +84,19 @@ async function respondWait<E, R extends { done: boolean }>(
         signal: gone.signal,
         onEvent: (e) => replies.send(stream, e),
       });
-      if (result.done) stream.end('done', replies.ended(result));
-      else stream.end('timeout', replies.timedOut(result));
+      const body = result.done ? replies.ended(result) : replies.timedOut(result);
+      stream.end(result.done ? 'done' : 'timeout', body);
+      // Already sent: the Reply only tells the activity record how the wait ended.
+      return Reply.of(gone.signal.aborted && !result.done ? 'interrupted' : waitedKind(result), body);
     } catch (error) {
-      stream.end('error', { detail: errorMessage(error) });
+      const detail = errorMessage(error);
+      stream.end('error', { detail });
+      return Reply.of(error instanceof BridgeError ? error.kind : 'internal', { detail });
     }
-    return undefined;
   }
   if (!options.wait) return new Reply(202, { queued: replies.queued });
   const result = await waitable.wait({ timeoutMs: options.timeoutMs });
-  return result.done ? replies.ended(result) : new Reply(504, replies.timedOut(result));
+  return Reply.of(waitedKind(result), result.done ? replies.ended(result) : replies.timedOut(result));
 }
 
 /** A batch's runs waited for: 504 (the edits applied, the runs going on) when the wait ran out. */
@@ -102,14 +105,14 @@ export async function respondRuns<T extends { cells?: readonly CellView[] }>(
   handles: readonly RunHandle[],
   options: RunOptions,
 ): Promise<unknown> {
-  const { body, timedOut } = await waitRuns(applied, handles, options);
-  return timedOut ? new Reply(504, body) : body;
+  const { body, kind } = await waitRuns(applied, handles, options);
+  return Reply.of(kind, body);
 }
 
 /** `:output/:item` segments of an output URL. */
 export function outputIndex(value: string | undefined, name: string): number {
   if (value === undefined || !/^\d+$/.test(value))
-    throw new BridgeError(404, `No output ${name} '${value}': it must be a whole number`);
+    throw new BridgeError('not_found', `No output ${name} '${value}': it must be a whole number`);
   return Number(value);
 }
 

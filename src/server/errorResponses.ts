@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import { BridgeError } from '../core/bridgeError';
+import { httpStatus } from '../core/outcome';
 import type { Log } from '../core/log';
 import { bodyTooLarge, loggedPath } from './security';
 import { errorMessage } from '../core/errorMessage';
@@ -22,21 +23,25 @@ function fromLibrary(error: HttpError & Error, maxBodyBytes: number): BridgeErro
     case 'entity.too.large':
       return bodyTooLarge(maxBodyBytes);
     case 'entity.parse.failed':
-      return new BridgeError(400, 'Malformed JSON body: send a JSON object');
+      return new BridgeError('bad_input', 'Malformed JSON body: send a JSON object');
     case 'charset.unsupported':
-      return new BridgeError(415, `Charset '${error.charset ?? ''}' is not supported: send UTF-8 JSON`);
+      return new BridgeError('unsupported_media', `Charset '${error.charset ?? ''}' is not supported: send UTF-8 JSON`);
     case 'encoding.unsupported':
-      return new BridgeError(415, `Content-Encoding '${error.encoding ?? ''}' is not supported: send the JSON uncompressed`);
+      return new BridgeError(
+        'unsupported_media',
+        `Content-Encoding '${error.encoding ?? ''}' is not supported: send the JSON uncompressed`,
+      );
     case 'request.aborted':
       // The client is gone: the answer reaches nobody, but it must not count as the bridge's fault.
-      return new BridgeError(400, 'The request body ended early: the client closed the connection');
+      return new BridgeError('bad_input', 'The request body ended early: the client closed the connection');
   }
   // The router's "Failed to decode param '%ZZ'".
   if (error instanceof URIError) {
     const segment = /'(.*)'/.exec(error.message)?.[1] ?? '';
-    return new BridgeError(400, `Malformed percent-encoding in the path segment '${segment}'`);
+    return new BridgeError('bad_input', `Malformed percent-encoding in the path segment '${segment}'`);
   }
-  return new BridgeError(error.status, `Unreadable request: ${error.message}`);
+  // What is left (a malformed Content-Length, say) is the client's too.
+  return new BridgeError(error.status === 413 ? 'too_large' : 'bad_input', `Unreadable request: ${error.message}`);
 }
 
 /** The one place an error becomes an answer: JSON `{detail, ...extra}` with its status. */
@@ -52,12 +57,12 @@ export function errorHandler(options: { maxBodyBytes: number; log: Log }): Error
     if (!known) {
       const message = errorMessage(error);
       options.log.error(`${req.method} ${loggedPath(req.path)} failed: ${error instanceof Error ? error.stack : message}`);
-      res.status(500).json({ detail: `Internal error: ${message}` });
+      res.status(httpStatus('internal')).json({ detail: `Internal error: ${message}` });
       return;
     }
     if (known instanceof MethodNotAllowed) res.setHeader('Allow', known.allow.join(', '));
     // An oversized body is left unread: close the connection rather than drain it.
-    if (known.status === 413) res.setHeader('Connection', 'close');
+    if (known.kind === 'too_large') res.setHeader('Connection', 'close');
     res.status(known.status).json({ detail: known.detail, ...known.extra });
   };
 }
@@ -68,6 +73,6 @@ export class MethodNotAllowed extends BridgeError {
     readonly allow: readonly string[],
     detail: string,
   ) {
-    super(405, detail);
+    super('method_not_allowed', detail);
   }
 }

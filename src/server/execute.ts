@@ -42,7 +42,7 @@ export async function serveExecute(
   opts: ExecuteOptions = {},
 ): Promise<void> {
   const sessionId = req.headers['marimo-session-id'];
-  if (typeof sessionId !== 'string' || !sessionId) throw new BridgeError(400, 'Missing Marimo-Session-Id header');
+  if (typeof sessionId !== 'string' || !sessionId) throw new BridgeError('bad_input', 'Missing Marimo-Session-Id header');
   const kernel = await deps.host.kernelFor(sessionId);
 
   const abort = new AbortController();

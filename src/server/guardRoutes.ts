@@ -76,17 +76,17 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
   return actionCode(code, rest);
 }
 
-/** Runs a handler as its activity (the author of the changes it makes), ending it with what the answer says. */
+/** Runs a handler as its activity (the author of the changes it makes), ending it with its answer's outcome. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
     const result = await asAuthor({ client: activity.action.client, action: activity.action.id }, run);
     const body = fields(result instanceof Reply ? result.body : result);
     if (result !== undefined) activity.note(JSON.stringify(body));
-    const failed = (result instanceof Reply && result.status >= 400) || body['success'] === false;
-    activity.end(failed ? 'failed' : 'succeeded', typeof body['detail'] === 'string' ? body['detail'] : '');
+    activity.end(result instanceof Reply ? result.kind : 'ok', typeof body['detail'] === 'string' ? body['detail'] : '');
     return result;
   } catch (error) {
-    activity.end('failed', error instanceof BridgeError ? error.detail : errorMessage(error));
+    if (error instanceof BridgeError) activity.end(error.kind, error.detail);
+    else activity.end('internal', errorMessage(error));
     throw error;
   }
 }

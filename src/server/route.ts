@@ -3,6 +3,7 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { z } from 'zod';
 import type { AccessKind } from '../core/accessPolicy';
 import { BridgeError } from '../core/bridgeError';
+import { httpStatus, type OutcomeKind } from '../core/outcome';
 import { MethodNotAllowed } from './errorResponses';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
@@ -16,12 +17,21 @@ export interface RouteInput<B, Q> {
   res: ServerResponse;
 }
 
-/** A non-200 JSON answer (201 Created, 202 Accepted, 504 with a body, ...). */
+/**
+ * A JSON answer with its outcome: a run's end, 504 for a wait that ran out, or a success other
+ * than 200 (201 Created, 202 Accepted).
+ */
 export class Reply {
   constructor(
     readonly status: number,
     readonly body: unknown,
+    readonly kind: OutcomeKind = 'ok',
   ) {}
+
+  /** The answer of an outcome: its status follows from its kind. */
+  static of(kind: OutcomeKind, body: unknown): Reply {
+    return new Reply(httpStatus(kind), body, kind);
+  }
 }
 
 /**
@@ -90,7 +100,7 @@ function literalsMatch(schema: z.ZodType, value: unknown): boolean {
 export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
-  if (!result.success) throw new BridgeError(400, describeZodError(where, result.error, schema, value));
+  if (!result.success) throw new BridgeError('bad_input', describeZodError(where, result.error, schema, value));
   return result.data;
 }
 
@@ -98,7 +108,7 @@ export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, wh
 function jsonBody(req: Request): unknown {
   const body: unknown = req.body;
   if (body === undefined) return {};
-  if (typeof body !== 'object' || body === null) throw new BridgeError(400, 'The JSON body must be an object');
+  if (typeof body !== 'object' || body === null) throw new BridgeError('bad_input', 'The JSON body must be an object');
   return body;
 }
 
@@ -134,8 +144,8 @@ export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router 
     // Under a family of routes, the way forward is the family.
     const family = `/${req.path.split('/')[1] ?? ''}/`;
     const routes = family.length > 2 ? under(family) : [];
-    if (!routes.length) throw new BridgeError(404, `No route ${req.method} ${req.path}`);
-    throw new BridgeError(404, `No route ${req.method} ${req.path}; the routes under ${family} are listed in "routes"`, {
+    if (!routes.length) throw new BridgeError('not_found', `No route ${req.method} ${req.path}`);
+    throw new BridgeError('not_found', `No route ${req.method} ${req.path}; the routes under ${family} are listed in "routes"`, {
       routes,
     });
   });

@@ -78,7 +78,7 @@ export const routes: readonly Route<RouteContext>[] = [
       const kept = ctx.outputs.get(params['id']!);
       if (!kept)
         throw new BridgeError(
-          404,
+          'not_found',
           'No such output: scratchpad outputs are kept for a while only (run the code again to get a new URL)',
         );
       res.writeHead(200, {

@@ -1,7 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { BridgeError } from '../core/bridgeError';
 import { cutLine, type Log } from '../core/log';
+import type { BearerCheck } from './bearerCheck';
 
 /** Paths anyone on the machine may call: marimo's liveness probes, which carry no data. */
 const PUBLIC_PATHS = new Set(['/health', '/healthz']);
@@ -14,6 +14,8 @@ export interface SecurityOptions {
   port: () => number;
   /** The per-window token, or null when the person turned the token off. */
   token: () => string | null;
+  /** Compares a request's bearer token with it (one per window, built where the app is composed). */
+  bearer: BearerCheck;
 }
 
 /** A path as a log line quotes it: at most LOGGED_PATH_CHARS, with how much was left out. */
@@ -39,31 +41,31 @@ export function requestLog(log: Log): RequestHandler {
  * the first that fails answers. Every request passes here before its route is even looked up.
  */
 export function securityChecks(options: SecurityOptions): RequestHandler {
-  const bearer = new BearerCheck();
+  const { bearer } = options;
   return (req: Request, _res: Response, next: NextFunction): void => {
     const port = options.port();
     const host = req.headers.host ?? '';
     if (!LOOPBACK_HOSTS.some((name) => host === `${name}:${port}`)) {
-      throw new BridgeError(421, `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
+      throw new BridgeError('misdirected', `Host '${host}' is not allowed: connect to http://127.0.0.1:${port}`);
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !isLoopbackOrigin(origin)) {
-      throw new BridgeError(403, `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
+      throw new BridgeError('forbidden', `Origin '${origin}' is not allowed: the bridge serves local tools, not web pages`);
     }
     const token = options.token();
     // Without the token, a page on any loopback origin (an output the bridge served, say) could
     // drive the bridge; agents and tools send no Origin.
     if (token === null && origin !== undefined) {
       throw new BridgeError(
-        403,
+        'forbidden',
         `Origin '${origin}' is not allowed while the token is off (agentBridge.requireToken): the bridge answers tools, not web pages`,
       );
     }
     if (token !== null && !PUBLIC_PATHS.has(req.path) && !bearer.matches(req.headers.authorization, token)) {
       // marimo's text when nothing was sent (its clients print it); a wrong one says where the
       // current token is, since it changes with every window (re)load.
-      if (req.headers.authorization === undefined) throw new BridgeError(401, 'Authorization header required');
-      throw new BridgeError(401, WRONG_TOKEN);
+      if (req.headers.authorization === undefined) throw new BridgeError('unauthorized', 'Authorization header required');
+      throw new BridgeError('unauthorized', WRONG_TOKEN);
     }
     next();
   };
@@ -80,14 +82,14 @@ export function requireJsonBody(limit: number): RequestHandler {
     if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return next();
     const type = req.headers['content-type'];
     if ((type ?? '').split(';', 1)[0]!.trim().toLowerCase() !== 'application/json')
-      throw new BridgeError(415, `Content-Type must be application/json (got ${type ?? 'none'})`);
+      throw new BridgeError('unsupported_media', `Content-Type must be application/json (got ${type ?? 'none'})`);
     if (length !== undefined && Number(length) > limit) throw bodyTooLarge(limit);
     next();
   };
 }
 
 export const bodyTooLarge = (limit: number) =>
-  new BridgeError(413, `Request body is larger than ${limit} bytes (setting agentBridge.maxBodyBytes)`);
+  new BridgeError('too_large', `Request body is larger than ${limit} bytes (setting agentBridge.maxBodyBytes)`);
 
 const WRONG_TOKEN =
   'Wrong token: the Authorization header does not carry the current token (it changes when the VS Code window ' +
@@ -101,22 +103,5 @@ function isLoopbackOrigin(origin: string): boolean {
     return (protocol === 'http:' || protocol === 'https:') && LOOPBACK_HOSTS.includes(hostname);
   } catch {
     return false;
-  }
-}
-
-/**
- * Constant-time over the token's bytes. Only the length can show through the timing, and every
- * token the bridge makes has the same length (32 random bytes, in hex). One per app: it keeps the
- * token's bytes while the token stays the same.
- */
-class BearerCheck {
-  private expected: { token: string; bytes: Buffer } | undefined;
-
-  matches(header: string | undefined, token: string): boolean {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!match) return false;
-    if (this.expected?.token !== token) this.expected = { token, bytes: Buffer.from(token) };
-    const presented = Buffer.from(match[1]!);
-    return presented.length === this.expected.bytes.length && timingSafeEqual(presented, this.expected.bytes);
   }
 }

@@ -12,6 +12,7 @@ import {
   type AgentAction,
   type Answer,
 } from '../../src/core/accessPolicy';
+import { ClientRegistry } from '../../src/core/clients';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
@@ -83,7 +84,11 @@ describe('Gate', () => {
     person = new FakePerson();
     ended = [];
     started = [];
-    gate = new Gate(person, [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(
+      person,
+      [{ started: (a) => started.push(a), ended: (action, end) => ended.push({ action, end }) }],
+      new ClientRegistry(),
+    );
   });
 
   it('lets reads through unrecorded, but remembers their client', async () => {
@@ -97,7 +102,7 @@ describe('Gate', () => {
     const activity = await gate.enter({ ...request$, kind: 'execute' });
     assert.ok(activity);
     activity.note('1\n');
-    activity.settle('succeeded');
+    activity.settle('ok');
     activity.end('failed');
     assert.equal(ended.length, 1);
     assert.equal(ended[0]!.end.outcome, 'succeeded', 'the settled outcome wins over the derived one');
@@ -141,7 +146,7 @@ describe('Gate', () => {
     a!.onStop(() => (heard = true));
     assert.equal(gate.stopAll().length, 1);
     assert.ok(heard);
-    a!.end('succeeded');
+    a!.end('ok');
     assert.equal(ended[0]!.end.outcome, 'interrupted');
   });
 });
@@ -172,7 +177,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   beforeEach(async () => {
     person = new FakePerson();
     ended = [];
-    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }]);
+    gate = new Gate(person, [{ started() {}, ended: (action, end) => ended.push({ action, end }) }], new ClientRegistry());
     kernel = new FakeKernel({
       'print(1)': {
         steps: [{ name: 'stdout', text: '1\n' }],

@@ -157,8 +157,9 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(result.structuredContent.error, null);
     });
 
-    it('answers an unknown session with success false and an error naming list_sessions', async () => {
+    it('answers an unknown session with success false and an error naming list_sessions, as a tool error', async () => {
       const result = await call('execute_code', { session_id: 's_nothere', code: '1 + 1' });
+      assert.equal(result.isError, true);
       assert.equal(result.structuredContent.success, false);
       assert.match(result.structuredContent.error, /s_nothere.*list_sessions/);
       assert.equal(kernel.calls.length, 0);
@@ -168,6 +169,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'forever', timeout_seconds: 0.2 });
       assert.equal(result.structuredContent.success, false);
       assert.match(result.structuredContent.error, /timed out after 0\.2s and was interrupted/);
+      assert.equal(result.isError, undefined, 'a run stopped at its time limit is reported, not a tool error');
       assert.deepEqual(result.structuredContent.stdout, ['started\n']);
       assert.equal(kernel.calls[0]!.aborted, true);
     });

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { createApp, listen, type RunningServer } from '../../src/server/app';
+import { BearerCheck } from '../../src/server/bearerCheck';
 import { route, type Method } from '../../src/server/route';
 import { silentLog } from './fakes/app';
 import { request } from './fakes/http';
@@ -29,6 +30,7 @@ describe('route table on the router', () => {
       context: null,
       token: () => null,
       port: () => port,
+      bearer: new BearerCheck(),
       maxBodyBytes: 1024,
       log: silentLog,
     });

@@ -25,6 +25,7 @@ import { blockOp, planBlock, type LayoutCell } from '../../core/blockPlan';
 import { ref } from '../../core/cellSchemas';
 import { FOREVER_MS } from '../../core/series';
 import { BridgeError } from '../../core/bridgeError';
+import { errorBody } from '../../core/outcome';
 import { notebookLabel, resolveNotebook } from '../../core/refs';
 import { refuseLoneSurrogates } from '../../core/wellFormedText';
 import type { CallContext, CallHandler } from './kernelProcess';
@@ -49,7 +50,7 @@ export function codeModeHandler(deps: CodeModeDeps, notebook: string): CallHandl
     try {
       return await dispatch(deps, notebook, method, params, ctx);
     } catch (error) {
-      if (error instanceof BridgeError) return { ok: false, status: error.status, detail: error.detail, ...error.extra };
+      if (error instanceof BridgeError) return { ok: false, ...errorBody(error) };
       throw error;
     }
   };
@@ -89,7 +90,7 @@ function parse<T>(schema: z.ZodType<T>, params: unknown, method: string): T {
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const at = issue?.path.length ? `${issue.path.join('.')}: ` : '';
-  throw new BridgeError(400, `${method}: ${at}${issue?.message ?? 'invalid parameters'}`);
+  throw new BridgeError('bad_input', `${method}: ${at}${issue?.message ?? 'invalid parameters'}`);
 }
 
 function layoutOf(deps: CodeModeDeps, notebook: string): { label: string; cells: LayoutCell[] } {
@@ -125,7 +126,7 @@ async function flush(
     } catch (error) {
       // The planner names ops by their place in the batch; name the block call instead.
       const origin = error instanceof OpError ? plan.origins[error.op] : undefined;
-      if (error instanceof OpError && origin) throw new BridgeError(error.status, `${origin}: ${error.reason}`, error.extra);
+      if (error instanceof OpError && origin) throw new BridgeError(error.kind, `${origin}: ${error.reason}`, error.extra);
       throw error;
     }
   }

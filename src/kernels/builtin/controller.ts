@@ -82,7 +82,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     const { notebook } = editor;
     if (notebook.notebookType !== NOTEBOOK_TYPE)
       throw new BridgeError(
-        400,
+        'bad_input',
         `The builtin kernel runs .ipynb (jupyter-notebook) notebooks; ${notebook.uri.fsPath} is a ${notebook.notebookType}`,
       );
     await this.select(editor);

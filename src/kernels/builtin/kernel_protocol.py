@@ -531,7 +531,6 @@ def install_host_module():
     sys.modules["_agent_bridge_host"] = mod
 
 
-
 # ---- the current run ----------------------------------------------------------------------------
 
 def enter_run(new_id):

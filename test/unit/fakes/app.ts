@@ -10,6 +10,7 @@ import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells } from '../../../src/core/notebookCells';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
+import { BearerCheck } from '../../../src/server/bearerCheck';
 import { guardRoutes } from '../../../src/server/guardRoutes';
 import { routes } from '../../../src/server/routes';
 import { FakeNotebookHost } from './notebookHost';
@@ -54,6 +55,7 @@ export function startTestServer(options: {
     context: { ...services, serveMcp: lazyMcp },
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,
+    bearer: new BearerCheck(),
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     log: options.log ?? silentLog,
   });

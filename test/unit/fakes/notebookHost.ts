@@ -42,20 +42,20 @@ export class FakeNotebookHost implements NotebookHost {
   }
   async kernelFor(sessionId: string): Promise<Kernel> {
     const entry = this.entries.find((e) => e.info.id === sessionId);
-    if (!entry) throw new BridgeError(404, `Invalid session id: ${sessionId}`);
-    if (!entry.kernel) throw new BridgeError(409, 'No kernel is selected');
+    if (!entry) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
+    if (!entry.kernel) throw new BridgeError('conflict', 'No kernel is selected');
     return entry.kernel;
   }
   async open(path: string): Promise<SessionInfo> {
     const entry = this.entries.find((e) => e.info.path === path);
-    if (!entry) throw new BridgeError(404, `Cannot open notebook ${path}`);
+    if (!entry) throw new BridgeError('not_found', `Cannot open notebook ${path}`);
     return entry.info;
   }
   /** Entries with a kernel "start" at once; the others cannot. */
   async startKernel(notebook: string, kernel: KernelChoice): Promise<StartedKernel> {
     const entry = this.entries.find((e) => e.info.id === notebook || e.info.path === notebook);
-    if (!entry) throw new BridgeError(404, `No open notebook has the session id ${notebook}`);
-    if (!entry.kernel) throw new BridgeError(409, `Could not start a ${kernel} kernel`);
+    if (!entry) throw new BridgeError('not_found', `No open notebook has the session id ${notebook}`);
+    if (!entry.kernel) throw new BridgeError('conflict', `Could not start a ${kernel} kernel`);
     return { session: entry.info, kernel: entry.kernel.kind };
   }
 }

@@ -140,9 +140,9 @@ export class FakeNotebooks implements OpenNotebooks {
     const book = this.book(uri);
     if (this.failNextApply) {
       this.failNextApply = false;
-      throw new BridgeError(409, 'The notebook changed while the edit was being applied; nothing was changed');
+      throw new BridgeError('stale', 'The notebook changed while the edit was being applied; nothing was changed');
     }
-    if (book.cells.map((c) => c.id).join() !== change.expectIds.join()) throw new BridgeError(409, 'cells moved on');
+    if (book.cells.map((c) => c.id).join() !== change.expectIds.join()) throw new BridgeError('stale', 'cells moved on');
     const before = book.cells;
     const cells = [...before];
     for (const t of change.texts) {
@@ -220,7 +220,7 @@ export class FakeNotebooks implements OpenNotebooks {
   async save(uri: string): Promise<void> {
     const book = this.book(uri);
     const failure = this.failSave.get(uri);
-    if (failure) throw new BridgeError(409, failure);
+    if (failure) throw new BridgeError('conflict', failure);
     this.calls.push({ method: 'save', uri });
     book.dirty = false;
   }
@@ -234,7 +234,7 @@ export class FakeNotebooks implements OpenNotebooks {
   async restart(uri: string): Promise<void> {
     const book = this.book(uri);
     if (book.info.kernel !== 'builtin')
-      throw new BridgeError(409, `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
+      throw new BridgeError('conflict', `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
     this.calls.push({ method: 'restart', uri });
   }
 
@@ -281,7 +281,7 @@ export class FakeNotebooks implements OpenNotebooks {
 
   private book(uri: string): FakeNotebook {
     const book = this.books.find((b) => b.info.uri === uri);
-    if (!book) throw new BridgeError(404, `fake: no notebook ${uri}`);
+    if (!book) throw new BridgeError('not_found', `fake: no notebook ${uri}`);
     return book;
   }
 }
