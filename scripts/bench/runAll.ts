@@ -29,23 +29,30 @@ const FAKE_KERNEL_DIR = path.join(REPO_ROOT, 'test', 'fixtures', 'fake-python-ke
 const TOOLBAR = '.notebook-toolbar-container';
 
 /** The person's click on the visible notebook's Run All; resolves with ms from the click to Interrupt gone. */
-export async function clickRunAll(page: Page): Promise<number> {
+export async function clickRunAll(page: Page, shots: string): Promise<number> {
   const button = page.locator(`${TOOLBAR} .action-label[aria-label^="Run All"]:visible`).first();
-  await button.waitFor({ state: 'visible', timeout: 60_000 });
-  const box = await button.boundingBox();
-  if (!box) throw new Error('the Run All button has no box');
   // Evaluated in the page (as text: the bench is not compiled against the DOM's types).
-  const interrupting = (shown: boolean) =>
+  const interrupting = (shown: boolean, timeout: number) =>
     page.waitForFunction(
       `[...document.querySelectorAll('${TOOLBAR} .action-label[aria-label^="Interrupt"]')]` +
         `.some((e) => e.getClientRects().length > 0) === ${shown}`,
       undefined,
-      { polling: 25, timeout: RUN_ALL_TIMEOUT_MS },
+      { polling: 25, timeout },
     );
+  const failed = async (what: string, error: unknown) => {
+    const file = path.join(shots, `run-all-${Date.now()}.png`);
+    await page.screenshot({ path: file }).catch(() => undefined);
+    throw new Error(`${what} (screenshot ${file}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+  };
+  // The editor idle first: a run it still shows (the agent's, answered ahead of it) would be Interrupt's.
+  await interrupting(false, RUN_ALL_TIMEOUT_MS).catch((e: unknown) => failed('the notebook never showed idle', e));
+  await button.waitFor({ state: 'visible', timeout: 60_000 }).catch((e: unknown) => failed('no Run All button', e));
+  const box = await button.boundingBox();
+  if (!box) return failed('the Run All button has no box', undefined);
   const start = performance.now();
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-  await interrupting(true);
-  await interrupting(false);
+  await interrupting(true, 30_000).catch((e: unknown) => failed('Run All was clicked, but no run started', e));
+  await interrupting(false, RUN_ALL_TIMEOUT_MS).catch((e: unknown) => failed('the run never ended', e));
   return performance.now() - start;
 }
 
@@ -125,6 +132,9 @@ export async function runAllSideBySide(ctx: Ctx): Promise<void> {
   const nb = ctx.notebooks.cells;
   const client = new BenchClient(ctx.url, ctx.token);
   const bare = await bareSandbox(ctx, ctx.plainPython);
+  // Screenshots of a click that did not run, kept beside the results.
+  const shots = path.join(REPO_ROOT, 'bench-results');
+  fs.mkdirSync(shots, { recursive: true });
   const cpu = {
     a: { extensionHost: 0, renderer: 0, kernel: 0, other: 0 },
     b: { extensionHost: 0, renderer: 0, kernel: 0, other: 0 },
@@ -153,14 +163,14 @@ export async function runAllSideBySide(ctx: Ctx): Promise<void> {
     const steps = {
       a: async () => {
         await ctx.open(nb.path); // in front, as the person has it
-        const ms = await withCpu(ctx.sandboxId, cpu.a, () => clickRunAll(ctx.page));
+        const ms = await withCpu(ctx.sandboxId, cpu.a, () => clickRunAll(ctx.page, shots));
         const wrong = await allRan(client, nb);
         if (wrong) ctx.problems.push(`(a) Run All: ${wrong}`);
         return ms;
       },
       b: async () => {
         const from = fs.statSync(bare.log).size;
-        const ms = await withCpu(bare.sandbox.id, cpu.b, () => clickRunAll(bare.sandbox.page));
+        const ms = await withCpu(bare.sandbox.id, cpu.b, () => clickRunAll(bare.sandbox.page, shots));
         const runs = fakeRuns(bare.log, from);
         if (runs.ok !== CELLS || runs.failed)
           ctx.problems.push(`(b) Run All without our extension: ${runs.ok} ok, ${runs.failed} failed`);
