@@ -97,6 +97,7 @@ function makeWorkspace(): { dir: string; python: string; plainPython: string } {
   writeNotebook(path.join(dir, 'ipython', 'ipython.ipynb'), 3);
   writeNotebook(path.join(dir, 'stall.ipynb'), 3);
   writeNotebook(path.join(dir, 'cells.ipynb'), 100, true);
+  writeNotebook(path.join(dir, 'runall.ipynb'), 100, true);
   writeNotebook(path.join(dir, 'list-1000.ipynb'), 1000);
   writeNotebook(path.join(dir, 'jupyter.ipynb'), 3);
   return { dir, python, plainPython: path.join(venv, 'bin', 'python') };
@@ -210,7 +211,9 @@ async function main(): Promise<number> {
     const notebooks = {
       agents: [] as sections.Opened[],
       ipython: await openIf(opts.wants('modes'), 'ipython/ipython.ipynb'),
-      cells: await openIf(opts.wants('cells') || opts.wants('runall') || opts.wants('listing'), 'cells.ipynb'),
+      cells: await openIf(opts.wants('cells') || opts.wants('listing'), 'cells.ipynb'),
+      // Run All's own: the cells section leaves its notebook with runs the editor may still show.
+      runall: await openIf(opts.wants('runall'), 'runall.ipynb'),
       stall: await openIf(opts.wants('stall'), 'stall.ipynb'),
     };
     for (let k = 1; k <= (agentsWanted ? 8 : 0); k++)

@@ -129,7 +129,7 @@ export async function runAllSideBySide(ctx: Ctx): Promise<void> {
   ctx.say(
     `run-all: ${WARMUP_ROUNDS} + ${ROUNDS} rounds of (a) Run All clicked, (b) the same without our extension, (c) an agent's run-all`,
   );
-  const nb = ctx.notebooks.cells;
+  const nb = ctx.notebooks.runall;
   const client = new BenchClient(ctx.url, ctx.token);
   const bare = await bareSandbox(ctx, ctx.plainPython);
   // Screenshots of a click that did not run, kept beside the results.

@@ -30,7 +30,7 @@ export interface Ctx {
   expressFloorUrl: string;
   /** KernelProcesses driven from the bench: the kernel alone, without Python's IPython and with it. */
   kernels: { plain: KernelProcess; ipython: KernelProcess };
-  notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; stall: Opened };
+  notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; runall: Opened; stall: Opened };
   /** Opens a notebook through the bridge, without selecting a kernel unless one is named (then started and warm). */
   open(file: string, kernel?: 'builtin'): Promise<Opened>;
   listFile: string;
