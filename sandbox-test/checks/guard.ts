@@ -12,6 +12,7 @@ import type { BridgeClient } from '../http';
 import { pickMode } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
 import { sleep } from '../../src/core/sleep';
+import { guardLoadChecks } from './guardLoad';
 
 /** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
 function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {
@@ -241,4 +242,6 @@ export function guardChecks(): void {
       await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}`, headers: as('agent-b'), signal });
     }
   }).timeout(60_000);
+
+  guardLoadChecks();
 }

@@ -13,9 +13,9 @@ import { BridgeError } from './bridgeError';
 import { resolveCellIndex } from './refs';
 
 /**
- * Most operations one batch may hold: a bigger one is applied as one edit and one undo step, and
- * it held the extension host, which every extension in the window shares (the bench measures
- * /health while the largest batch applies).
+ * Most operations one batch may hold: it bounds the body, the planning and the steps the batch is
+ * applied in (changeSteps.ts), while the extension host, which every extension in the window
+ * shares, keeps answering (the bench measures /health while the largest batch applies).
  */
 export const MAX_BATCH_OPS = 1000;
 

@@ -19,6 +19,7 @@ export interface RunSummary {
   success: boolean | null;
   status: CellStatus;
   cell: CellAnswer;
+  alsoRan?: readonly RunSummary[];
 }
 
 export const timeoutDetail = (ms: number, ids: readonly string[]) =>
@@ -63,7 +64,13 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
     {
       ...applied,
       ...(cells ? { cells } : {}),
-      runs: runs.map((r) => ({ done: r.done, success: r.success, status: r.status, cell: r.cell })),
+      runs: runs.map((r) => ({
+        done: r.done,
+        success: r.success,
+        status: r.status,
+        cell: r.cell,
+        ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}),
+      })),
     },
     options.outputs,
   );

@@ -168,6 +168,12 @@ export interface CellRunResult {
   /** How the run ended, or where it is when the wait stopped first. */
   readonly status: CellStatus;
   readonly cell: CellView;
+  /**
+   * Runs of other cells that the kernel started while this one ran, in notebook order: marimo
+   * re-runs a cell's dependents (those that ran before in its kernel). Waited for under the same
+   * deadline; one still queued or running has `done: false`.
+   */
+  readonly alsoRan?: readonly CellRunResult[];
 }
 
 /** Which cells a run of many runs: a list of refs, a half-open index range, or all code cells. */
@@ -366,6 +372,11 @@ export interface OpenNotebooks {
   execute(uri: string, ids: readonly string[], stopAfterFailure?: boolean): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
+  /**
+   * Runs of other cells of the notebook that started after this run was queued without being
+   * asked of the bridge: the kernel's own (marimo re-runs a cell's dependents), or the person's.
+   */
+  startedAfter(runId: string): readonly RunTicket[];
   /** The ticket of a cell's latest run in this window, if it ran. */
   latestRun(uri: string, cellId: string): RunTicket | undefined;
   /** Removes the outputs and the last run's summary of these cells (one edit). */

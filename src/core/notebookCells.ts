@@ -185,7 +185,7 @@ export class NotebookCells implements CellService {
       throw new BridgeError(
         'too_large',
         `This batch has ${ops.length} operations; a batch takes at most ${MAX_BATCH_OPS}. ` +
-          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is one undo step).`,
+          `Split it into batches of at most ${MAX_BATCH_OPS} operations (each is applied all or nothing).`,
         { maxOps: MAX_BATCH_OPS },
       );
     }
@@ -353,6 +353,8 @@ export class NotebookCells implements CellService {
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
       if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
+      // The host answers others between the snapshot and the views of up to 1,000 cells.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
       const touched: CellView[] = [];
       after.forEach((cell, index) => {
@@ -422,7 +424,40 @@ export class NotebookCells implements CellService {
       show: (cell, index) => this.show(notebook, cell, index),
       limit: () => this.options.outputTextLimit(),
       url: (o, i) => outputUrl(notebook, id, o, i),
+      alsoRan: (timeoutMs, signal) => this.alsoRan(notebook, ticket, timeoutMs, signal),
     });
+  }
+
+  /**
+   * The runs of other cells the kernel started on its own after `ticket`'s run was queued
+   * (OpenNotebooks.startedAfter: marimo re-runs a cell's dependents), waited for until they
+   * end or `timeoutMs` passes; the latest per cell, in notebook order.
+   */
+  private async alsoRan(
+    notebook: NotebookEntry,
+    ticket: RunTicket,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<CellRunResult[]> {
+    const deadline = Date.now() + timeoutMs;
+    // A run may show others starting after it: wait until none is open (or the time is up).
+    for (;;) {
+      const open = this.docs.startedAfter(ticket.runId).filter((t) => t.phase !== 'ended');
+      if (!open.length || !(await allEnded(open, deadline - Date.now(), signal))) break;
+    }
+    const latest = new Map<string, RunTicket>();
+    for (const t of this.docs.startedAfter(ticket.runId)) latest.set(t.cellId, t);
+    const cells = this.docs.cells(notebook.uri);
+    const results: { index: number; result: CellRunResult }[] = [];
+    for (const [cellId, run] of latest) {
+      const index = cells.findIndex((c) => c.id === cellId);
+      if (index < 0) continue;
+      const done = run.phase === 'ended';
+      const status: CellStatus = done ? cellStatus(cells[index]!) : run.phase === 'running' ? 'running' : 'queued';
+      const cell = this.show(notebook, cells[index]!, index);
+      results.push({ index, result: { done, success: done ? status === 'succeeded' : null, status, cell } });
+    }
+    return results.sort((a, b) => a.index - b.index).map((r) => r.result);
   }
 
   /** The language most code cells use; the notebook's own when it has no code cell yet. */
@@ -496,6 +531,24 @@ interface RunDeps {
   show(cell: CellSnapshot, index: number): CellView;
   limit(): number;
   url(output: number, item: number): string;
+  /** The runs the kernel started on its own meanwhile, waited for until `timeoutMs`. */
+  alsoRan(timeoutMs: number, signal: AbortSignal | undefined): Promise<CellRunResult[]>;
+}
+
+/** Whether every ticket ended within `timeoutMs` (false also when `signal` aborts first). */
+function allEnded(tickets: readonly RunTicket[], timeoutMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (timeoutMs <= 0 || signal?.aborted) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const done = (ended: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+      resolve(ended);
+    };
+    const stop = () => done(false);
+    const timer = setTimeout(stop, timeoutMs);
+    signal?.addEventListener('abort', stop);
+    void Promise.all(tickets.map((t) => t.ended)).then(() => done(true));
+  });
 }
 
 /**
@@ -522,7 +575,20 @@ class CellRun implements RunHandle {
     return this.ticket.runId;
   }
 
-  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
+  /** The run's end, then (when it ended) the runs the kernel started on its own meanwhile, under one deadline. */
+  async wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
+    const deadline = Date.now() + options.timeoutMs;
+    const own = await this.waitOwn(options);
+    if (!own.done) return own;
+    const alsoRan = await this.deps.alsoRan(deadline - Date.now(), options.signal);
+    return alsoRan.length ? { ...own, alsoRan } : own;
+  }
+
+  private waitOwn(options: {
+    timeoutMs: number;
+    onEvent?: (event: RunEvent) => void;
+    signal?: AbortSignal;
+  }): Promise<CellRunResult> {
     const { ticket, deps } = this;
     let settled = false;
     return new Promise<CellRunResult>((resolve, reject) => {

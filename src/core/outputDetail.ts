@@ -37,15 +37,21 @@ export function cellAt(view: CellView, detail: OutputDetail): CellAnswer {
   return { ...rest, outputs: outputs.map((o) => ({ items: o.items.map(summarize) })) };
 }
 
-/** An answer's cells (`cell`, `cells`, and each run's `cell`) at the asked detail. */
+/** An answer's cells (`cell`, `cells`, each run's `cell`, and the runs in `alsoRan`) at the asked detail. */
 export function answerAt<T extends object>(body: T, detail: OutputDetail): T {
   if (detail === 'full') return body;
-  const fields = body as { cell?: CellView; cells?: readonly CellView[]; runs?: readonly CellRunResult[] };
+  const fields = body as {
+    cell?: CellView;
+    cells?: readonly CellView[];
+    runs?: readonly CellRunResult[];
+    alsoRan?: readonly CellRunResult[];
+  };
   return {
     ...body,
     ...(fields.cell ? { cell: cellAt(fields.cell, detail) } : {}),
     ...(fields.cells ? { cells: fields.cells.map((c) => cellAt(c, detail)) } : {}),
-    ...(fields.runs ? { runs: fields.runs.map((r) => ({ ...r, cell: cellAt(r.cell, detail) })) } : {}),
+    ...(fields.runs ? { runs: fields.runs.map((r) => answerAt(r, detail)) } : {}),
+    ...(fields.alsoRan ? { alsoRan: fields.alsoRan.map((r) => answerAt(r, detail)) } : {}),
   };
 }
 

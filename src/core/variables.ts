@@ -44,6 +44,11 @@ export interface VariableDetail extends VariableSummary {
 
 /** Marks the line of the scratchpad program's answer (kernel_inspect.py MARKER). */
 export const INSPECT_MARKER = '\x1eagent-bridge-inspect:';
+/**
+ * The marker as it is searched for: without its control character, which marimo's extension
+ * drops from scratchpad output (seen with marimo-lsp 0.17.1 and marimo 0.25.2).
+ */
+const MARKER_TEXT = INSPECT_MARKER.slice(1);
 
 /** How long the scratchpad program may take (it answers within ~4 s; the kernel may be busy first). */
 const PROGRAM_TIMEOUT_MS = 30_000;
@@ -62,9 +67,9 @@ export function inspectProgram(source: string, query: InspectQuery): string {
 
 /** The answer the program printed: the last marked line of its stdout. */
 export function parseInspectOutput(stdout: string): unknown {
-  const at = stdout.lastIndexOf(INSPECT_MARKER);
+  const at = stdout.lastIndexOf(MARKER_TEXT);
   if (at < 0) return undefined;
-  const line = stdout.slice(at + INSPECT_MARKER.length).split('\n', 1)[0]!;
+  const line = stdout.slice(at + MARKER_TEXT.length).split('\n', 1)[0]!;
   try {
     return JSON.parse(line) as unknown;
   } catch {

@@ -67,8 +67,11 @@ export interface ScratchpadRules {
   valueMime?: string;
   /** The kernel's tracebacks link their frames with HTML anchors (marimo's extension does), unwrapped for a terminal. */
   linksInErrors?: boolean;
-  /** What to add on stderr when the run failed (the bridge's way to do what the code tried); undefined: nothing. */
-  failureHint?(code: string): string | undefined;
+  /**
+   * What to add on stderr when the run failed (the bridge's way to do what the code tried), from
+   * the code and the end of what it wrote on stderr; undefined: nothing.
+   */
+  failureHint?(code: string, stderr: string): string | undefined;
   /** When executeCode throws before any output, may it be a refusal the person can undo? (false: admit settled that) */
   accessHintOnError?: boolean;
   /**
@@ -200,6 +203,9 @@ const STARTER = '# Agent Bridge: starting the kernel';
 /** How long the starter cell's run may take to end once the kernel is there. */
 const STARTER_END_MS = 15_000;
 
+/** Characters of a run's stderr kept for ScratchpadRules.failureHint (a traceback's last lines). */
+const STDERR_KEPT = 4000;
+
 const streamMimes = (): StreamMimes => ({
   stdout: vscode.NotebookCellOutputItem.stdout('').mime,
   stderr: vscode.NotebookCellOutputItem.stderr('').mime,
@@ -234,6 +240,8 @@ export class ApiKernelAdapter implements Kernel {
     const mimes = streamMimes();
     let failed = false;
     let produced = false;
+    /** The end of what the run wrote on stderr, for failureHint. */
+    let stderr = '';
     let value: MimeBundle | undefined;
     let display: MimeBundle | undefined;
     const outputs = this.kernel.executeCode(this.rules.wrap(code), cancellation.token)[Symbol.asyncIterator]();
@@ -248,6 +256,7 @@ export class ApiKernelAdapter implements Kernel {
         produced = true;
         const interpreted = interpretOutput(next.value, mimes, this.rules);
         interpreted.streams.forEach(onStream);
+        for (const s of interpreted.streams) if (s.name === 'stderr') stderr = (stderr + s.text).slice(-STDERR_KEPT);
         failed ||= interpreted.failed;
         if (interpreted.value) value = interpreted.value;
         if (interpreted.display) display = interpreted.display;
@@ -267,7 +276,7 @@ export class ApiKernelAdapter implements Kernel {
       cancellation.dispose();
     }
     if (signal.aborted) failed = true;
-    const hint = failed && !signal.aborted ? this.rules.failureHint?.(code) : undefined;
+    const hint = failed && !signal.aborted ? this.rules.failureHint?.(code, stderr) : undefined;
     if (hint) onStream({ name: 'stderr', text: `${hint}\n` });
     if (failed) return { success: false, status: signal.aborted ? 'interrupted' : 'failed', output: NO_OUTPUT };
     if (value) return { success: true, status: 'succeeded', output: reduceMimeBundle(value) };

@@ -46,11 +46,15 @@ export const MARIMO_SOURCE: ExtensionKernelSource = {
 
 /**
  * What an agent following marimo-pair's skill meets: its notebook edits go through marimo's
- * `marimo._code_mode`, which needs the marimo server's notebook document and is not there in a
- * kernel the VS Code extension runs.
+ * `marimo._code_mode`, which needs the notebook document that marimo's server (and marimo's VS
+ * Code extension from 0.17 on) hands the kernel with a scratchpad run. Where it is missing,
+ * code_mode raises one of these (or marimo is not importable at all).
  */
+const CODE_MODE_UNAVAILABLE =
+  /NotebookDocument not available|code mode requires a running kernel context|ContextNotInitializedError|No module named 'marimo/;
 export const CODE_MODE_HINT =
-  "Agent Bridge: marimo's code_mode (marimo._code_mode) does not work in a kernel of marimo's VS Code extension. " +
+  "Agent Bridge: marimo's code_mode (marimo._code_mode) is not available in this kernel of marimo's VS Code extension " +
+  '(the extension hands code_mode the notebook from version 0.17 on). ' +
   'Change cells through the bridge instead: its cell routes (GET/POST /notebooks/cells, PATCH/DELETE /notebooks/cells/{id}, ' +
   'POST /notebooks/cells/{id}/run), its MCP tools (create_cell, edit_cell, delete_cell, run_cell), ' +
   'or its own code mode (import agent_bridge) in an .ipynb with the builtin kernel.';
@@ -60,7 +64,10 @@ const MARIMO_RULES: ScratchpadRules = {
   wrap: (code) => code,
   admit: async (_onStream, signal) => !signal.aborted,
   linksInErrors: true,
-  failureHint: (code) => (/\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) ? CODE_MODE_HINT : undefined),
+  failureHint: (code, stderr) =>
+    /\bmarimo\._code_mode\b|from\s+marimo\s+import\s+_code_mode/.test(code) && CODE_MODE_UNAVAILABLE.test(stderr)
+      ? CODE_MODE_HINT
+      : undefined,
 };
 
 /** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */

@@ -79,7 +79,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
     const { body, kind } = await waitRuns({}, [handle], options);
     const run = body.runs![0]!;
-    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, [run.cell], detail ?? 'summary', kind);
+    const views = [run.cell, ...(run.alsoRan ?? []).map((r) => r.cell)];
+    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, views, detail ?? 'summary', kind);
   };
   return [
     tool({
@@ -150,8 +151,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'run',
       description:
         `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
-        'returns success and the cell with its outputs (default "summary"). A timeout stops the wait, not the run ' +
-        '(see interrupt). ' +
+        'returns success and the cell with its outputs (default "summary"), and in alsoRan the cells the kernel ' +
+        're-ran on its own meanwhile (marimo re-runs dependents). A timeout stops the wait, not the run (see interrupt). ' +
         NOTEBOOK,
       inputSchema: runBody.omit({ wait: true }).extend(withRef),
       handle: ({ notebook, ref, timeoutMs, outputs }) =>
@@ -173,7 +174,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       name: 'edit_cells',
       access: 'edit',
       description:
-        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step), then ' +
+        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 50 cells), then ' +
         'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
         '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
         '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +

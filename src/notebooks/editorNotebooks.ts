@@ -15,6 +15,8 @@ import type { EditStopwatch } from '../core/editSpans';
 import type { InterruptHow } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
+import { changeSteps } from '../core/changeSteps';
+import { rollbackPlan } from '../core/rollbackPlan';
 import { CellIds } from './cellIds';
 import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
@@ -110,48 +112,144 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.ids.newId(this.notebook(uri));
   }
 
+  /**
+   * Applies the change as one WorkspaceEdit (one undo step) when it is within STEP_CELLS cells,
+   * else in steps of at most that many (changeSteps.ts), each one edit, so the extension host
+   * answers between them. All or nothing either way: when a step cannot be applied (the person
+   * changed the notebook's cells in between), the steps already applied are taken back, in one
+   * edit, and the answer is the same 409 as for a single edit.
+   */
   async apply(uri: string, change: NotebookChange, span?: EditStopwatch): Promise<void> {
     const notebook = this.notebook(uri);
     // Copies and metadata are written from the document's cells: with the runs' ends in them.
     if (change.metadata.length || change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined)))
       await this.caughtUp(notebook);
+    const originals = notebook.getCells();
+    const steps = changeSteps(change);
+    // Between steps the person may type: a cell a later step rewrites must still read as it did.
+    const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
+    const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
+    span?.applying();
+    for (const step of steps) {
+      // An Error is made only on failure: capturing its stack took up to 120 ms on a loaded host.
+      let thrown: { error: unknown } | undefined;
+      const done = await this.applyStep(notebook, step, originals, applied).catch((error: unknown) => {
+        thrown = { error };
+        return false;
+      });
+      if (done) continue;
+      if (step !== steps[0] && !notebook.isClosed) await this.rollBack(notebook, originals, change.expectIds, applied);
+      throw thrown ? thrown.error : new BridgeError('stale', CHANGED_MEANWHILE);
+    }
+    span?.applied();
+    if (notebook.cellCount !== change.resultIds.length) {
+      this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
+    }
+  }
+
+  /** One step of a change; false when the notebook is not as the step expects or VS Code refused it. */
+  private async applyStep(
+    notebook: vscode.NotebookDocument,
+    step: NotebookChange,
+    originals: readonly vscode.NotebookCell[],
+    applied: Applied,
+  ): Promise<boolean> {
     const cells = notebook.getCells();
-    if (cells.map((c) => this.ids.id(c)).join('\n') !== change.expectIds.join('\n'))
-      throw new BridgeError('stale', CHANGED_MEANWHILE);
+    if (cells.length !== step.expectIds.length || cells.some((c, i) => this.ids.id(c) !== step.expectIds[i])) return false;
+    const typed = (document: vscode.TextDocument) => applied.read && document.getText() !== applied.read.get(document);
+    if (step.texts.some((t) => typed(cells[t.index]!.document))) return false;
 
     // Structure first: text edits bump the notebook's version, which VS Code checks before
     // applying cell edits (it checks each cell text's own version before its text edit).
     const edit = new vscode.WorkspaceEdit();
     const structure = [
-      ...change.splices.map((s) =>
+      ...step.splices.map((s) =>
         vscode.NotebookEdit.replaceCells(
           new vscode.NotebookRange(s.start, s.end),
-          s.cells.map((c) => cellData(c, cells, notebook)),
+          s.cells.map((c) => cellData(c, originals, notebook)),
         ),
       ),
-      ...change.metadata.map((m) => vscode.NotebookEdit.updateCellMetadata(m.index, editorMetadata(cells[m.index]!, m.metadata))),
+      ...step.metadata.map((m) => vscode.NotebookEdit.updateCellMetadata(m.index, editorMetadata(cells[m.index]!, m.metadata))),
     ];
     if (structure.length) edit.set(notebook.uri, structure);
-    for (const t of change.texts) {
+    for (const t of step.texts) {
       const document = cells[t.index]!.document;
       edit.replace(document.uri, fullRange(document), t.code);
     }
-    span?.applying();
-    const applied = await vscode.workspace.applyEdit(edit);
-    span?.applied();
-    if (!applied) throw new BridgeError('stale', CHANGED_MEANWHILE);
+    const texts = step.texts.map((t) => ({
+      document: cells[t.index]!.document,
+      was: cells[t.index]!.document.getText(),
+      wrote: t.code,
+    }));
+    const metadata = step.metadata.map((m) => ({ cell: cells[m.index]!, was: cells[m.index]!.metadata }));
+    if (!(await vscode.workspace.applyEdit(edit))) return false;
+    applied.texts.push(...texts);
+    applied.metadata.push(...metadata);
 
     // Cells VS Code created for our copies take over the ids (and history) of their originals.
-    const created = new Map(change.splices.flatMap((s) => s.cells).map((c) => [c.id, c]));
-    if (notebook.cellCount !== change.resultIds.length) {
-      this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
+    let shift = 0;
+    for (const s of step.splices) {
+      s.cells.forEach((c, k) => {
+        const index = s.start + shift + k;
+        if (index >= notebook.cellCount) return;
+        const cell = notebook.cellAt(index);
+        applied.made.add(cell);
+        this.ids.adopt(cell, c.id, c.version);
+        if (c.copyOf !== undefined) this.tickets.adopt(cell, originals[c.copyOf]!);
+      });
+      shift += s.cells.length - (s.end - s.start);
     }
-    change.resultIds.forEach((id, index) => {
-      const c = created.get(id);
-      if (!c || index >= notebook.cellCount) return;
-      this.ids.adopt(notebook.cellAt(index), id, c.version);
-      if (c.copyOf !== undefined) this.tickets.adopt(notebook.cellAt(index), cells[c.copyOf]!);
+    return true;
+  }
+
+  /**
+   * Takes back the steps applied of a change (rollbackPlan.ts), in one edit: the cells they made
+   * go, the cells they removed come back with their ids, runs and outputs, and texts and metadata
+   * they wrote go back to what they were (a text someone typed into since stays).
+   */
+  private async rollBack(
+    notebook: vscode.NotebookDocument,
+    originals: readonly vscode.NotebookCell[],
+    originalIds: readonly string[],
+    applied: Applied,
+  ): Promise<void> {
+    const now = notebook.getCells();
+    const plan = rollbackPlan(now, originals, applied.made);
+    const restored = plan.flatMap((r) => r.restore);
+    const versions = restored.map((k) => this.ids.version(originals[k]!));
+    const edit = new vscode.WorkspaceEdit();
+    const present = new Set(now);
+    edit.set(notebook.uri, [
+      ...plan.map((r) =>
+        vscode.NotebookEdit.replaceCells(
+          new vscode.NotebookRange(r.start, r.end),
+          r.restore.map((k) => copyOf(originals[k]!, notebook)),
+        ),
+      ),
+      ...applied.metadata
+        .filter((m) => present.has(m.cell))
+        .map((m) => vscode.NotebookEdit.updateCellMetadata(now.indexOf(m.cell), m.was)),
+    ]);
+    for (const t of applied.texts)
+      if (!t.document.isClosed && t.document.getText() === t.wrote) edit.replace(t.document.uri, fullRange(t.document), t.was);
+    const label = this.sessions.label(notebook);
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      this.log.warn(`${label}: a batch failed midway and could not be taken back; its first steps stay applied`);
+      throw new BridgeError(
+        'stale',
+        `The notebook changed while a large edit was being applied in steps, and the steps already applied could not be taken back: ${label} holds part of the edit. Read the cells, then fix them or ask the person to undo (Ctrl+Z takes back one step at a time).`,
+      );
+    }
+    const back = notebook.getCells().filter((c) => !present.has(c));
+    back.forEach((cell, j) => {
+      const k = restored[j];
+      if (k === undefined) return;
+      this.ids.adopt(cell, originalIds[k]!, versions[j]!);
+      this.tickets.adopt(cell, originals[k]!);
     });
+    this.log.info(
+      `${label}: a batch failed midway; the ${applied.made.size} cell(s) and ${applied.texts.length} text(s) its first steps wrote were taken back`,
+    );
   }
 
   async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
@@ -181,6 +279,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined {
     return this.tickets.ticket(runId);
+  }
+
+  startedAfter(runId: string): readonly RunTicket[] {
+    return this.tickets.startedAfter(runId);
   }
 
   latestRun(uri: string, cellId: string): RunTicket | undefined {
@@ -317,6 +419,26 @@ interface NbMeta {
 
 function fullRange(document: vscode.TextDocument): vscode.Range {
   return new vscode.Range(new vscode.Position(0, 0), document.lineAt(Math.max(0, document.lineCount - 1)).range.end);
+}
+
+/** What the steps of a change applied so far did, to take it back. */
+interface Applied {
+  /** Cells the steps created. */
+  made: Set<vscode.NotebookCell>;
+  texts: { document: vscode.TextDocument; was: string; wrote: string }[];
+  metadata: { cell: vscode.NotebookCell; was: Record<string, unknown> }[];
+  /** For a change in steps: the texts of the cells as the first step found them. */
+  read: Map<vscode.TextDocument, string> | undefined;
+}
+
+/** A copy of a cell, with its outputs, metadata and last run. */
+function copyOf(cell: vscode.NotebookCell, notebook: vscode.NotebookDocument): vscode.NotebookCellData {
+  const kind = cell.kind === vscode.NotebookCellKind.Code ? 'code' : 'markup';
+  return cellData(
+    { id: '', kind, language: cell.document.languageId, code: cell.document.getText(), version: 0, copyOf: 0 },
+    [cell],
+    notebook,
+  );
 }
 
 /**

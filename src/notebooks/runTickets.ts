@@ -9,6 +9,8 @@ const CLEAR_WINDOW_MS = 500;
 const COUNT_WAIT_MS = 2_000;
 /** Ended tickets kept for lookup by run id (a wait that timed out waits again by it). */
 const KEEP_ENDED = 500;
+/** Runs nobody asked the bridge for, kept per notebook to tell which followed a run (the newest). */
+const KEEP_UNASKED = 200;
 
 /** What a cell's controller reported of its runs, ahead of the extension host's document. */
 interface Reported {
@@ -46,7 +48,13 @@ interface CellRuns {
  */
 export class RunTickets implements vscode.Disposable {
   private readonly cells = new WeakMap<vscode.NotebookCell, CellRuns>();
-  private readonly byId = new Map<string, { ticket: Ticket; cell: vscode.NotebookCell }>();
+  private readonly byId = new Map<string, { ticket: Ticket; cell: vscode.NotebookCell; seq: number }>();
+  /**
+   * Per notebook, the runs the document showed that no one asked the bridge for, oldest first:
+   * the kernel's own (marimo re-runs a cell's dependents) or the person's.
+   */
+  private readonly unasked = new WeakMap<vscode.NotebookDocument, { ticket: Ticket; seq: number }[]>();
+  private opened = 0;
   /** Per notebook, its cells with reported ends the document does not show yet. */
   private readonly behind = new WeakMap<vscode.NotebookDocument, Set<vscode.NotebookCell>>();
   private readonly mint = runIdMinter();
@@ -71,6 +79,19 @@ export class RunTickets implements vscode.Disposable {
   /** The ticket of a run by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined {
     return this.byId.get(runId)?.ticket;
+  }
+
+  /**
+   * Runs of other cells of the run's notebook that the document showed starting after this run
+   * was opened and that no one asked the bridge for: the kernel's own (marimo queues a cell's
+   * dependents when it runs the cell, before the cell's run ends), or the person's. Oldest first.
+   */
+  startedAfter(runId: string): RunTicket[] {
+    const entry = this.byId.get(runId);
+    if (!entry) return [];
+    return (this.unasked.get(entry.cell.notebook) ?? [])
+      .filter((u) => u.seq > entry.seq && u.ticket.cellId !== entry.ticket.cellId)
+      .map((u) => u.ticket);
   }
 
   /** The ticket of the cell's latest run in this window. */
@@ -212,7 +233,7 @@ export class RunTickets implements vscode.Disposable {
       const clearing = outputsCleared || Date.now() - (runs.clearedAt ?? 0) < CLEAR_WINDOW_MS;
       // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
       if (reset && clearing && !runs.ticket?.open) return;
-      const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs);
+      const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs, true);
       runs.seenLive = true;
       const phase = summary.executionOrder === undefined ? 'queued' : 'running';
       if (phase === 'running' && ticket.phase !== 'running') runs.ranCode = cell.document.getText();
@@ -221,7 +242,7 @@ export class RunTickets implements vscode.Disposable {
     }
     if (end === runs.lastEnd && !runs.seenLive) return;
     runs.lastEnd = end;
-    const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs);
+    const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs, true);
     ticket.step('ended');
   }
 
@@ -263,11 +284,19 @@ export class RunTickets implements vscode.Disposable {
     if (this.behind.get(cell.notebook)?.delete(cell)) this.shown.fire(cell.notebook);
   }
 
-  private open(cell: vscode.NotebookCell, runs: CellRuns): Ticket {
+  /** A new ticket for the cell's next run; `unasked`: the document shows a run no one asked the bridge for. */
+  private open(cell: vscode.NotebookCell, runs: CellRuns, unasked = false): Ticket {
     const ticket = new Ticket(this.mint(), this.cellId(cell));
+    const seq = ++this.opened;
     runs.ticket = ticket;
     runs.seenLive = false;
-    this.byId.set(ticket.runId, { ticket, cell });
+    this.byId.set(ticket.runId, { ticket, cell, seq });
+    if (unasked) {
+      let list = this.unasked.get(cell.notebook);
+      if (!list) this.unasked.set(cell.notebook, (list = []));
+      list.push({ ticket, seq });
+      if (list.length > KEEP_UNASKED) list.splice(0, list.length - KEEP_UNASKED);
+    }
     // The oldest ended tickets go first (a Map iterates in insertion order).
     if (this.byId.size > KEEP_ENDED)
       for (const [id, entry] of this.byId) {

@@ -14,7 +14,8 @@ export const wantsEventStream = (req: IncomingMessage) => (req.headers.accept ??
  * Answers a cell run: 202 when not waiting, the result when it ends, 504 with the cell's state
  * when the wait times out (the run goes on). With `Accept: text/event-stream` the outputs are
  * streamed as they arrive (`stdout`/`stderr` {data}, `output` {item}) and the stream ends with
- * `done` {success, status, cell} or `timeout` {detail, cell}.
+ * `done` {success, status, cell, alsoRan?} or `timeout` {detail, cell}. `alsoRan`: the runs of
+ * other cells the kernel started on its own meanwhile (marimo re-runs dependents).
  */
 export const respondRun = (handle: RunHandle, options: RunOptions, req: IncomingMessage, res: ServerResponse) =>
   respondWait(
@@ -22,7 +23,11 @@ export const respondRun = (handle: RunHandle, options: RunOptions, req: Incoming
     {
       queued: [handle.cellId],
       send: (stream, e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
-      ended: (r) => ({ success: r.success, status: r.status, cell: cellAt(r.cell, options.outputs) }),
+      ended: (r) =>
+        answerAt(
+          { success: r.success, status: r.status, cell: r.cell, ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}) },
+          options.outputs,
+        ),
       timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: cellAt(r.cell, options.outputs) }),
     },
     options,

@@ -170,9 +170,16 @@ describe('extension kernels: marimo API (FAKE marimo extension)', function () {
   it("says how to change cells through the bridge when marimo's code_mode fails there", async () => {
     const r = await client.run(session, 'import marimo._code_mode as cm\ncm.get_context()', { timeoutMs: 30_000 });
     assert.equal(done(r).success, false);
-    assert.match(r.stderr, /code_mode \(marimo\._code_mode\) does not work in a kernel of marimo's VS Code extension/);
+    assert.match(r.stderr, /code_mode \(marimo\._code_mode\) is not available in this kernel of marimo's VS Code extension/);
     assert.match(r.stderr, /\/notebooks\/cells/);
     assert.match(r.stderr, /create_cell/);
     assert.ok(working.notebookType === 'marimo-notebook');
+    // Code about code_mode that fails for its own reason gets no such hint.
+    const other = await client.run(session, '# then marimo._code_mode\nraise ValueError("own failure")', {
+      timeoutMs: 30_000,
+    });
+    assert.equal(done(other).success, false);
+    assert.match(other.stderr, /own failure/);
+    assert.doesNotMatch(other.stderr, /Agent Bridge:/);
   });
 });

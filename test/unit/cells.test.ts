@@ -71,6 +71,11 @@ describe('cell routes (fake notebooks)', () => {
         ],
       },
       'sleep()': { steps: [{ waitMs: 400 }] },
+      // A kernel that re-runs a cell's dependents itself, as marimo's does.
+      'x = 2': { steps: [], rerun: ['w = x * 2'] },
+      'w = x * 2': { steps: [{ waitMs: 30 }, { stdout: 'w is 4\n' }] },
+      'x = 3': { steps: [], rerun: ['slow()'] },
+      'slow()': { steps: [{ waitMs: 400 }] },
       'page()': { steps: [{ display: { mime: 'text/html', data: '<script>fetch("/api/sessions")</script>' } }] },
       'plot()': {
         steps: [{ display: { mime: 'image/png', data: PNG } }, { display: { mime: 'text/plain', data: 'y'.repeat(300) } }],
@@ -594,6 +599,38 @@ describe('cell routes (fake notebooks)', () => {
         traceback: 'Traceback (most recent call last):\nNameError: boom',
         bytes: err.items[0].bytes,
       });
+    });
+
+    it('answers with the runs the kernel started on its own meanwhile (marimo re-runs dependents), waited for', async () => {
+      docs.type(A.uri, 0, 'x = 2');
+      docs.type(A.uri, 2, 'w = x * 2');
+      const res = await run(ids[0]!, { wait: true });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.success, true);
+      assert.deepEqual(
+        res.body.alsoRan.map((r: Json) => [r.cell.id, r.done, r.status, r.cell.outputs]),
+        [[ids[2], true, 'succeeded', [{ items: [{ type: 'stdout', text: 'w is 4\n', bytes: 7 }] }]]],
+      );
+      assert.deepEqual(
+        docs.calls.filter((c) => c.method === 'execute').map((c) => c.args),
+        [[ids[0]]],
+        'the bridge asked for one run only',
+      );
+      // A run after which the kernel runs nothing else has no alsoRan.
+      docs.type(A.uri, 0, 'print("hi")');
+      assert.equal((await run(ids[0]!, { wait: true })).body.alsoRan, undefined);
+    });
+
+    it('a re-run still going when the deadline passes is listed as not done', async () => {
+      docs.type(A.uri, 0, 'x = 3');
+      docs.type(A.uri, 2, 'slow()');
+      const res = await run(ids[0]!, { wait: true, timeoutMs: 150 });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.status, 'succeeded');
+      assert.deepEqual(
+        res.body.alsoRan.map((r: Json) => [r.cell.id, r.done, r.success, r.status]),
+        [[ids[2], false, null, 'running']],
+      );
     });
 
     it('504 with the current state after the timeout, without interrupting', async () => {

@@ -83,5 +83,8 @@ describe('kernel inspect (variables beside the runs)', function () {
     );
     const after = (await variables()).map((v) => v.name);
     assert.deepEqual(after, ['x'], 'the program left no name behind');
+    // marimo's extension hands the scratchpad's stdout over without the marker's control character.
+    const stripped = parseInspectOutput(run.stdout.replaceAll('\x1e', '')) as { variables: VariableSummary[] };
+    assert.deepEqual(stripped, answer);
   });
 });

@@ -67,7 +67,12 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
       { info: { id: 's_bbbbbb', path: null, uri: 'untitled:Untitled-1.ipynb', notebookType: 'jupyter-notebook' }, kernel },
     ]);
-    docs = new FakeNotebooks({ 'plot()': { steps: [{ stdout: 'drawing\n' }, { display: { mime: 'image/png', data: PNG } }] } });
+    docs = new FakeNotebooks({
+      'plot()': { steps: [{ stdout: 'drawing\n' }, { display: { mime: 'image/png', data: PNG } }] },
+      // A kernel that re-runs a dependent itself, as marimo's does.
+      'x = 5': { steps: [], rerun: ['print(x)'] },
+      'print(x)': { steps: [{ stdout: '5\n' }] },
+    });
     docs.add(A, [{ code: 'x = 1' }, { code: '' }]);
     server = await startTestServer({ host, notebooks: docs });
     port = server.port;
@@ -279,6 +284,21 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.ok(image.url, 'a summarized image keeps its url');
       const listed = await call('list_cells', { outputs: 'none' });
       assert.equal(listed.body.cells[2].outputs, undefined);
+    });
+
+    it('run_cell answers with the cells the kernel re-ran on its own (alsoRan), summarized like the cell', async () => {
+      await call('edit_cells', {
+        ops: [
+          { op: 'edit', ref: 0, code: 'x = 5', force: true },
+          { op: 'edit', ref: 1, code: 'print(x)' },
+        ],
+      });
+      const result = await call('run_cell', { ref: 0 });
+      assert.equal(result.isError, undefined, JSON.stringify(result.content));
+      assert.deepEqual(
+        result.body.alsoRan.map((r: Json) => [r.done, r.status, r.cell.index, r.cell.outputs]),
+        [[true, 'succeeded', 1, [{ items: [{ type: 'stdout', text: '5\n', bytes: 2 }] }]]],
+      );
     });
 
     it("undo_last_change takes back the caller's own newest change, and says so when there is none", async () => {

@@ -58,6 +58,9 @@ export class FakeNotebooks implements OpenNotebooks {
   /** Each cell's latest run, and every run by id. */
   private readonly tickets = new Map<string, Ticket>();
   private readonly byRunId = new Map<string, Ticket>();
+  /** Order in which runs were queued, by run id; and the runs the kernel queued on its own, with their notebook. */
+  private readonly queuedAt = new Map<string, number>();
+  private readonly unasked: { uri: string; ticket: Ticket }[] = [];
   activeEditor: { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null = null;
   readonly calls: { method: string; uri: string; args?: unknown }[] = [];
   /** Makes the next apply fail the way VS Code's applyEdit does when the notebook moved on. */
@@ -65,7 +68,11 @@ export class FakeNotebooks implements OpenNotebooks {
   /** Makes saves of this uri fail with this detail (a read-only file, say). */
   readonly failSave = new Map<string, string>();
 
-  constructor(private readonly scripts: Record<string, { steps: FakeCellStep[]; success?: boolean }> = {}) {}
+  /**
+   * `steps` play when a cell with that code runs; `rerun` names the code of cells the kernel runs
+   * after it on its own, queued before the cell's run ends (as marimo's kernel re-runs dependents).
+   */
+  constructor(private readonly scripts: Record<string, { steps: FakeCellStep[]; success?: boolean; rerun?: string[] }> = {}) {}
 
   add(
     info: Omit<NotebookInfo, 'cellCount' | 'dirty'>,
@@ -188,20 +195,29 @@ export class FakeNotebooks implements OpenNotebooks {
     const queued = taken.map((id) => book.cells.find((c) => c.id === id)!);
     // Like VS Code's Run, a cell queued or running already is not queued again: its run is the one.
     const fresh = queued.filter((cell) => !this.tickets.get(cell.id)?.open);
-    for (const cell of fresh) {
-      cell.execution = { ...cell.execution, status: 'queued', order: null, success: null, durationMs: null };
-      const ticket = new Ticket(`run_${++this.runs}`, cell.id);
-      this.tickets.set(cell.id, ticket);
-      this.byRunId.set(ticket.runId, ticket);
-    }
+    for (const cell of fresh) this.queue(cell);
     void (async () => {
-      for (const cell of fresh) await this.play(cell, this.tickets.get(cell.id)!);
+      for (const cell of fresh) {
+        const reruns = (this.scripts[cell.code]?.rerun ?? []).flatMap((code) => book.cells.filter((c) => c.code === code));
+        for (const rerun of reruns) this.unasked.push({ uri, ticket: this.queue(rerun) });
+        await this.play(cell, this.tickets.get(cell.id)!);
+        for (const rerun of reruns) await this.play(rerun, this.tickets.get(rerun.id)!);
+      }
     })();
     return queued.map((cell) => this.tickets.get(cell.id)!);
   }
 
   ticket(runId: string): RunTicket | undefined {
     return this.byRunId.get(runId);
+  }
+
+  startedAfter(runId: string): readonly RunTicket[] {
+    const ticket = this.byRunId.get(runId);
+    const after = this.queuedAt.get(runId) ?? Infinity;
+    const uri = this.books.find((b) => b.cells.some((c) => c.id === ticket?.cellId))?.info.uri;
+    return this.unasked
+      .filter((u) => u.uri === uri && u.ticket.cellId !== ticket?.cellId && this.queuedAt.get(u.ticket.runId)! > after)
+      .map((u) => u.ticket);
   }
 
   latestRun(_uri: string, cellId: string): RunTicket | undefined {
@@ -239,6 +255,15 @@ export class FakeNotebooks implements OpenNotebooks {
   }
 
   // ------------------------------------------------------------------------------ internals
+
+  private queue(cell: FakeCell): Ticket {
+    cell.execution = { ...cell.execution, status: 'queued', order: null, success: null, durationMs: null };
+    const ticket = new Ticket(`run_${++this.runs}`, cell.id);
+    this.tickets.set(cell.id, ticket);
+    this.byRunId.set(ticket.runId, ticket);
+    this.queuedAt.set(ticket.runId, this.runs);
+    return ticket;
+  }
 
   private async play(cell: FakeCell, ticket: Ticket): Promise<void> {
     const started = Date.now();
