@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
+import { sleep } from '../../src/core/sleep';
 import { packFixture } from '../../sandbox-test/extensions';
 import { launchSandbox, readRecord, REPO_ROOT, sandboxProcesses, type Sandbox } from '../../sandbox-test/vscode';
 import { BenchClient } from './client';
@@ -47,7 +48,9 @@ export async function clickRunAll(page: Page, shots: string): Promise<number> {
   // The editor idle first: a run it still shows (the agent's, answered ahead of it) would be Interrupt's.
   await interrupting(false, RUN_ALL_TIMEOUT_MS).catch((e: unknown) => failed('the notebook never showed idle', e));
   await button.waitFor({ state: 'visible', timeout: 60_000 }).catch((e: unknown) => failed('no Run All button', e));
-  const box = await button.boundingBox();
+  // The editor brought to front may still be laying out: its button gets a box a moment later.
+  let box = await button.boundingBox();
+  for (let i = 0; !box && i < 50; i++) box = await sleep(100).then(() => button.boundingBox());
   if (!box) return failed('the Run All button has no box', undefined);
   const start = performance.now();
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
