@@ -26,6 +26,7 @@ import { REPO_ROOT } from './vscode';
 import { accessChecks } from './checks/access';
 import { answerChecks } from './checks/answers';
 import { cellChecks } from './checks/cells';
+import { cellStateChecks } from './checks/cellState';
 import { chaosChecks } from './checks/chaos';
 import { conformanceChecks } from './checks/conformance';
 import { afterStopChecks, discoveryChecks } from './checks/discovery';
@@ -80,6 +81,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('marimo API', marimoChecks);
   describe('cells', cellChecks);
   describe('answers', answerChecks);
+  describe('cell state', cellStateChecks);
   describe('scripts', scriptChecks);
   describe('security', securityChecks);
   describe('chaos', chaosChecks);

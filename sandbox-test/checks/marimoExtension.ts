@@ -116,7 +116,48 @@ export function marimoExtensionChecks(): void {
       ['x = 41', 'y = x + 1', 'print(f"y is {y}")'],
       'cell sources',
     );
-    for (const c of list) eq(c.language, 'python', `language of ${c.id}`);
+    // marimo's own id for its Python cells (marimo-lsp's LanguageId.Python), the fake's too.
+    for (const c of list) eq(c.language, 'mo-python', `language of ${c.id}`);
+  });
+
+  it('marimo extension: cells asked for as "python" or markup get marimo\'s ids (mo-python, markdown), Python is checked and runs; the kernel\'s state is unknown, saying why', async function () {
+    this.timeout(90_000);
+    const { signal } = checkRun();
+    const listed = await client.get('/notebooks', { signal });
+    const entry = listed.json().notebooks.find((n: { sessionId: string }) => n.sessionId === sid);
+    deepEq([entry?.kernel, entry?.kernelState], ['marimo', 'unknown'], `GET /notebooks entry ${show(entry, 400)}`);
+    includes(entry?.kernelStateNote, 'idle', 'why: marimo reports every kernel as idle');
+    const bad = await client.post('/notebooks/cells', { notebook: sid, code: 'def (' }, { signal });
+    eq(bad.status, 400, `a syntax error in a marimo Python cell is refused (body ${show(bad.text, 300)})`);
+    const created = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', name: 'py', code: 'w = 100 + 41\nw', language: 'python' },
+          { op: 'create', name: 'md', code: '# Notes', kind: 'markup' },
+        ],
+      },
+      { signal },
+    );
+    eq(created.status, 200, `create (body ${show(created.text, 300)})`);
+    const made = created.json().cells as (Cell & { kind: string })[];
+    deepEq(
+      made.map((c) => [c.kind, c.language]),
+      [
+        ['code', 'mo-python'],
+        ['markup', 'markdown'],
+      ],
+      "the created cells' kinds and languages",
+    );
+    try {
+      const ran = await runCell(made[0]!.id, signal);
+      eq(ran.success, true, `run (body ${show(ran, 300)})`);
+      includes(shown(ran.cell), '141', 'the cell ran in marimo and shows 141');
+    } finally {
+      for (const c of made)
+        await client.request({ method: 'DELETE', path: `/notebooks/cells/${c.id}?notebook=${sid}&force=true`, signal });
+    }
   });
 
   it('marimo extension: a scratchpad run reads a global a cell defined (x = 41 run → print(x + 1) gives 42)', async function () {
@@ -200,7 +241,7 @@ export function marimoExtensionChecks(): void {
     const created = await client.post('/notebooks/cells', { notebook: sid, code: 'z = x * 2\nz' }, { signal });
     eq(created.status, 201, `create (body ${show(created.text, 300)})`);
     const cell = created.json().cell as Cell & { version: number };
-    eq(cell.language, 'python', 'language of the created cell');
+    eq(cell.language, 'mo-python', 'language of the created cell');
     const edited = await client.request({
       method: 'PATCH',
       path: `/notebooks/cells/${cell.id}`,

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { ActivityStore, CellChange, Entry } from './record';
+import { isPythonLanguage } from '../core/cellLanguages';
 
 /** What a marked cell remembers: who changed it, when, and its text before and after. */
 interface Mark {
@@ -112,7 +113,7 @@ export class CellMarks
     const [cell, mark] = found;
     if (await this.showWhole(mark.action)) return;
     const query = String(mark.id);
-    const lang = cell.document.languageId === 'python' ? '.py' : '';
+    const lang = isPythonLanguage(cell.document.languageId) ? '.py' : '';
     await vscode.commands.executeCommand(
       'vscode.diff',
       vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/before/cell${cell.index}${lang}`, query }),

@@ -14,10 +14,10 @@ export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 
 /**
  * What a route row or MCP tool does, as the policy sees it. `open` is never refused (/health);
  * `gateway` is a transport carrying its own checked actions (the MCP endpoint): only `off`
- * refuses it. Reads pass every mode but `off`; edits, scratchpad executes and cell runs are the
- * actions the person steers.
+ * refuses it. Reads pass every mode but `off`; edits, saves (writing a notebook to its file),
+ * scratchpad executes and cell runs are the actions the person steers.
  */
-export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'execute' | 'run';
+export type AccessKind = 'open' | 'gateway' | 'read' | 'edit' | 'save' | 'execute' | 'run';
 
 export type { ActionOutcome };
 
@@ -237,7 +237,7 @@ export class Gate {
     const at = this.now();
     if (request.kind !== 'open') this.clients.set(request.client, at);
     const ruling = strictest([request.kind, ...(request.also ?? [])].map((k) => rule(this.person.mode(), k)));
-    const recorded = request.kind === 'edit' || request.kind === 'execute' || request.kind === 'run';
+    const recorded = request.kind !== 'open' && request.kind !== 'gateway' && request.kind !== 'read';
     if (ruling === 'allow' && !recorded) return null;
     if (typeof ruling === 'object' && !recorded) throw new BridgeError('refused', ruling.refuse);
 

@@ -38,6 +38,7 @@ export function agentHost(host: NotebookHost, activity: Activity | null, maxRunM
 export function agentKernel(kernel: Kernel, activity: Activity | null, maxRunMs: number): Kernel {
   return {
     kind: kernel.kind,
+    status: () => kernel.status(),
     ...(kernel.inspect && { inspect: kernel.inspect.bind(kernel) }),
     async executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
       // One controller fed by listeners, not AbortSignal.any, which is slow per run (SETUP.md, measured figures).

@@ -4,7 +4,7 @@
  * implementation is src/notebooks/editorNotebooks.ts, unit tests use an in-memory fake).
  */
 
-import type { InterruptHow, RunOutcome } from './kernelPort';
+import type { InterruptHow, KernelState, KernelStatus, RunOutcome } from './kernelPort';
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
 import type { EditStopwatch } from './editSpans';
@@ -31,12 +31,16 @@ export interface NotebookInfo {
   readonly kernel: string | null;
   /** Why no kernel serves it (none selected, not started, access refused by the person); absent when one does. */
   readonly kernelUnavailable?: string;
+  /** Where that kernel is (idle, busy, starting, restarting, dead, not_started, unknown); null when none serves it. */
+  readonly kernelState: KernelState | null;
+  /** Why `kernelState` is `unknown` (marimo's API reports every kernel as idle). */
+  readonly kernelStateNote?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
 }
 
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
-export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable'>;
+export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote'>;
 
 /** Where a run is, as the editor reports it. */
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
@@ -45,8 +49,17 @@ export type ExecutionStatus = 'idle' | 'queued' | 'running';
 export type CellStatus = ExecutionStatus | RunOutcome;
 
 export interface ExecutionView {
+  /** The execution count of its last run in the notebook's current kernel; null when it has not run in it. */
   readonly order: number | null;
-  /** null only while the cell has no ended run (never run, queued, running). */
+  /**
+   * Whether the cell has run in the notebook's current kernel (or is queued or running in it).
+   * false: never since that kernel started (the count and outputs come from the saved file, or from
+   * a run before a restart): `order`, `success` and `durationMs` are null, `status` is idle.
+   */
+  readonly inKernel: boolean;
+  /** For a cell that has not run in the current kernel: the count the editor shows for it (saved in the file, or from an earlier kernel). */
+  readonly savedOrder?: number;
+  /** null only while the cell has no ended run in this kernel (never run, queued, running). */
   readonly success: boolean | null;
   readonly durationMs: number | null;
   readonly status: CellStatus;
@@ -297,6 +310,8 @@ export interface ExecutionState {
   readonly endedAt?: number | undefined;
   /** The cell's text when its last run started, where this window saw it start. */
   readonly ranCode?: string | undefined;
+  /** When the last execution started (ms since the epoch), where this window saw it; none for a count loaded from the file. */
+  readonly startedAt?: number | undefined;
 }
 
 /** What the batch planner needs to know of a cell as it is now. */
@@ -352,8 +367,8 @@ export interface Disposable {
  */
 export interface OpenNotebooks {
   list(): NotebookEntry[];
-  /** The kind of kernel that serves the notebook through the bridge, or why none does. */
-  kernel(uri: string): Promise<{ kind: string } | { unavailable: string }>;
+  /** The kind of kernel that serves the notebook through the bridge and where it is, or why none does. */
+  kernel(uri: string): Promise<{ kind: string; status: KernelStatus } | { unavailable: string }>;
   /** The notebook editor the person is using, or null; never changes focus. */
   active(): { uri: string; selections: IndexRange[]; visibleRanges: IndexRange[] } | null;
   cells(uri: string): CellSnapshot[];

@@ -3,12 +3,11 @@ import type { CellMetadata, NewCell, NotebookChange } from './cellService';
 /**
  * Most cells one step of a change may create, remove, re-text or re-tag. VS Code hands every
  * extension the whole of one applied edit in a single message (each new cell opens a document
- * that every listening extension looks at), which blocks the extension host: ~0.5 ms per new
- * cell in a 1,000-cell notebook (a CPU profile of the 1,000 creates of bench `batch`). 50 keeps
- * one step's echo near 25 ms; on the loaded 2-core machine it was measured on, 50 held /health's
- * worst probe to 308 ms where 100 let it reach 748 ms and one edit 2.5 s, in about the same time.
+ * that every listening extension looks at), which blocks the extension host for as long as
+ * they all take. Steps of 20 keep the host answering within bench `batch`'s target and a whole
+ * 1,000-cell batch no slower than bigger steps (SETUP.md, Benchmarks: the figures per step size).
  */
-export const STEP_CELLS = 50;
+export const STEP_CELLS = 20;
 
 type Splice = NotebookChange['splices'][number];
 

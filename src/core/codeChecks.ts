@@ -7,6 +7,7 @@
  * warnings, or refusals with `strict`.
  */
 import { BridgeError } from './bridgeError';
+import { isPythonCell } from './cellLanguages';
 
 export interface SyntaxProblem {
   readonly message: string;
@@ -49,7 +50,7 @@ export async function checkWrittenCode(
   layout: readonly PlannedCode[],
   strict: boolean,
 ): Promise<CodeWarnings> {
-  const python = layout.filter((c) => c.kind === 'code' && c.language === 'python');
+  const python = layout.filter(isPythonCell);
   const written = python.filter((c) => c.written && c.code.trim());
   if (!analyzer || !written.length) return new Map();
   const analyses = await analyzer.analyze(

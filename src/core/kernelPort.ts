@@ -12,6 +12,24 @@ export interface StreamEvent {
   readonly text: string;
 }
 
+/**
+ * Where a notebook's kernel is. `not_started`: it starts with the first run; `dead`: it exited
+ * (its state is gone; the builtin kernel starts again with the next run); `unknown`: the kernel's
+ * API does not tell (`KernelStatus.note` says why).
+ */
+export type KernelState = 'not_started' | 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'unknown';
+
+export interface KernelStatus {
+  readonly state: KernelState;
+  /**
+   * When the kernel now serving the notebook started (ms since the epoch), where the bridge knows:
+   * cell runs that started before it are not runs of this kernel.
+   */
+  readonly startedAt?: number | undefined;
+  /** Why the state is `unknown`. */
+  readonly note?: string;
+}
+
 /** How a run ended. */
 export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
 
@@ -40,6 +58,8 @@ export interface Kernel {
   /** Short name shown in listings ("builtin", "marimo", "jupyter"). */
   readonly kind: string;
   executeScratchpad(code: string, onStream: (event: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult>;
+  /** Where the kernel is now (read when asked, never cached). */
+  status(): KernelStatus;
   /**
    * Answers a kernel_inspect.py query over the kernel's own protocol, beside its runs (no run,
    * no execution count, no history); absent where the kernel has no such channel (variables.ts).

@@ -8,6 +8,8 @@ import type {
   CellState,
   CellStatus,
   CellView,
+  ExecutionState,
+  ExecutionView,
   NotebookEntry,
   NotebookInfo,
   OnError,
@@ -23,10 +25,11 @@ import type {
   WriteGuard,
 } from './cellService';
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
+import { isPythonCell, isPythonLanguage } from './cellLanguages';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { editKind, type EditSpans } from './editSpans';
 import { BridgeError } from './bridgeError';
-import type { InterruptHow } from './kernelPort';
+import type { InterruptHow, KernelStatus } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
 import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
@@ -77,7 +80,7 @@ export class NotebookCells implements CellService {
     const open = new Set(list.map((n) => n.uri));
     this.tracker.retainNotebooks(open);
     for (const uri of this.touched) if (!open.has(uri)) this.touched.delete(uri);
-    return Promise.all(list.map((n) => this.withKernel(n)));
+    return Promise.all(list.map(async (n) => withKernel(n, await this.docs.kernel(n.uri))));
   }
 
   async active(): Promise<ActiveNotebook> {
@@ -89,7 +92,7 @@ export class NotebookCells implements CellService {
       cells.slice(r.start, r.end).map((c, k) => ({ id: c.id, index: r.start + k })),
     );
     return {
-      notebook: await this.withKernel(entry),
+      notebook: withKernel(entry, await this.docs.kernel(entry.uri)),
       selections: active.selections,
       selectedCells,
       visibleRanges: active.visibleRanges,
@@ -98,18 +101,21 @@ export class NotebookCells implements CellService {
 
   async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
+    const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const graph = await this.graph(entry, snapshots);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i), ...graph?.get(c.id) }));
-    return { notebook: await this.withKernel(entry), cells };
+    const status = kernelStatus(kernel);
+    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    return { notebook: withKernel(entry, kernel), cells };
   }
 
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
     const notebook = this.notebook(ref);
+    const status = kernelStatus(await this.docs.kernel(notebook.uri));
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
     const graph = await this.graph(notebook, cells);
-    return { ...this.show(notebook, cells[index]!, index), ...graph?.get(cells[index]!.id) };
+    return { ...this.show(notebook, cells[index]!, index, status), ...graph?.get(cells[index]!.id) };
   }
 
   /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
@@ -140,7 +146,7 @@ export class NotebookCells implements CellService {
   ): Promise<Map<string, CellDependencies> | undefined> {
     // marimo notebooks: marimo's own graph is the truth.
     if (notebook.notebookType !== 'jupyter-notebook' || !this.options.analyzer) return undefined;
-    const python = cells.filter((c) => c.kind === 'code' && c.language === 'python');
+    const python = cells.filter(isPythonCell);
     const analyses = await this.options.analyzer.analyze(
       notebook.uri,
       python.map((c) => ({ id: c.id, code: c.code })),
@@ -208,8 +214,10 @@ export class NotebookCells implements CellService {
     const snapshot = cells[index]!;
     checkCode(snapshot, '');
     if (snapshot.execution.status === 'idle') {
-      const status = cellStatus(snapshot);
-      const ended = { done: true, success: successOf(status), status, cell: this.show(notebook, snapshot, index) };
+      // Its last run, as the cell views tell it: none when it has not run in the current kernel.
+      const view = this.show(notebook, snapshot, index, kernelStatus(await this.docs.kernel(notebook.uri)));
+      const { status, success } = view.execution!;
+      const ended = { done: true, success, status, cell: view };
       const runId = this.docs.latestRun(notebook.uri, snapshot.id)?.runId ?? '';
       return { cellId: snapshot.id, runId, wait: () => Promise.resolve(ended) };
     }
@@ -295,13 +303,6 @@ export class NotebookCells implements CellService {
     return resolveNotebook(this.docs.list(), ref);
   }
 
-  private async withKernel(entry: NotebookEntry): Promise<NotebookInfo> {
-    const kernel = await this.docs.kernel(entry.uri);
-    return 'kind' in kernel
-      ? { ...entry, kernel: kernel.kind }
-      : { ...entry, kernel: null, kernelUnavailable: kernel.unavailable };
-  }
-
   private async apply(
     ref: string | undefined,
     ops: readonly BatchOp[],
@@ -313,8 +314,14 @@ export class NotebookCells implements CellService {
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
       const span = this.options.spans?.start();
+      const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
-      const plan = planBatch(cells, ops, {
+      // "python" means this notebook's Python, whatever id its editor gives it (marimo's "mo-python").
+      const python = this.pythonLanguage(notebook.uri, cells);
+      const own = ops.map((op) =>
+        'language' in op && op.language && isPythonLanguage(op.language) ? { ...op, language: python } : op,
+      );
+      const plan = planBatch(cells, own, {
         notebook: label,
         defaultLanguage: this.mainLanguage(notebook.uri, cells),
         newId: () => this.docs.newId(notebook.uri),
@@ -323,7 +330,10 @@ export class NotebookCells implements CellService {
           const refused = this.tracker.conflict(this.reader, notebook.uri, { ...cell, index }, guard);
           return refused === undefined
             ? undefined
-            : { why: refused.why, extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index) } };
+            : {
+                why: refused.why,
+                extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index, status) },
+              };
         },
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
@@ -363,7 +373,7 @@ export class NotebookCells implements CellService {
         // Only what the agent wrote counts as read: not text someone typed since.
         if (cell.code === p.code) this.tracker.wrote(this.reader, notebook.uri, cell.id, cell.version);
         const found = warnings.get(cell.id);
-        touched.push({ ...this.view(notebook, cell, index), ...(found && { warnings: found }) });
+        touched.push({ ...this.view(notebook, cell, index, status), ...(found && { warnings: found }) });
       });
       span?.end(editKind(plan.change));
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
@@ -428,6 +438,12 @@ export class NotebookCells implements CellService {
     });
   }
 
+  /** The id this notebook's editor gives Python cells: its Python cells', else its default's, else "python". */
+  private pythonLanguage(uri: string, cells: readonly CellSnapshot[]): string {
+    const fallback = this.docs.defaultLanguage(uri);
+    return cells.find(isPythonCell)?.language ?? (isPythonLanguage(fallback) ? fallback : 'python');
+  }
+
   /**
    * The runs of other cells the kernel started on its own after `ticket`'s run was queued
    * (OpenNotebooks.startedAfter: marimo re-runs a cell's dependents), waited for until they
@@ -469,14 +485,15 @@ export class NotebookCells implements CellService {
     return best ?? this.docs.defaultLanguage(uri);
   }
 
-  private view(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
-    return cellView(notebook, cell, index, this.options.outputTextLimit());
+  /** `kernel`: the notebook's kernel, to tell its runs from earlier ones (undefined: a run this window saw is one). */
+  private view(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
+    return cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
   }
 
   /** A view the agent is shown: from now on, writes compare against this version. */
-  private show(notebook: NotebookEntry, cell: CellSnapshot, index: number): CellView {
+  private show(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
     this.tracker.saw(this.reader, notebook.uri, cell.id, cell.version);
-    return this.view(notebook, cell, index);
+    return this.view(notebook, cell, index, kernel);
   }
 }
 
@@ -490,9 +507,13 @@ function outputUrl(notebook: NotebookEntry, id: string, output: number, item: nu
   return `/notebooks/cells/${encodeURIComponent(id)}/outputs/${output}/${item}?notebook=${encodeURIComponent(notebook.sessionId)}`;
 }
 
-export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: number, limit: number): CellView {
-  const { order, durationMs } = cell.execution;
-  const status = cellStatus(cell);
+export function cellView(
+  notebook: NotebookEntry,
+  cell: CellSnapshot,
+  index: number,
+  limit: number,
+  kernel?: KernelStatus,
+): CellView {
   const tags = cell.metadata['tags'];
   return {
     id: cell.id,
@@ -503,9 +524,47 @@ export function cellView(notebook: NotebookEntry, cell: CellSnapshot, index: num
     version: cell.version,
     metadata: cell.metadata,
     tags: Array.isArray(tags) ? tags.filter((t): t is string => typeof t === 'string') : [],
-    execution: cell.kind === 'code' ? { order, success: successOf(status), durationMs, status } : null,
+    execution: cell.kind === 'code' ? executionView(cell, kernel) : null,
     outputs: shapeOutputs(cell.outputs, { limit, url: (o, i) => outputUrl(notebook, cell.id, o, i) }),
   };
+}
+
+/** The notebook's kernel as the cell views need it: undefined when none serves it (the window's runs then count). */
+const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
+
+function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
+  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const { state, note } = kernel.status;
+  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+}
+
+/**
+ * Whether the cell's last run is a run of the notebook's current kernel: one queued or running
+ * now is; a count with no run this window saw is the saved file's; a run that started before the
+ * kernel did (a restart since) was in an earlier kernel; a kernel not started or dead has run none.
+ */
+export function ranInKernel(execution: ExecutionState, kernel: KernelStatus | undefined): boolean {
+  if (execution.status !== 'idle') return true;
+  if (execution.startedAt === undefined) return false;
+  if (!kernel) return true;
+  if (kernel.state === 'not_started' || kernel.state === 'dead') return false;
+  return kernel.startedAt === undefined || execution.startedAt >= kernel.startedAt;
+}
+
+/** The run state an answer shows: of the last run in the current kernel, else the count the editor shows, as saved. */
+function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): ExecutionView {
+  const { order, durationMs } = cell.execution;
+  if (!ranInKernel(cell.execution, kernel))
+    return {
+      order: null,
+      inKernel: false,
+      ...(order !== null && { savedOrder: order }),
+      success: null,
+      durationMs: null,
+      status: 'idle',
+    };
+  const status = cellStatus(cell);
+  return { order, inKernel: true, success: successOf(status), durationMs, status };
 }
 
 const OUTCOMES: ReadonlySet<CellStatus> = new Set(['succeeded', 'failed', 'interrupted', 'timed_out']);
@@ -642,7 +701,7 @@ class CellRun implements RunHandle {
 function graphCells(cells: readonly CellSnapshot[]): GraphCell[] {
   return cells.map((c) => ({
     id: c.id,
-    python: c.kind === 'code' && c.language === 'python',
+    python: isPythonCell(c),
     endedAt: c.execution.ended && c.execution.endedAt !== undefined ? c.execution.endedAt : null,
     editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
   }));

@@ -7,6 +7,7 @@ import {
   type ExecResult,
   type InterruptHow,
   type Kernel,
+  type KernelStatus,
   type MimeBundle,
   type StreamEvent,
 } from '../core/kernelPort';
@@ -145,11 +146,11 @@ export abstract class ExtensionKernels implements KernelProvider {
    * one comment). VS Code does not send an empty cell to the kernel. With no kernel selected, VS
    * Code selects the only one there is, or shows its kernel picker to the person.
    */
-  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number): Promise<boolean> {
+  protected async startWithCell(notebook: vscode.NotebookDocument, timeoutMs: number, language = 'python'): Promise<boolean> {
     const index = notebook.cellCount;
     const add = new vscode.WorkspaceEdit();
     add.set(notebook.uri, [
-      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, 'python')]),
+      vscode.NotebookEdit.insertCells(index, [new vscode.NotebookCellData(vscode.NotebookCellKind.Code, STARTER, language)]),
     ]);
     if (!(await vscode.workspace.applyEdit(add))) return false;
     const added = notebook.cellAt(index);
@@ -220,6 +221,8 @@ export class ApiKernelAdapter implements Kernel {
     private readonly source: ExtensionKernelSource,
     private readonly kernel: ApiKernel,
     private readonly rules: ScratchpadRules,
+    /** Where the kernel is, as the extension tells it. */
+    readonly status: () => KernelStatus,
   ) {
     this.kind = source.name;
   }

@@ -1,8 +1,16 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
-import type { InterruptHow, Kernel } from '../core/kernelPort';
+import type { InterruptHow, Kernel, KernelState, KernelStatus } from '../core/kernelPort';
 import type { Log } from '../core/log';
-import { ApiKernelAdapter, ExtensionKernels, JUPYTER_SOURCE, label, withNotice, type ApiKernel } from './extensionApi';
+import {
+  ApiKernelAdapter,
+  ExtensionKernels,
+  JUPYTER_SOURCE,
+  label,
+  withNotice,
+  type ApiKernel,
+  type ScratchpadRules,
+} from './extensionApi';
 import { JupyterAccess, refusal } from './jupyterAccess';
 import { KernelUnavailable } from './kernelProvider';
 import { VALUE_MIME, wrapPythonScratchpad } from './pythonScratchpad';
@@ -21,6 +29,8 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
   override readonly onDidChange = this.changed.event;
   /** Notebooks seen with a running kernel: others are re-checked when their cells change. */
   private readonly running = new WeakSet<vscode.NotebookDocument>();
+  /** When a notebook's kernel was last seen (re)starting or dying: runs before it were another kernel's. */
+  private readonly startedAt = new WeakMap<vscode.NotebookDocument, number>();
   private readonly disposables: vscode.Disposable[] = [this.changed];
 
   constructor(private readonly log: Log) {
@@ -51,13 +61,18 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
   protected override adapt(notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
     const language = kernel.language ?? 'python';
     const python = language.toLowerCase() === 'python';
-    const adapter = new ApiKernelAdapter(JUPYTER_SOURCE, this.access.guard(kernel, label(notebook)), {
-      wrap: python ? wrapPythonScratchpad : (code) => code,
+    const status = (): KernelStatus => ({
+      state: JUPYTER_STATES[kernel.status ?? 'unknown'] ?? 'unknown',
+      startedAt: this.startedAt.get(notebook),
+    });
+    const rules = {
+      wrap: python ? wrapPythonScratchpad : (code: string) => code,
       ...(python ? { valueMime: VALUE_MIME } : {}),
-      admit: async (onStream, signal) =>
+      admit: async (onStream: Parameters<ScratchpadRules['admit']>[0], signal: AbortSignal) =>
         (await ready(kernel, signal)) && this.access.admit(kernel, label(notebook), onStream, signal),
       accessHintOnError: false,
-    });
+    };
+    const adapter = new ApiKernelAdapter(JUPYTER_SOURCE, this.access.guard(kernel, label(notebook)), rules, status);
     return python ? adapter : Object.assign(adapter, { kind: `jupyter:${language}` });
   }
 
@@ -156,6 +171,7 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     this.running.add(notebook);
     this.changed.fire();
     const sub = kernel.onDidChangeStatus?.((status) => {
+      if (JUPYTER_STATES[status] !== 'idle' && JUPYTER_STATES[status] !== 'busy') this.startedAt.set(notebook, Date.now());
       if (status === 'dead' || status === 'terminating') {
         this.running.delete(notebook);
         sub?.dispose();
@@ -171,6 +187,18 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
 }
 
 const NOT_READY = new Set(['unknown', 'starting', 'restarting', 'autorestarting']);
+
+/** The Jupyter API's kernel statuses as the bridge names them. */
+const JUPYTER_STATES: Record<string, KernelState> = {
+  unknown: 'unknown',
+  starting: 'starting',
+  idle: 'idle',
+  busy: 'busy',
+  restarting: 'restarting',
+  autorestarting: 'restarting',
+  terminating: 'dead',
+  dead: 'dead',
+};
 
 /**
  * Waits while the kernel is still connecting (a kernel on a Jupyter Server is handed out before

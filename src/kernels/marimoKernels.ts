@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
-import type { InterruptHow, Kernel } from '../core/kernelPort';
+import { MARIMO_PYTHON } from '../core/cellLanguages';
+import type { InterruptHow, Kernel, KernelStatus } from '../core/kernelPort';
 import {
   ApiKernelAdapter,
   asKernelsApi,
@@ -18,6 +19,13 @@ const MARIMO_ID = 'marimo-team.vscode-marimo';
 const NOTEBOOK_TYPE = 'marimo-notebook';
 /** Picking a kernel and starting it (marimo's first start of a venv can take a while). */
 const START_TIMEOUT_MS = 120_000;
+
+/** The language id marimo's extension gives Python cells: its own, unless the person turned that off. */
+export function marimoPythonLanguage(): string {
+  return vscode.workspace.getConfiguration('marimo').get<boolean>('disableManagedLanguageFeatures', false)
+    ? 'python'
+    : MARIMO_PYTHON;
+}
 
 /** Whether an extension's manifest contributes the marimo notebook type. */
 function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
@@ -70,6 +78,12 @@ const MARIMO_RULES: ScratchpadRules = {
       : undefined,
 };
 
+/** marimo's API gives every kernel the status "idle", whatever it runs: the bridge does not pass that on as a fact. */
+const MARIMO_STATUS: KernelStatus = {
+  state: 'unknown',
+  note: "marimo's extension reports every kernel as idle, whatever it runs, and no restarts: the cells' own status says what runs",
+};
+
 /** marimo notebooks through marimo's extension: its API for code, its controller for interrupt. */
 export class MarimoKernels extends ExtensionKernels {
   constructor() {
@@ -77,7 +91,7 @@ export class MarimoKernels extends ExtensionKernels {
   }
 
   protected adapt(_notebook: vscode.NotebookDocument, kernel: ApiKernel): Kernel {
-    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES);
+    return new ApiKernelAdapter(MARIMO_SOURCE, kernel, MARIMO_RULES, () => MARIMO_STATUS);
   }
 
   /**
@@ -118,7 +132,8 @@ export class MarimoKernels extends ExtensionKernels {
     if (await this.usable(notebook)) return;
     const started = await withNotice(
       `Agent Bridge: an agent asks to start a marimo kernel for ${label(notebook)}. If VS Code lists kernels, pick one (Escape: none).`,
-      this.startWithCell(notebook, START_TIMEOUT_MS),
+      // marimo's controller runs only cells of its own languages.
+      this.startWithCell(notebook, START_TIMEOUT_MS, marimoPythonLanguage()),
     );
     if (!started)
       throw new BridgeError(

@@ -86,7 +86,8 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_notebooks',
       access: 'read',
-      description: 'List the notebooks open in the editor (session id, uri, path, kernel, cell count).',
+      description:
+        'List the notebooks open in the editor (session id, uri, path, kernel and its state: idle, busy, starting, dead..., cell count).',
       annotations: readOnly,
       handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
     }),
@@ -174,7 +175,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       name: 'edit_cells',
       access: 'edit',
       description:
-        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 50 cells), then ' +
+        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 20 cells), then ' +
         'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
         '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
         '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
@@ -246,7 +247,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     }),
     tool({
       name: 'save_notebook',
-      access: 'edit',
+      access: 'save',
       description:
         'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
         `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,

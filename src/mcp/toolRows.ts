@@ -7,6 +7,8 @@ import { asAuthor } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorBody, toolResult, type Outcome } from '../core/outcome';
 import { errorMessage } from '../core/errorMessage';
+// The SDK validates tool arguments itself: this names the allowed keys in its unknown-key message.
+import '../core/inputErrors';
 
 type Fields = Record<string, unknown>;
 

@@ -1,6 +1,7 @@
 import { access, constants } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
+import { MARIMO_SOURCE, marimoPythonLanguage } from '../kernels/marimoKernels';
 import type {
   CellMetadata,
   CellSnapshot,
@@ -12,7 +13,7 @@ import type {
 } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
 import type { EditStopwatch } from '../core/editSpans';
-import type { InterruptHow } from '../core/kernelPort';
+import type { InterruptHow, KernelStatus } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
 import { changeSteps } from '../core/changeSteps';
@@ -65,9 +66,9 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return this.sessions.entries();
   }
 
-  async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
+  async kernel(uri: string): Promise<{ kind: string; status: KernelStatus } | { unavailable: string }> {
     const kernel = await this.sessions.resolveKernel(this.notebook(uri));
-    return kernel instanceof KernelUnavailable ? { unavailable: kernel.detail } : { kind: kernel.kind };
+    return kernel instanceof KernelUnavailable ? { unavailable: kernel.detail } : { kind: kernel.kind, status: kernel.status() };
   }
 
   active() {
@@ -102,8 +103,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   }
 
   defaultLanguage(uri: string): string {
+    const notebook = this.notebook(uri);
+    if (notebook.notebookType === MARIMO_SOURCE.notebookType) return marimoPythonLanguage();
     // .ipynb keeps nbformat's metadata under `metadata`; other serializers may not have any.
-    const meta = this.notebook(uri).metadata as { metadata?: NbMeta } & NbMeta;
+    const meta = notebook.metadata as { metadata?: NbMeta } & NbMeta;
     const nb = meta.metadata ?? meta;
     return nb.language_info?.name ?? nb.kernelspec?.language ?? 'python';
   }

@@ -150,6 +150,7 @@ export class RunTickets implements vscode.Disposable {
       durationMs: timing ? Math.max(0, timing.endTime - timing.startTime) : null,
       status: runs.ticket?.phase === 'queued' || runs.ticket?.phase === 'running' ? runs.ticket.phase : 'idle',
       endedAt: timing?.endTime,
+      startedAt: timing?.startTime,
       ranCode: runs.ranCode,
     };
   }

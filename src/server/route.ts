@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { AccessKind } from '../core/accessPolicy';
 import { BridgeError } from '../core/bridgeError';
+import { describeZodError } from '../core/inputErrors';
 import { httpStatus, type OutcomeKind } from '../core/outcome';
 import { MethodNotAllowed } from './errorResponses';
 
@@ -55,52 +56,11 @@ export function route<Ctx, B = undefined, Q = undefined>(r: Route<Ctx, B, Q>): R
   return r as unknown as Route<Ctx>;
 }
 
-/** Each issue as `field: message`; an unknown key also names the keys allowed there (when `schema` is given). */
-export function describeZodError(where: string, error: z.ZodError, schema?: z.ZodType, value?: unknown): string {
-  const issues = error.issues.map((issue) => {
-    const field = issue.path.length ? issue.path.join('.') : '(root)';
-    const allowed = issue.code === 'unrecognized_keys' && schema ? keysAt(schema, value, issue.path) : [];
-    return `${field}: ${issue.message}${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`;
-  });
-  return `Invalid ${where}: ${issues.join('; ')}`;
-}
-
-/**
- * The keys an object schema allows at `path` of `value`: through arrays, optional and
- * transformed values, and unions (the option whose literal fields match the value there).
- */
-function keysAt(schema: z.ZodType, value: unknown, path: readonly PropertyKey[]): string[] {
-  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
-    return keysAt(schema.unwrap() as z.ZodType, value, path);
-  if (schema instanceof z.ZodPipe) return keysAt(schema.in as z.ZodType, value, path);
-  if (schema instanceof z.ZodUnion) {
-    const fits = (schema.options as z.ZodType[]).filter((o) => literalsMatch(o, value));
-    return [...new Set(fits.flatMap((o) => keysAt(o, value, path)))];
-  }
-  const [head, ...rest] = path;
-  const inner =
-    value && typeof value === 'object' && head !== undefined ? (value as Record<PropertyKey, unknown>)[head] : undefined;
-  if (schema instanceof z.ZodArray) return head === undefined ? [] : keysAt(schema.element as z.ZodType, inner, rest);
-  if (!(schema instanceof z.ZodObject)) return [];
-  const shape = schema.shape as Record<string, z.ZodType>;
-  if (head === undefined) return Object.keys(shape);
-  const field = shape[String(head)];
-  return field ? keysAt(field, inner, rest) : [];
-}
-
-/** Whether the literal fields of an object schema (a discriminator such as `op`) match `value`. */
-function literalsMatch(schema: z.ZodType, value: unknown): boolean {
-  if (!(schema instanceof z.ZodObject) || !value || typeof value !== 'object') return true;
-  return Object.entries(schema.shape as Record<string, z.ZodType>).every(
-    ([key, field]) => !(field instanceof z.ZodLiteral) || field.values.has((value as Record<string, unknown>)[key] as never),
-  );
-}
-
 /** A row's input checked against its schema (400 naming each bad field); no schema, no input. */
 export function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
-  if (!result.success) throw new BridgeError('bad_input', describeZodError(where, result.error, schema, value));
+  if (!result.success) throw new BridgeError('bad_input', describeZodError(where, result.error));
   return result.data;
 }
 

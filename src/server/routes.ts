@@ -198,6 +198,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/save',
+    access: 'save',
     activity: 'notebook save',
     body: saveBody,
     handle: ({ body }, ctx) => ctx.cells.save(body.all ? 'all' : body.notebook),

@@ -227,5 +227,15 @@ describe('access modes, activity record and audit log in VS Code', function () {
       ['print(40 + 2)', 'total = base * 2\nprint(total)', 'secret = "[token]"'],
     );
     fs.rmSync(out, { recursive: true, force: true });
+
+    // A save is logged as a save, not as an edit (whatever its outcome: an earlier test of this
+    // suite can leave VS Code asking the person about a dirty editor, and VS Code then cancels saves).
+    const saved = await bridge.client.post('/notebooks/save', { notebook: session }, { headers: CLIENT });
+    await vscode.commands.executeCommand('agentBridge.showAuditLog');
+    const last = JSON.parse(fs.readFileSync(file, 'utf8').trim().split('\n').at(-1)!) as Json;
+    assert.deepEqual(
+      [last.kind, last.action, last.outcome, last.notebookUri],
+      ['save', 'notebook save', saved.status === 200 ? 'succeeded' : 'failed', doc.uri.toString()],
+    );
   });
 });

@@ -317,13 +317,20 @@ describe('cell routes in VS Code', function () {
       (await cellsOf(session))[1].execution.status === 'running' ? true : undefined,
     );
     const started = Date.now();
-    assert.equal((await call('POST', '/notebooks/interrupt', { notebook: session })).status, 200);
+    const interrupt = await call('POST', '/notebooks/interrupt', { notebook: session });
+    assert.equal(interrupt.status, 200);
     await poll('the interrupted run to end', 10_000, () => (doc.cellAt(1).executionSummary?.timing ? true : undefined));
     assert.ok(Date.now() - started < 10_000);
     // The builtin kernel ends an interrupted run as cancelled: no success either way.
     assert.notEqual(doc.cellAt(1).executionSummary?.success, true);
     const [, interrupted] = await cellsOf(session);
-    assert.deepEqual([interrupted.execution.status, interrupted.execution.success], ['interrupted', false]);
+    // On a loaded machine SIGINT can take longer than its grace, and the kernel is restarted: the
+    // run was then one of the kernel before, and the cell says it has not run in this one.
+    assert.deepEqual(
+      [interrupted.execution.status, interrupted.execution.success, interrupted.execution.inKernel],
+      interrupt.json().how === 'restart' ? ['idle', null, false] : ['interrupted', false, true],
+      interrupt.text,
+    );
 
     assert.deepEqual((await call('POST', '/notebooks/restart', { notebook: session })).json(), { restarted: true });
     const after = await call('POST', '/notebooks/cells/2/run', { notebook: session, wait: true });

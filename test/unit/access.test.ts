@@ -47,7 +47,7 @@ describe('access policy (pure rules)', () => {
   it('full allows all; off refuses all but open; read-only allows reads; ask asks for the rest', () => {
     assert.equal(rule('full', 'execute'), 'allow');
     assert.equal(rule('off', 'open'), 'allow');
-    for (const kind of ['read', 'gateway', 'edit', 'execute', 'run'] as const) {
+    for (const kind of ['read', 'gateway', 'edit', 'save', 'execute', 'run'] as const) {
       const off = rule('off', kind);
       assert.ok(typeof off === 'object' && off.refuse.includes('off'), kind);
     }
@@ -242,7 +242,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.equal(person.asked[0]!.code, 'print(1)');
   });
 
-  it('ask: run many is asked about as a run, save and clear outputs as edits', async () => {
+  it('ask: run many is asked about as a run, a save as a save, clear outputs as an edit', async () => {
     person.current = 'ask';
     person.answers = ['deny', 'deny', 'deny'];
     for (const path of ['/notebooks/run', '/notebooks/save', '/notebooks/clear-outputs']) {
@@ -258,7 +258,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       person.asked.map((a) => [a.kind, a.label]),
       [
         ['run', 'cells run'],
-        ['edit', 'notebook save'],
+        ['save', 'notebook save'],
         ['edit', 'clear outputs'],
       ],
     );
@@ -350,7 +350,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       assert.match(JSON.stringify(refused.content), /person chose read-only/);
     });
 
-    it('ask: run_cells is asked about as a run, save_notebook as an edit; list_cells is not asked about', async () => {
+    it('ask: run_cells is asked about as a run, save_notebook as a save; list_cells is not asked about', async () => {
       person.current = 'ask';
       person.answers = ['deny', 'deny'];
       assert.equal((await call('run_cells', { all: true })).isError, true);
@@ -360,7 +360,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
         person.asked.map((a) => [a.kind, a.label]),
         [
           ['run', 'mcp run_cells'],
-          ['edit', 'mcp save_notebook'],
+          ['save', 'mcp save_notebook'],
         ],
       );
     });

@@ -98,9 +98,18 @@ describe('cell routes (fake notebooks)', () => {
       const res = await api('GET', '/notebooks');
       assert.equal(res.status, 200);
       assert.deepEqual(res.body.notebooks, [
-        { ...A, cellCount: 4, dirty: false },
-        { ...B, cellCount: 1, dirty: false },
+        { ...A, kernelState: 'idle', cellCount: 4, dirty: false },
+        { ...B, kernelState: null, cellCount: 1, dirty: false },
       ]);
+    });
+
+    it("GET /notebooks says where each kernel is, and why when the kernel's API cannot tell", async () => {
+      docs.kernelStatus(A.uri, { state: 'unknown', note: 'marimo reports every kernel as idle' });
+      const [a] = (await api('GET', '/notebooks')).body.notebooks;
+      assert.equal(a.kernelState, 'unknown');
+      assert.equal(a.kernelStateNote, 'marimo reports every kernel as idle');
+      docs.kernelStatus(A.uri, { state: 'busy', startedAt: Date.now() });
+      assert.equal((await api('GET', '/notebooks')).body.notebooks[0].kernelState, 'busy');
     });
 
     it('GET /notebooks/active: null without an editor, else the selected cells by id', async () => {
@@ -120,6 +129,48 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(res.body.visibleRanges, [{ start: 0, end: 4 }]);
     });
 
+    it('a cell not run in the current kernel shows its count as saved, not as a run; a restart makes every cell so', async () => {
+      const saved = docs.add({ ...A, sessionId: 's_cccccc', uri: 'file:///work/c.ipynb', path: '/work/c.ipynb' }, [
+        { code: 'x = 1', savedOrder: 7 },
+        { code: 'y = 2' },
+      ]);
+      const list = async () => (await api('GET', '/notebooks/cells?notebook=s_cccccc')).body.cells;
+      const [fromFile, never] = await list();
+      assert.deepEqual(fromFile.execution, {
+        order: null,
+        inKernel: false,
+        savedOrder: 7,
+        success: null,
+        durationMs: null,
+        status: 'idle',
+      });
+      assert.deepEqual(never.execution, { order: null, inKernel: false, success: null, durationMs: null, status: 'idle' });
+      const ran = await api('POST', `/notebooks/cells/${saved[0]}/run`, { notebook: 's_cccccc', wait: true });
+      assert.equal(ran.body.cell.execution.inKernel, true);
+      const order = ran.body.cell.execution.order;
+      assert.ok(order >= 1);
+      const { durationMs: _d, ...now } = (await list())[0].execution;
+      assert.deepEqual(now, { order, inKernel: true, success: true, status: 'succeeded' });
+      assert.equal((await api('GET', `/notebooks/cells/${saved[0]}?notebook=s_cccccc`)).body.cell.execution.inKernel, true);
+      await new Promise((r) => setTimeout(r, 5));
+      assert.equal((await api('POST', '/notebooks/restart', { notebook: 's_cccccc' })).status, 200);
+      const [after] = await list();
+      assert.deepEqual(after.execution, {
+        order: null,
+        inKernel: false,
+        savedOrder: order,
+        success: null,
+        durationMs: null,
+        status: 'idle',
+      });
+      const waited = await api('POST', `/notebooks/cells/${saved[0]}/wait`, { notebook: 's_cccccc' });
+      assert.deepEqual(
+        [waited.body.status, waited.body.success, waited.body.cell.execution.inKernel],
+        ['idle', null, false],
+        'waiting on it tells no run of this kernel',
+      );
+    });
+
     it('GET /notebooks/cells?outputs=full returns every cell view', async () => {
       const res = await api('GET', q('/notebooks/cells?outputs=full'));
       assert.equal(res.status, 200);
@@ -134,7 +185,7 @@ describe('cell routes (fake notebooks)', () => {
         version: 1,
         metadata: {},
         tags: [],
-        execution: { order: null, success: null, durationMs: null, status: 'idle' },
+        execution: { order: null, inKernel: false, success: null, durationMs: null, status: 'idle' },
         outputs: [],
       });
       assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);

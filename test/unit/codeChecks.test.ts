@@ -43,6 +43,26 @@ describe('checks before code is written into a cell', function () {
   });
   afterEach(() => server.close());
 
+  it('treats marimo\'s mo-python cells as Python: checked, and an agent\'s "python" there becomes mo-python', async () => {
+    const marimo = {
+      ...NOTEBOOK_A,
+      sessionId: 's_mmmmmm',
+      uri: 'file:///work/m.py',
+      path: '/work/m.py',
+      notebookType: 'marimo-notebook',
+      kernel: 'marimo',
+    };
+    docs.add(marimo, [{ code: 'x = 1' }], 'mo-python');
+    const bad = await api('POST', '/notebooks/cells', { notebook: 's_mmmmmm', code: 'def (' });
+    assert.equal(bad.status, 400, 'a syntax error in a marimo Python cell is refused');
+    assert.match(bad.body.detail, /Syntax error/);
+    const asked = await api('POST', '/notebooks/cells', { notebook: 's_mmmmmm', code: 'y = x + 1', language: 'python' });
+    assert.equal(asked.status, 201);
+    assert.equal(asked.body.cell.language, 'mo-python', "the notebook's own id for Python");
+    const undefinedName = await api('POST', '/notebooks/cells', { notebook: 's_mmmmmm', code: 'print(nowhere)' });
+    assert.match(undefinedName.body.cell.warnings.join(), /uses nowhere, defined in no cell/);
+  });
+
   it('refuses a syntax error with its line and column and leaves the cell as it was', async () => {
     const r = await api('PATCH', `/notebooks/cells/${ids[1]}`, { code: 'y = x + 1\nif y:\nprint(y)', force: true });
     assert.equal(r.status, 400);

@@ -42,7 +42,12 @@ describe('KernelProcess (builtin Python kernel)', function () {
   afterEach(() => kernel.dispose());
 
   it('keeps globals across cell runs and returns the trailing expression', async () => {
-    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), { success: true, status: 'succeeded', value: null });
+    assert.deepEqual(await kernel.run('x = 40', 'cell', () => undefined), {
+      success: true,
+      status: 'succeeded',
+      value: null,
+      executionCount: 1,
+    });
     const r = await run('y = x + 1\ny + 1');
     assert.equal(r.success, true);
     assert.deepEqual(r.value, { 'text/plain': '42' });
@@ -55,7 +60,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
 
   it('tells a scratchpad run queued behind a running cell what it waits for, at once', async () => {
     await run('import time');
-    const cell = collectRun(kernel, 'time.sleep(0.5)', { mode: 'cell', cell: { id: 'c9', index: 2 } });
+    const cell = collectRun(kernel, 'time.sleep(0.5)', { mode: 'cell', cell: { id: 'c9' } });
     let cellEnded = false;
     void cell.then(() => (cellEnded = true));
     await sleep(100);
@@ -68,7 +73,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     });
     const r = await queued;
     await cell;
-    assert.match(r.stderr, /^Waiting for the run of cell 3 \(id c9\) to finish before this run starts\.\n$/);
+    assert.match(r.stderr, /^Waiting for the run of cell c9 \(In\[2\]\) to finish before this run starts\.\n$/);
     assert.equal(r.stdout, 'after\n');
     assert.equal(toldWhileCellRan, true, 'told before the cell ended');
     assert.equal((await run('1', 'scratchpad')).stderr, '', 'an idle kernel says nothing');
@@ -126,16 +131,25 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(seq, 'stdout:a\nstderr:b\nstdout:c\nstderr:dstdout:e\n');
   });
 
-  it('reports exceptions with a traceback of the cell source and stays usable', async () => {
-    await run('keep = 5');
-    const r = await run('def f(v):\n    return 1 / v\n\nf(0)');
+  it('reports exceptions with a traceback of the cell source, naming cells Cell In[n] by their count, and stays usable', async () => {
+    const counts: (number | undefined)[] = [];
+    const first = await collectRun(kernel, 'keep = 5\ndef g(v):\n    return f(v)', { onStart: (n) => counts.push(n) });
+    assert.equal(first.executionCount, 1);
+    const r = await collectRun(kernel, 'def f(v):\n    return 1 / v\n\ng(0)', { onStart: (n) => counts.push(n) });
+    assert.deepEqual([counts, r.executionCount], [[1, 2], 2], 'the count is given at the start and in the result');
     assert.equal(r.success, false);
     assert.equal(r.value, null);
     assert.equal(r.errors.length, 1);
     const err = r.errors[0];
     assert.equal(err.name, 'ZeroDivisionError');
     assert.equal(err.message, 'division by zero');
-    assert.match(err.traceback, /File "<cell>", line 2, in f\n\s+return 1 \/ v/);
+    assert.match(err.traceback, /File "Cell In\[2\]", line 4, in <module>\n/);
+    assert.match(
+      err.traceback,
+      /File "Cell In\[1\]", line 3, in g\n\s+return f\(v\)/,
+      'a frame of an earlier cell names its run',
+    );
+    assert.match(err.traceback, /File "Cell In\[2\]", line 2, in f\n\s+return 1 \/ v/);
     assert.match(err.traceback, /ZeroDivisionError: division by zero\n$/);
     assert.doesNotMatch(err.traceback, /kernel(_protocol|_values)?\.py/, 'no kernel frames');
     assert.equal(err.traceback.includes('\x1b['), false, 'no ANSI escapes');
@@ -209,7 +223,14 @@ describe('KernelProcess (builtin Python kernel)', function () {
   it('reports a dead kernel (os._exit) and starts a fresh one on the next run', async () => {
     const exits: KernelExitInfo[] = [];
     make({ onExit: (info) => exits.push(info) });
-    await run('import os, sys');
+    assert.deepEqual(kernel.status, { state: 'not_started' });
+    const first = run('import os, sys, time\ntime.sleep(0.3)');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(['starting', 'busy'].includes(kernel.status.state), kernel.status.state);
+    await first;
+    const started = kernel.status;
+    assert.equal(started.state, 'idle');
+    assert.ok(started.startedAt && started.startedAt <= Date.now());
     const pid = kernel.info?.pid;
     const dying = run('sys.__stderr__.write("last words\\n")\nos._exit(3)');
     const queued = run('1');
@@ -224,7 +245,10 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.stderr, 'last words\n', 'what the run wrote just before the exit arrives');
     assert.deepEqual(exits, [{ code: 3, signal: null, expected: false }]);
     assert.equal(kernel.running, false);
+    assert.deepEqual(kernel.status, { state: 'dead' });
     const again = await run('40 + 2');
+    assert.equal(kernel.status.state, 'idle');
+    assert.ok(kernel.status.startedAt! > started.startedAt!, 'the new process started later');
     assert.deepEqual(again.value, { 'text/plain': '42' });
     assert.match(again.stderr, /^Kernel state was lost: the kernel process exited with code 3/);
     assert.notEqual(kernel.info?.pid, pid);

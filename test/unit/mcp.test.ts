@@ -234,9 +234,24 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual(docs.codes(A.uri), ['x = 2', '']);
     });
 
+    it('list_notebooks says where each kernel is', async () => {
+      const { body } = await call('list_notebooks');
+      assert.deepEqual(
+        body.notebooks.map((n: Json) => [n.sessionId, n.kernel, n.kernelState]),
+        [['s_aaaaaa', 'builtin', 'idle']],
+      );
+    });
+
     it('rejects invalid arguments with the shared schemas (strict: no unknown keys)', async () => {
       const result = await call('edit_cell', { ref: 0, code: 'x = 2', forse: true });
       assert.equal(result.isError, true);
+      // The same words as the HTTP 400: the unknown key and the keys allowed there.
+      assert.match(
+        (result.content[0] as { text: string }).text,
+        /Unrecognized key: "forse" \(allowed: notebook, strict, code, kind, language, metadata, tags, version, force, ref\)/,
+      );
+      const op = await call('edit_cells', { ops: [{ op: 'delete', ref: 0, code: 'x' }] });
+      assert.match((op.content[0] as { text: string }).text, /Unrecognized key: "code" \(allowed: op, ref, version, force\)/);
       assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
     });
 

@@ -160,6 +160,7 @@ describe('transports answer by kind, never by the words of a message', () => {
   it('MCP execute_code: a capped run is timed out by its status, with no word of it printed', async () => {
     const silent: Kernel = {
       kind: 'fake',
+      status: () => ({ state: 'idle' }),
       executeScratchpad: async (): Promise<ExecResult> => ({ success: false, status: 'timed_out', output: NO_OUTPUT }),
     };
     const host = new FakeNotebookHost([

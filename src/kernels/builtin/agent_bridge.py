@@ -365,13 +365,13 @@ class CodeModeContext(object):
         for ref, (code, how) in final.items():
             if isinstance(ref, str) and ref in creates:
                 source = creates[ref]
-                if source.get("kind", "code") != "code" or source.get("language", "python") != "python":
+                if source.get("kind", "code") != "code" or source.get("language", "python") not in ("python", "mo-python"):
                     continue
             else:
                 if layout is None:
                     layout = _call("cells.layout").get("cells") or []
                 cell = _find(layout, ref)
-                if cell is None or cell.get("kind") != "code" or cell.get("language") != "python":
+                if cell is None or cell.get("kind") != "code" or cell.get("language") not in ("python", "mo-python"):
                     continue  # unknown cells are the bridge's to report; others are not Python
             try:
                 compile(code, "<cell %s>" % (ref,), "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)

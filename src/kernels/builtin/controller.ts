@@ -15,7 +15,6 @@ const NOTEBOOK_TYPE = 'jupyter-notebook';
 
 interface NotebookKernel {
   process: KernelProcess;
-  executionOrder: number;
   /** Cells queued or running; an interrupt cancels them all, as Jupyter does. */
   pending: Set<AbortController>;
 }
@@ -29,7 +28,7 @@ export interface BuiltinOptions {
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
-  /** The bridge's stable id of a cell: the kernel names cells by id and index in tracebacks. */
+  /** The bridge's stable id of a cell: messages about a cell's run name it. */
   cellId?: (cell: vscode.NotebookCell) => string;
   /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
   sandbox?: () => boolean;
@@ -179,7 +178,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
             .then((choice) => choice && this.restart(notebook));
         },
       });
-      kernel = { process, executionOrder: 0, pending: new Set() };
+      kernel = { process, pending: new Set() };
       this.kernels.set(notebook, kernel);
     }
     return kernel;
@@ -230,11 +229,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     signal: AbortSignal,
     chain: RunChain | undefined,
   ): Promise<void> {
-    const run = new EditorCellRun(execution, kernel, (report) => this.reports.fire(report), this.options.log);
+    const run = new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log);
     const { cell } = run;
     let success: boolean | undefined;
     try {
-      const name = this.options.cellId && { id: this.options.cellId(cell), index: cell.index };
+      const name = this.options.cellId && { id: this.options.cellId(cell) };
       const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name, chain);
       if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
       success = run.settle(result);

@@ -12,11 +12,6 @@ import { errorMessage } from '../../core/errorMessage';
 /** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
 const OUTPUT_REPORT_MS = 10;
 
-/** The notebook's count of runs, shared by its cells' runs (IPython's count replaces it when known). */
-export interface ExecutionCounter {
-  executionOrder: number;
-}
-
 /**
  * One cell's run as the editor shows it: the execution's start, its outputs as the kernel sends
  * them (streams within the output budget), its value and its end, each told to the editor layer
@@ -44,7 +39,6 @@ export class EditorCellRun {
 
   constructor(
     private readonly execution: vscode.NotebookCellExecution,
-    private readonly counter: ExecutionCounter,
     private readonly report: (report: CellRunReport) => void,
     private readonly log: Log,
   ) {
@@ -56,12 +50,12 @@ export class EditorCellRun {
     return this.startTime !== undefined;
   }
 
-  /** The cell's turn came (the kernel got it), or the driver reports on it before (a failure). */
-  readonly start = (): void => {
+  /** The cell's turn came (the kernel got it, with the run's count), or the driver reports on it before (a failure). */
+  readonly start = (executionCount?: number): void => {
     if (this.startTime !== undefined) return;
     this.startTime = Date.now();
     this.execution.start(this.startTime);
-    this.execution.executionOrder = ++this.counter.executionOrder;
+    this.execution.executionOrder = executionCount;
     this.emit(() => this.execution.clearOutput());
     this.shown.cleared();
     this.reportOutputs('running');
@@ -69,7 +63,7 @@ export class EditorCellRun {
 
   /** One output of the kernel, shown in the cell. */
   readonly output = (o: KernelOutput): void => {
-    this.start();
+    this.start(undefined);
     if (o.kind === 'stream') {
       const text = this.budget.take(o.name, o.text);
       if (text) this.appendStream(o.name, text);
@@ -86,10 +80,8 @@ export class EditorCellRun {
    * execution's success (undefined for an interrupted run, as the editor shows it).
    */
   settle(result: KernelRunResult): boolean | undefined {
-    if (result.executionCount !== undefined) {
-      // IPython counts the cells it ran; the editor shows its count, as Jupyter does.
-      this.execution.executionOrder = this.counter.executionOrder = result.executionCount;
-    }
+    // The kernel's count of the cells it ran (IPython's own); the editor shows it, as Jupyter does.
+    this.execution.executionOrder = result.executionCount;
     const held = this.budget.finish();
     if (held) {
       if (held.marker) this.append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);

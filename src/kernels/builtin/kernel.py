@@ -10,7 +10,8 @@ When the Python can import IPython (and AGENT_BRIDGE_IPYTHON is not "0"), runs g
 IPython's InteractiveShell (kernel_ipython.py beside this file): a cell's value is then a
 `display` with `execution_count` (Jupyter's execute_result), sent when it is computed, and its
 `done` carries the cell's execution count; `value` is only used by scratchpad runs. Without
-IPython, a cell's value is `done.value`. `cell` names the notebook cell in tracebacks.
+IPython, a cell's value is `done.value`, and `cell.count` is the cell run's execution count, which
+names its code in tracebacks.
 
 The code-mode module `agent_bridge` (agent_bridge.py beside this file) is importable in
 scratchpad runs only, unless AGENT_BRIDGE_CODE_MODE_IN_CELLS=1 makes it importable in cells too.
@@ -221,7 +222,7 @@ def _run_ipython(code, filename, cell, ns):
     _wire.executing = True
     try:
         if cell:
-            succeeded, execution_count = _ipython.run_cell(code, filename)
+            succeeded, execution_count = _ipython.run_cell(code)
             return succeeded, None, execution_count
         succeeded, value = _ipython.run_scratchpad(code, filename, ns)
         return succeeded, value, None
@@ -230,9 +231,10 @@ def _run_ipython(code, filename, cell, ns):
 
 
 def _code_name(cell):
-    """A cell's filename in tracebacks: what the person sees of it (its id and index)."""
-    if isinstance(cell, dict) and isinstance(cell.get("id"), str) and isinstance(cell.get("index"), int):
-        return "<cell id %s, index %d>" % (cell["id"], cell["index"])
+    """A cell's filename in tracebacks: `Cell In[n]`, n the execution count of its run, as IPython
+    names a cell; the editor shows that count, the file saves it and the bridge's answers give it."""
+    if isinstance(cell, dict) and isinstance(cell.get("count"), int):
+        return "Cell In[%d]" % cell["count"]
     return "<cell>"
 
 
@@ -246,7 +248,7 @@ def _execute(req):
     cell = req.get("mode") != "scratchpad"
     filename = _code_name(req.get("cell")) if cell else "<scratchpad>"
     outer = _wire.enter_run(run_id)
-    # One name per cell (and one for the scratchpad): a rerun replaces its source, the cache stays small.
+    # One name per counted cell run (as IPython keeps each In[n]), one for the scratchpad, replaced each run.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     code_mode_held = _show_code_mode(not cell or _code_mode_in_cells)
     # Scratchpad: a shallow copy, so new bindings vanish but mutated objects stay mutated.

@@ -3,12 +3,15 @@
  * over one KernelChild (kernelChild.ts) at a time, speaking kernelWire.ts. No `vscode` import:
  * the extension and plain unit tests both use it.
  *
- * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). Where the kernel's Python
- * has IPython (KernelInfo.ipython, its version), runs go through IPython's InteractiveShell: a
- * cell's value arrives as a display with `executionCount` (Jupyter's execute_result, in output
- * order: before the figures shown after the cell) and the cell's result carries its execution
- * count; `value` is then only a scratchpad run's value. Without IPython a cell's value is
- * `value`. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
+ * Cell runs are counted per kernel process, as Jupyter's kernels count them: the count is the
+ * cell's `In[n]`, given to `onStart` and in the result, and tracebacks name the cell's code
+ * `Cell In[n]` (IPython's own name for it), a name the editor, the saved file and the bridge's
+ * answers all show. Where the kernel's Python has IPython (KernelInfo.ipython, its version), runs
+ * go through IPython's InteractiveShell, which counts and names cells itself: a cell's value
+ * arrives as a display with `executionCount` (Jupyter's execute_result, in output order: before
+ * the figures shown after the cell) and the cell's result carries IPython's count; `value` is then
+ * only a scratchpad run's value. Without IPython a cell's value is `value` and the count is ours,
+ * sent with the run. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
  * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
@@ -19,7 +22,7 @@
  * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
  * INTERRUPT_GRACE_MS later costs a kernel restart.
  */
-import type { InterruptHow, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
+import type { InterruptHow, KernelStatus, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import {
   MAX_FRAME_BYTES,
@@ -112,10 +115,12 @@ interface Job {
   readonly code: string;
   readonly mode: RunMode;
   readonly cell: CellName | undefined;
+  /** A cell run's execution count, once it is sent (IPython's own, when it reports it at the end). */
+  count: number | undefined;
   readonly onOutput: (o: KernelOutput) => void;
   readonly resolve: (r: KernelRunResult) => void;
   readonly signal: AbortSignal | undefined;
-  readonly onStart: (() => void) | undefined;
+  readonly onStart: ((executionCount: number | undefined) => void) | undefined;
   onAbort: (() => void) | undefined;
   aborted: boolean;
   /** An interrupt was sent for it (so a failure is reported as `interrupted`). */
@@ -147,6 +152,10 @@ export class KernelProcess implements KernelChildEvents {
   private readonly inspects = new Map<number, { settle: (answer: unknown, error?: Error) => void }>();
   /** Why the kernel's state was thrown away since the last run started, to tell the next run. */
   private lost: string | undefined;
+  /** When the current process was spawned (undefined: none has been yet). */
+  private spawnedAt: number | undefined;
+  /** The current process's last cell execution count (IPython's once it reported one). */
+  private cellCount = 0;
 
   constructor(private readonly opts: KernelProcessOptions) {
     this.stray = new StrayOutputRecord(opts.log);
@@ -155,6 +164,16 @@ export class KernelProcess implements KernelChildEvents {
   /** Process alive (spawned and not yet exited). */
   get running(): boolean {
     return this.proc !== null && this.proc.alive;
+  }
+
+  /** Where the kernel is: a run sent or queued makes it busy; one that exited is dead until the next run starts another. */
+  get status(): KernelStatus {
+    const p = this.proc;
+    if (this.disposed || (!p && this.spawnedAt !== undefined) || (p && !p.alive)) return { state: 'dead' };
+    if (!p) return { state: 'not_started' };
+    const startedAt = this.spawnedAt;
+    if (!p.info) return { state: 'starting', startedAt };
+    return { state: this.active.length || this.queue.length ? 'busy' : 'idle', startedAt };
   }
 
   /** pid and Python version once the kernel is ready. */
@@ -183,15 +202,16 @@ export class KernelProcess implements KernelChildEvents {
 
   /**
    * Queues a run; resolves when it is done (never rejects). `onStart` fires when the run is sent
-   * to the kernel: its turn came (not for runs dropped or failed before that). `cell` names the
-   * notebook cell a cell run comes from.
+   * to the kernel: its turn came (not for runs dropped or failed before that), with a cell run's
+   * execution count (IPython's may still differ: the result's is the one). `cell` names the
+   * notebook cell a cell run comes from, in messages about it.
    */
   run(
     code: string,
     mode: RunMode,
     onOutput: (o: KernelOutput) => void,
     signal?: AbortSignal,
-    onStart?: () => void,
+    onStart?: (executionCount: number | undefined) => void,
     cell?: CellName,
     chain?: RunChain,
   ): Promise<KernelRunResult> {
@@ -202,6 +222,7 @@ export class KernelProcess implements KernelChildEvents {
         code,
         mode,
         cell,
+        count: undefined,
         onOutput,
         resolve,
         signal,
@@ -243,7 +264,7 @@ export class KernelProcess implements KernelChildEvents {
     if (!busy) return undefined;
     const running = inner
       ? inner.cell
-        ? `the run of cell ${inner.cell.index + 1} (id ${inner.cell.id})`
+        ? `the run of cell ${inner.cell.id}${inner.count === undefined ? '' : ` (In[${inner.count}])`}`
         : 'a scratchpad run'
       : 'the kernel to start';
     const queued = this.queue.length ? ` and ${this.queue.length} queued run(s)` : '';
@@ -317,6 +338,8 @@ export class KernelProcess implements KernelChildEvents {
     if (this.proc && (this.proc.alive || this.active.length)) return this.proc;
     const p = new KernelChild(this.opts, this);
     this.proc = p;
+    this.spawnedAt = Date.now();
+    this.cellCount = 0;
     p.ready.then(
       () => {
         if (this.proc === p) this.pump();
@@ -352,9 +375,13 @@ export class KernelProcess implements KernelChildEvents {
       emit(job, { kind: 'stream', name: 'stderr', text: `${lostStateNote(this.lost)}\n` }, this.opts.log);
       this.lost = undefined;
     }
-    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...(job.cell && { cell: job.cell }) });
+    // IPython counts its cells (not an empty one) and names them itself; plain Python is told.
+    const ipython = p.info.ipython !== null;
+    if (job.mode === 'cell') job.count = ipython ? this.cellCount + 1 : ++this.cellCount;
+    const counted = job.mode === 'cell' && !ipython ? { cell: { count: job.count! } } : {};
+    p.send({ op: 'execute', id: job.id, code: job.code, mode: job.mode, ...counted });
     try {
-      job.onStart?.();
+      job.onStart?.(job.count);
     } catch (err) {
       this.opts.log?.(`kernel onStart handler threw: ${errorMessage(err)}`);
     }
@@ -499,13 +526,9 @@ export class KernelProcess implements KernelChildEvents {
         }
         this.active.splice(this.active.indexOf(job), 1);
         job.calls?.abort();
-        this.finish(
-          job,
-          msg.success && !job.hostFailed,
-          msg.value ?? null,
-          false,
-          typeof msg.execution_count === 'number' ? msg.execution_count : undefined,
-        );
+        if (typeof msg.execution_count === 'number') this.cellCount = job.count = msg.execution_count;
+        else if (p.info?.ipython) job.count = undefined; // IPython did not count it (an empty cell)
+        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null, false, job.count);
         this.pump();
         return;
       }

@@ -2,7 +2,7 @@
  * The wire between the host and kernel.py: the messages each side sends, one JSON object per
  * line, UTF-8, and the framing that cuts the kernel's byte stream into bounded lines.
  *
- *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"id","index"}]}
+ *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"count"}]}
  *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
  *                   {"op":"inspect","qid","query"}   read state or code without a run (kernel_inspect.py)
  *   kernel -> host  {"type":"ready","pid","python","ipython":str|null}   once, at start
@@ -13,7 +13,8 @@
  *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
  *                   {"type":"inspected","qid","result"}   answers an inspect, also while a run executes
  *
- * `cell` names the notebook cell in tracebacks (`<cell id …, index …>`). `ready.ipython` is
+ * `cell.count` is the execution count of a cell run without IPython: its code is named `Cell In[count]`
+ * in tracebacks, as IPython (which counts itself, and is sent none) names a cell. `ready.ipython` is
  * IPython's version when runs go through IPython's InteractiveShell (null: plain Python); a
  * display with `execution_count` is then a cell's value (Jupyter's execute_result) and a cell's
  * `done` carries its execution count. `metadata` is the display's Jupyter output metadata.
@@ -22,17 +23,16 @@ import type { MimeBundle, StreamName } from '../../core/kernelPort';
 
 export type RunMode = 'cell' | 'scratchpad';
 
-/** The notebook cell a run comes from, as the person sees it (tracebacks name it). */
+/** The notebook cell a run comes from (the host's messages about the run name it). */
 export interface CellName {
   id: string;
-  index: number;
 }
 
 /** Jupyter's output metadata of a display (e.g. an image's size). */
 export type DisplayMetadata = Record<string, unknown>;
 
 export type HostRequest =
-  | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: CellName }
+  | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: { count: number } }
   | { op: 'reply'; rid: number; result: unknown }
   | { op: 'reply'; rid: number; error: string; interrupt?: true }
   | { op: 'inspect'; qid: number; query: unknown };

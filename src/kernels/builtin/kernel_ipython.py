@@ -12,7 +12,7 @@ through the hooks kernel.py hands over:
   value is computed, so a figure shown after the cell comes after it, as in Jupyter;
 - figures are shown after each cell by matplotlib's inline backend (matplotlib_inline, as
   ipykernel sets it), or by kernel.py's own figure display where that package is missing;
-- tracebacks are IPython's, without colours, and name the cell as the host described it;
+- tracebacks are IPython's, without colours, and name a cell `Cell In[n]` by its execution count;
 - scratchpad runs get the same syntax, but run in a shallow copy of the globals and are not
   cells: no execution count, no `In`/`Out`/`_` history, no figures left for the next cell.
 """
@@ -23,7 +23,6 @@ import traceback
 from importlib.util import find_spec
 
 from IPython import __version__ as version
-from IPython.core.compilerop import CachingCompiler
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
@@ -33,20 +32,6 @@ from traitlets.config import Config
 _INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 _hooks = None  # set by Shell.start: the kernel's functions this module calls
-_code_name = "<cell>"  # filename of the code being run, as the host named it
-
-
-class _Compiler(CachingCompiler):
-    """Names cells as the host described them (`<cell id …, index …>`), not `In[n]`."""
-
-    def get_code_name(self, raw_code, transformed_code, number):
-        return _code_name
-
-    def cache(self, transformed_code, number=0, raw_code=None):
-        name = super(_Compiler, self).cache(transformed_code, number, raw_code)
-        # IPython's tracebacks print "Cell In[n]" for names in this map: the person never saw n.
-        self._filename_map.pop(name, None)
-        return name
 
 
 class _Publisher(DisplayPublisher):
@@ -77,7 +62,6 @@ class _Hook(DisplayHook):
 
 
 class _InteractiveShell(InteractiveShell):
-    compiler_class = _Compiler
     display_pub_class = _Publisher
     displayhook_class = _Hook
 
@@ -132,12 +116,10 @@ class Shell(object):
         if os.environ.get("MPLBACKEND") != _INLINE_BACKEND:
             self.shell.events.register("post_execute", hooks.show_figures)
 
-    def run_cell(self, code, filename):
-        """Runs a cell like Jupyter; returns (success, execution count or None for an empty cell)."""
-        global _code_name
+    def run_cell(self, code):
+        """Runs a cell like Jupyter (named `Cell In[n]` in tracebacks); returns (success, execution count or None for an empty cell)."""
         shell = self.shell
         outer_ns, shell.user_ns = shell.user_ns, self.ns  # a cell nested in a scratchpad run binds globals
-        _code_name = filename
         try:
             result = shell.run_cell(code, store_history=True)
         finally:

@@ -5,7 +5,7 @@ state the two share: the current run (its id, its fds 1/2, whether its code may 
 and the lock that keeps messages in order. One JSON object per line, UTF-8, on each channel:
 
   host -> kernel (the request fd)
-    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"id":str,"index":int}]}
+    {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"count":int}]}
     {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
     {"op":"inspect","qid":int,"query":{"kind":"variables"|"variable"|"analyze",...}}  (kernel_inspect.py)
   kernel -> host (the message fd)

@@ -1,4 +1,11 @@
-import { NO_OUTPUT, reduceMimeBundle, type ExecResult, type Kernel, type StreamEvent } from '../../core/kernelPort';
+import {
+  NO_OUTPUT,
+  reduceMimeBundle,
+  type ExecResult,
+  type Kernel,
+  type KernelStatus,
+  type StreamEvent,
+} from '../../core/kernelPort';
 import type { InspectQuery } from '../../core/variables';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
 
@@ -15,6 +22,10 @@ export class BuiltinScratchpad implements Kernel {
 
   constructor(private readonly kernel: KernelProcess) {
     this.restarts = kernel.restarts;
+  }
+
+  status(): KernelStatus {
+    return this.kernel.status;
   }
 
   /** Read beside the runs: the kernel answers even while a cell runs (kernel_inspect.py). */

@@ -1,5 +1,5 @@
 import { BridgeError } from '../../../src/core/bridgeError';
-import type { ExecResult, Kernel, StreamEvent } from '../../../src/core/kernelPort';
+import type { ExecResult, Kernel, KernelStatus, StreamEvent } from '../../../src/core/kernelPort';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
 import { sleep } from '../../../src/core/sleep';
 
@@ -12,6 +12,7 @@ export type FakeStep = StreamEvent | { waitMs: number } | { waitForAbort: true }
  */
 export class FakeKernel implements Kernel {
   readonly kind = 'fake';
+  status = (): KernelStatus => ({ state: this.calls.some((c) => !c.ended) ? 'busy' : 'idle' });
   readonly calls: { code: string; started: number; ended: number; aborted: boolean }[] = [];
   constructor(private readonly scripts: Record<string, { steps: FakeStep[]; result: ExecResult }>) {}
 

@@ -1,4 +1,4 @@
-import type { InterruptHow } from '../../../src/core/kernelPort';
+import type { InterruptHow, KernelStatus } from '../../../src/core/kernelPort';
 import type {
   CellKind,
   CellMetadata,
@@ -35,8 +35,13 @@ interface FakeCell {
   execution: ExecutionState;
 }
 
+/** A notebook as a test opens it: the kernel's kind, or why there is none. */
+export type FakeNotebookInfo = Omit<NotebookInfo, 'cellCount' | 'dirty' | 'kernelState' | 'kernelStateNote'>;
+
 interface FakeNotebook {
-  info: Omit<NotebookInfo, 'cellCount' | 'dirty'>;
+  info: FakeNotebookInfo;
+  /** Its kernel: started when the notebook was added, restarted by `restart`. */
+  kernel: KernelStatus;
   cells: FakeCell[];
   dirty: boolean;
   language: string;
@@ -75,12 +80,21 @@ export class FakeNotebooks implements OpenNotebooks {
   constructor(private readonly scripts: Record<string, { steps: FakeCellStep[]; success?: boolean; rerun?: string[] }> = {}) {}
 
   add(
-    info: Omit<NotebookInfo, 'cellCount' | 'dirty'>,
-    cells: { kind?: CellKind; language?: string; code: string; outputs?: RawOutput[]; metadata?: CellMetadata }[],
+    info: FakeNotebookInfo,
+    cells: {
+      kind?: CellKind;
+      language?: string;
+      code: string;
+      outputs?: RawOutput[];
+      metadata?: CellMetadata;
+      /** The execution count saved in the file (no run of this window). */
+      savedOrder?: number;
+    }[],
     language = 'python',
   ): string[] {
     const book: FakeNotebook = {
       info,
+      kernel: { state: 'idle', startedAt: Date.now() },
       dirty: false,
       language,
       cells: cells.map((c) => ({
@@ -91,7 +105,7 @@ export class FakeNotebooks implements OpenNotebooks {
         version: 1,
         metadata: c.metadata ?? {},
         outputs: c.outputs ?? [],
-        execution: idle,
+        execution: c.savedOrder === undefined ? idle : { ...idle, order: c.savedOrder },
       })),
     };
     this.books.push(book);
@@ -105,6 +119,11 @@ export class FakeNotebooks implements OpenNotebooks {
     const cell = this.book(uri).cells[index]!;
     cell.code = code;
     cell.version++;
+  }
+
+  /** The notebook's kernel is now there. */
+  kernelStatus(uri: string, status: KernelStatus): void {
+    this.book(uri).kernel = status;
   }
 
   close(uri: string): void {
@@ -121,9 +140,10 @@ export class FakeNotebooks implements OpenNotebooks {
     return this.books.map(({ info: { kernel: _, ...entry }, cells, dirty }) => ({ ...entry, cellCount: cells.length, dirty }));
   }
 
-  async kernel(uri: string): Promise<{ kind: string } | { unavailable: string }> {
-    const kind = this.book(uri).info.kernel;
-    return kind ? { kind } : { unavailable: 'no kernel is selected' };
+  async kernel(uri: string): Promise<{ kind: string; status: KernelStatus } | { unavailable: string }> {
+    const book = this.book(uri);
+    const kind = book.info.kernel;
+    return kind ? { kind, status: book.kernel } : { unavailable: 'no kernel is selected' };
   }
 
   active() {
@@ -252,6 +272,7 @@ export class FakeNotebooks implements OpenNotebooks {
     if (book.info.kernel !== 'builtin')
       throw new BridgeError('conflict', `Restart works for the builtin kernel only; ${book.info.uri} uses ${book.info.kernel}`);
     this.calls.push({ method: 'restart', uri });
+    book.kernel = { state: 'idle', startedAt: Date.now() };
   }
 
   // ------------------------------------------------------------------------------ internals
@@ -268,7 +289,7 @@ export class FakeNotebooks implements OpenNotebooks {
   private async play(cell: FakeCell, ticket: Ticket): Promise<void> {
     const started = Date.now();
     cell.outputs = [];
-    cell.execution = { ...cell.execution, status: 'running', order: ++this.order };
+    cell.execution = { ...cell.execution, status: 'running', order: ++this.order, startedAt: started };
     ticket.step('running');
     const script = this.scripts[cell.code] ?? { steps: [] };
     for (const step of script.steps) {
@@ -312,7 +333,7 @@ export class FakeNotebooks implements OpenNotebooks {
 }
 
 /** The notebook most unit suites open: a saved .ipynb on the builtin kernel. */
-export const NOTEBOOK_A = {
+export const NOTEBOOK_A: FakeNotebookInfo = {
   sessionId: 's_aaaaaa',
   uri: 'file:///work/a.ipynb',
   path: '/work/a.ipynb',

@@ -26,6 +26,8 @@ export interface CollectOptions {
   cell?: CellName;
   /** Sees each output as it arrives (to act while the run goes on). */
   onOutput?: (output: KernelOutput) => void;
+  /** Called when the run is sent, with a cell run's execution count. */
+  onStart?: (executionCount: number | undefined) => void;
 }
 
 /** Runs `code` (a cell unless told otherwise) and collects what it printed, displayed and raised. */
@@ -39,7 +41,7 @@ export async function collectRun(kernel: KernelProcess, code: string, options: C
       options.onOutput?.(o);
     },
     options.signal,
-    undefined,
+    options.onStart,
     options.cell,
   );
   const text = (name: string) => outputs.map((o) => (o.kind === 'stream' && o.name === name ? o.text : '')).join('');
