@@ -5,9 +5,11 @@
  * known by the id and version in its own package.json, read from the .vsix before launch, so a
  * suite can tell at load time whether the extension it needs is there.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inflateRawSync } from 'node:zlib';
+import { REPO_ROOT } from './stack';
 
 export const EXTENSIONS_VAR = 'SANDBOX_EXTENSIONS';
 /** The real Jupyter extension; the harness's Jupyter checks and the bench's Jupyter row need it. */
@@ -104,4 +106,13 @@ export function findExtension(given: readonly GivenExtension[], id: string): Nee
 /** One line per given extension, for the run's log. */
 export function describeExtensions(given: readonly GivenExtension[]): string {
   return given.length ? given.map((e) => `${e.id} ${e.version} (${e.vsix})`).join('; ') : `none (${EXTENSIONS_VAR} is not set)`;
+}
+
+/** Packs the extension in `folder` (a test fixture: no dependencies) as `<dir>/<name>.vsix`, with vsce under setup's Node 24. */
+export function packFixture(folder: string, dir: string, name: string): string {
+  const vsix = path.join(dir, `${name}.vsix`);
+  const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
+  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'vsce.sh'), ...args], { cwd: folder, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`packing ${folder} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
+  return vsix;
 }

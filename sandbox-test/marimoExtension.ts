@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { findExtension, type GivenExtension } from './extensions';
+import { findExtension, packFixture, type GivenExtension } from './extensions';
 import { STACK, STACK_ROOT } from './stack';
 import { REPO_ROOT } from './vscode';
 
@@ -54,13 +54,9 @@ function uvPythons(python: string): string {
   return root;
 }
 
-/** Packs the fake into `dir` (vsce under setup's Node 24; no dependencies: it has none). */
+/** Packs the fake into `dir`. */
 export function packFakeMarimo(dir: string): string {
-  const vsix = path.join(dir, 'fake-marimo.vsix');
-  const args = ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '-o', vsix];
-  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'vsce.sh'), ...args], { cwd: FAKE_MARIMO_DIR, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`packing ${FAKE_MARIMO_DIR} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
-  return vsix;
+  return packFixture(FAKE_MARIMO_DIR, dir, 'fake-marimo');
 }
 
 /** The real extension when given (and its dependencies too), else the fake packed into `dir`. */

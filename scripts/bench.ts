@@ -6,7 +6,9 @@
  * extension (unless --no-build), starts the harness's isolated VS Code (sandbox-test/vscode.ts)
  * with it, opens generated notebooks through the bridge, waits for the machine to go quiet, and
  * runs the sections (scripts/bench/sections.ts): scratchpad and framework cost, kernel modes,
- * cell runs, stalled reader, agents, listing; then the Jupyter row, activation and sizes. Prints
+ * cell runs, Run All side by side (scripts/bench/runAll.ts: it starts a second sandbox without
+ * our extension), insert vs edit with its split (scripts/bench/editSplit.ts), stalled reader,
+ * agents, listing; then the Jupyter row, activation and sizes. Prints
  * a table and writes bench-results/<time>.json. The Jupyter row runs when the Jupyter extension is
  * given by path (SANDBOX_EXTENSIONS or --extension, as for the harness: sandbox-test/extensions.ts). Targets print as met/MISSED and fail nothing:
  * the exit code is 1 only when the run broke.
@@ -29,13 +31,27 @@ import { BenchClient } from './bench/client';
 import { startFloor } from './bench/floor';
 import { waitForQuiet } from './bench/machine';
 import { writeNotebook } from './bench/notebooks';
+import { insertVsEdit } from './bench/editSplit';
 import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
+import { runAllSideBySide } from './bench/runAll';
 import * as sections from './bench/sections';
 import { errorMessage } from '../src/core/errorMessage';
 import { progressLog } from '../sandbox-test/progress';
 
-const SECTIONS = ['scratchpad', 'modes', 'cells', 'stall', 'agents', 'batch', 'listing', 'jupyter', 'activation'] as const;
+const SECTIONS = [
+  'scratchpad',
+  'modes',
+  'cells',
+  'runall',
+  'edits',
+  'stall',
+  'agents',
+  'batch',
+  'listing',
+  'jupyter',
+  'activation',
+] as const;
 const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]... [--peers]`;
 const SYSTEM_PYTHON = '/usr/bin/python3';
 
@@ -81,6 +97,7 @@ function makeWorkspace(): { dir: string; python: string; plainPython: string } {
   writeNotebook(path.join(dir, 'ipython', 'ipython.ipynb'), 3);
   writeNotebook(path.join(dir, 'stall.ipynb'), 3);
   writeNotebook(path.join(dir, 'cells.ipynb'), 100, true);
+  writeNotebook(path.join(dir, 'runall.ipynb'), 100, true);
   writeNotebook(path.join(dir, 'list-1000.ipynb'), 1000);
   writeNotebook(path.join(dir, 'jupyter.ipynb'), 3);
   return { dir, python, plainPython: path.join(venv, 'bin', 'python') };
@@ -151,6 +168,7 @@ async function main(): Promise<number> {
   if (!fs.existsSync(opts.vsix)) throw new Error(`${opts.vsix} not found (run without --no-build, or npm run package)`);
   if (opts.peers) return runPeers({ vsix: opts.vsix, extensions: opts.extensions, say });
   const ws = makeWorkspace();
+  const spansFile = path.join(ws.dir, 'edit-spans.jsonl');
   process.on('exit', () => fs.rmSync(ws.dir, { recursive: true, force: true }));
 
   const rows: Row[] = [];
@@ -166,7 +184,10 @@ async function main(): Promise<number> {
       settings: { 'agentBridge.pythonPath': ws.python },
       otherVsix: jupyter && 'extension' in jupyter ? opts.extensions.map((e) => e.vsix) : [],
       venvKernelspec: Boolean(jupyter && 'extension' in jupyter),
-      env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
+      env: (dirs) => ({
+        AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json'),
+        AGENT_BRIDGE_EDIT_SPANS: spansFile,
+      }),
       onProgress: say,
     });
     const advert = await findBridge(sandbox, path.join(sandbox.root, 'bridge.json'));
@@ -182,15 +203,22 @@ async function main(): Promise<number> {
         throw new Error(`no kernel for ${file}`);
       return { path: file, sid };
     };
-    // One at a time, as each open shows an editor; the large notebook is opened only by its section, last.
+    // One at a time, as each open shows an editor, and only those the sections asked for need;
+    // the large notebook is opened only by its section, last.
+    const unused = { path: '', sid: '' };
+    const openIf = (wanted: boolean, file: string) => (wanted ? open(path.join(ws.dir, file), 'builtin') : unused);
+    const agentsWanted = SECTIONS.some((s) => s !== 'runall' && s !== 'edits' && s !== 'activation' && opts.wants(s));
     const notebooks = {
       agents: [] as sections.Opened[],
-      ipython: await open(path.join(ws.dir, 'ipython', 'ipython.ipynb'), 'builtin'),
-      cells: await open(path.join(ws.dir, 'cells.ipynb'), 'builtin'),
-      stall: await open(path.join(ws.dir, 'stall.ipynb'), 'builtin'),
+      ipython: await openIf(opts.wants('modes'), 'ipython/ipython.ipynb'),
+      cells: await openIf(opts.wants('cells') || opts.wants('listing'), 'cells.ipynb'),
+      // Run All's own: the cells section leaves its notebook with runs the editor may still show.
+      runall: await openIf(opts.wants('runall'), 'runall.ipynb'),
+      stall: await openIf(opts.wants('stall'), 'stall.ipynb'),
     };
-    for (let k = 1; k <= 8; k++) notebooks.agents.push(await open(path.join(ws.dir, `agent-${k}.ipynb`), 'builtin'));
-    await open(notebooks.agents[0]!.path, 'builtin'); // a small notebook in front while timing
+    for (let k = 1; k <= (agentsWanted ? 8 : 0); k++)
+      notebooks.agents.push(await open(path.join(ws.dir, `agent-${k}.ipynb`), 'builtin'));
+    if (agentsWanted) await open(notebooks.agents[0]!.path, 'builtin'); // a small notebook in front while timing
 
     // The installed extension's own files, which may come from another build than this tree (--vsix).
     const ext = sandbox.dirs.extensions;
@@ -212,8 +240,12 @@ async function main(): Promise<number> {
       expressFloorUrl: floor.expressUrl,
       kernels,
       notebooks,
-      open: (file) => open(file),
+      open: (file, kernel) => open(file, kernel),
       listFile: path.join(ws.dir, 'list-1000.ipynb'),
+      page: sandbox.page,
+      sandboxId: sandbox.id,
+      plainPython: ws.plainPython,
+      spansFile,
       jupyter:
         jupyter && 'extension' in jupyter
           ? {
@@ -244,6 +276,8 @@ async function main(): Promise<number> {
     if (opts.wants('scratchpad')) await sections.scratchpad(ctx);
     if (opts.wants('modes')) await sections.kernelModes(ctx);
     if (opts.wants('cells')) await sections.cellRuns(ctx);
+    if (opts.wants('runall')) await runAllSideBySide(ctx);
+    if (opts.wants('edits')) await insertVsEdit(ctx);
     if (opts.wants('agents')) await sections.agents(ctx);
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('batch')) await sections.largestBatch(ctx);

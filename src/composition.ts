@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
@@ -7,8 +7,11 @@ import { commandTable } from './commands';
 import type { Settings } from './config';
 import { NotebookCells } from './core/notebookCells';
 import { KeyedQueue } from './core/keyedQueue';
+import { CoalescedTask } from './core/coalescedTask';
+import { errorMessage } from './core/errorMessage';
 import { ScratchpadOutputs } from './core/scratchpadOutputs';
 import { cappedLog } from './core/log';
+import { EditSpans } from './core/editSpans';
 import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
@@ -26,6 +29,9 @@ import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
 import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
+
+/** How long a burst of session changes is gathered before the sessions are published again. */
+const REFRESH_GATHER_MS = 20;
 
 export interface CompositionDeps {
   context: vscode.ExtensionContext;
@@ -79,6 +85,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const kernels = [builtin, new MarimoKernels(), jupyter];
   const sessions = new Sessions(kernels, () => settings.current.openFolders);
   const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const spansFile = process.env['AGENT_BRIDGE_EDIT_SPANS'];
   const notebooks = new EditorNotebooks(sessions, kernels, log, join(storage, 'cell-versions.json'));
   const analyzer = new PythonAnalyzer({
     python: () => settings.current.pythonPath,
@@ -96,6 +103,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     analyzer,
+    // The bench reads where each write's time goes from this file (one JSON line per write).
+    spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
   push(
     new StaleMarks(
@@ -137,10 +146,16 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const terminalEnv = context.environmentVariableCollection;
   terminalEnv.persistent = false;
   terminalEnv.description = 'Agent Bridge: MARIMO_TOKEN and AGENT_BRIDGE_URL for marimo-pair scripts and agents';
-  // Kernels are resolved once per change (for Jupyter that is an API call), then shared.
-  const refresh = async () => {
+  // Kernels are resolved once per change (for Jupyter that is an API call), then shared; what
+  // is published (discovery files, atomically written; terminals' environment) is written only
+  // when it changed, since a notebook's runs signal the sessions may have changed many times a second.
+  let told = '';
+  const republish = async () => {
     const connection = bridge.connection;
     const open = await sessions.sessions();
+    const now = JSON.stringify([connection?.url, connection?.token, open]);
+    if (now === told) return;
+    told = now;
     bridge.publish(open);
     status.update(connection, open.length);
     mcp.update();
@@ -149,6 +164,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
     terminalEnv.replace('AGENT_BRIDGE_URL', connection.url);
     if (connection.token) terminalEnv.replace('MARIMO_TOKEN', connection.token);
   };
+  const refreshing = new CoalescedTask(republish, REFRESH_GATHER_MS, (error) =>
+    log.warn(`refreshing the sessions failed: ${errorMessage(error)}`),
+  );
+  push(refreshing);
+  const refresh = () => refreshing.now();
   const restartServer = async () => {
     try {
       await bridge.start();
@@ -157,7 +177,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     }
   };
   push(
-    sessions.onDidChange(() => void refresh()),
+    sessions.onDidChange(() => refreshing.soon()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
       showSandbox();

@@ -479,6 +479,9 @@ export function cellChecks(): void {
       'runs, in notebook order',
     );
     deepEq([body.status, body.skipped], ['failed', [c.id]], 'status and skipped');
+    // Queued with the others (the builtin kernel takes a series at once), c was dropped unrun.
+    const unrun = await getCell(c.id, signal);
+    deepEq([unrun.outputs, unrun.execution?.order ?? null], [[], null], `cell ${c.id} did not run`);
     const go = await client.post(
       '/notebooks/run',
       { notebook: sid, cells: [a.id, b.id, c.id], onError: 'continue', wait: true, timeoutMs: 15_000 },

@@ -42,3 +42,35 @@ export async function waitForQuiet(
   }
   return { busy, waitedMs: performance.now() - start, quiet: false };
 }
+
+/** A process's CPU time so far (user + system), ms; 0 once it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    // pid (comm) state ppid ... utime stime: fields 14 and 15, counted after the command's ")".
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+/** Linux's USER_HZ, the unit of /proc's CPU times (100 on every architecture Node runs on here). */
+const CLOCK_TICKS = 100;
+
+/** Where a sandbox's processes spend CPU, by role. */
+export type CpuByRole = Record<'extensionHost' | 'renderer' | 'kernel' | 'other', number>;
+
+/** The role of one of a sandbox's processes, from its command line. */
+export function roleOf(cmdline: string): keyof CpuByRole {
+  if (/--type=extensionHost\b/.test(cmdline)) return 'extensionHost';
+  if (/--type=renderer\b/.test(cmdline)) return 'renderer';
+  if (/\b(kernel|runner)\.py\b/.test(cmdline)) return 'kernel';
+  return 'other';
+}
+
+/** CPU ms so far of each role among `procs`. */
+export function cpuByRole(procs: readonly { pid: number; cmdline: string }[]): CpuByRole {
+  const sum: CpuByRole = { extensionHost: 0, renderer: 0, kernel: 0, other: 0 };
+  for (const p of procs) sum[roleOf(p.cmdline)] += cpuMs(p.pid);
+  return sum;
+}

@@ -6,6 +6,7 @@
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { Page } from 'playwright-core';
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { STEP_CELLS } from '../../src/core/changeSteps';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
@@ -31,10 +32,17 @@ export interface Ctx {
   expressFloorUrl: string;
   /** KernelProcesses driven from the bench: the kernel alone, without Python's IPython and with it. */
   kernels: { plain: KernelProcess; ipython: KernelProcess };
-  notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; stall: Opened };
-  /** Opens a notebook through the bridge, without selecting a kernel. */
-  open(file: string): Promise<Opened>;
+  notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; runall: Opened; stall: Opened };
+  /** Opens a notebook through the bridge, without selecting a kernel unless one is named (then started and warm). */
+  open(file: string, kernel?: 'builtin'): Promise<Opened>;
   listFile: string;
+  /** The sandbox's workbench, to act as the person, and its id (its processes' records). */
+  page: Page;
+  sandboxId: string;
+  /** The Python of the builtin kernel's plain mode. */
+  plainPython: string;
+  /** Where the extension writes each edit's spans (AGENT_BRIDGE_EDIT_SPANS). */
+  spansFile: string;
   /** A notebook to run on a Jupyter kernel, and how to grant the bridge access to it; or why there is none. */
   jupyter: { file: string; pick(): Promise<void>; allow(): Promise<void> } | { missing: string };
   rows: Row[];

@@ -7,6 +7,7 @@
 import type { InterruptHow, KernelState, KernelStatus, RunOutcome } from './kernelPort';
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
+import type { EditStopwatch } from './editSpans';
 
 export type CellKind = 'code' | 'markup';
 
@@ -375,12 +376,15 @@ export interface OpenNotebooks {
   defaultLanguage(uri: string): string;
   /** Fresh id for a new cell of this notebook. */
   newId(uri: string): string;
-  apply(uri: string, change: NotebookChange): Promise<void>;
+  /** `span` times the write's parts (the bench's EditSpans). */
+  apply(uri: string, change: NotebookChange, span?: EditStopwatch): Promise<void>;
   /**
    * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
    * ticket per cell, in order (the run under way, for a cell already queued or running).
+   * `stopAfterFailure`: the later cells must not run once one fails; where the kernel cannot
+   * promise that, only the first cell is queued (one ticket), and the caller queues the next.
    */
-  execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
+  execute(uri: string, ids: readonly string[], stopAfterFailure?: boolean): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
   /**

@@ -27,6 +27,7 @@ import type {
 import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
 import { isPythonCell, isPythonLanguage } from './cellLanguages';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
+import { editKind, type EditSpans } from './editSpans';
 import { BridgeError } from './bridgeError';
 import type { InterruptHow, KernelStatus } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
@@ -43,6 +44,8 @@ export interface NotebookCellsOptions {
   analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
+  /** Times each write's parts, when the bench asks. */
+  spans?: EditSpans;
 }
 
 const single = () => '';
@@ -228,7 +231,9 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
     await this.checkKernel(notebook);
-    const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
+    // All queued at once: with "stop", the kernel drops the rest after a failure, or (where it
+    // cannot) only the first is queued and the series queues each next one.
+    const first = await this.start(notebook, ids, onError === 'stop');
     return new CellSeries(ids, first, onError, async (id) => (await this.start(notebook, [id]))[0]!);
   }
 
@@ -308,6 +313,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
     return this.writes.run(notebook.uri, async () => {
+      const span = this.options.spans?.start();
       const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
       // "python" means this notebook's Python, whatever id its editor gives it (marimo's "mo-python").
@@ -341,15 +347,17 @@ export class NotebookCells implements CellService {
       });
       if (runIds.length) await this.checkKernel(notebook);
       const before = new Map(cells.map((c) => [c.id, c.code]));
+      span?.checking();
       const warnings = await checkWrittenCode(
         this.options.analyzer,
         notebook.uri,
         plan.layout.map((c) => ({ ...c, written: c.touched && before.get(c.id) !== c.code })),
         strict,
       );
+      span?.checked();
 
       if (!plan.empty) {
-        await this.docs.apply(notebook.uri, plan.change);
+        await this.docs.apply(notebook.uri, plan.change, span);
         this.touched.add(notebook.uri);
       }
       this.tracker.forget(notebook.uri, plan.deleted);
@@ -367,6 +375,7 @@ export class NotebookCells implements CellService {
         const found = warnings.get(cell.id);
         touched.push({ ...this.view(notebook, cell, index, status), ...(found && { warnings: found }) });
       });
+      span?.end(editKind(plan.change));
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
       return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs };
@@ -407,10 +416,10 @@ export class NotebookCells implements CellService {
     return code;
   }
 
-  private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+  private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
     const before = this.docs.cells(notebook.uri);
-    const tickets = await this.docs.execute(notebook.uri, cellIds);
+    const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
   }
 

@@ -12,6 +12,7 @@ import type {
   OpenNotebooks,
 } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
+import type { EditStopwatch } from '../core/editSpans';
 import type { InterruptHow, KernelStatus } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
@@ -121,7 +122,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
    * changed the notebook's cells in between), the steps already applied are taken back, in one
    * edit, and the answer is the same 409 as for a single edit.
    */
-  async apply(uri: string, change: NotebookChange): Promise<void> {
+  async apply(uri: string, change: NotebookChange, span?: EditStopwatch): Promise<void> {
     const notebook = this.notebook(uri);
     // Copies and metadata are written from the document's cells: with the runs' ends in them.
     if (change.metadata.length || change.splices.some((s) => s.cells.some((c) => c.copyOf !== undefined)))
@@ -131,6 +132,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     // Between steps the person may type: a cell a later step rewrites must still read as it did.
     const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
     const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
+    span?.applying();
     for (const step of steps) {
       // An Error is made only on failure: capturing its stack took up to 120 ms on a loaded host.
       let thrown: { error: unknown } | undefined;
@@ -142,6 +144,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       if (step !== steps[0] && !notebook.isClosed) await this.rollBack(notebook, originals, change.expectIds, applied);
       throw thrown ? thrown.error : new BridgeError('stale', CHANGED_MEANWHILE);
     }
+    span?.applied();
     if (notebook.cellCount !== change.resultIds.length) {
       this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
     }
@@ -252,16 +255,20 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
+  async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    const tickets = chosen.map((cell) => this.tickets.request(cell));
-    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return tickets;
-    const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
+    // A controller that runs cells itself opens their tickets as it queues them (synchronously).
+    if (this.kernels.some((provider) => provider.runCells?.(notebook, chosen, stopAfterFailure)))
+      return chosen.map((cell) => this.tickets.request(cell));
+    // VS Code's command cannot stop after a failure: then the caller queues one cell at a time.
+    const queued = stopAfterFailure ? indices.slice(0, 1) : indices;
+    const tickets = queued.map((i) => this.tickets.request(cells[i]!));
+    const ranges = queued.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })

@@ -3,7 +3,12 @@ import type { CellDependencies } from '../core/cellGraph';
 import type { Log } from '../core/log';
 import { errorMessage } from '../core/errorMessage';
 
-/** Changes come in bursts (typing, a run's outputs): the marks follow once it settles. */
+/**
+ * Changes come in bursts (typing, a run's outputs, a Run All's hundred cells): the marks follow
+ * once it settles. Until then the editor's requests (it asks again for each cell as its run
+ * moves on) are answered from the analysis before the burst, so a burst costs one analysis of
+ * the notebook, not one per change.
+ */
 const SETTLE_MS = 300;
 
 /**
@@ -14,6 +19,8 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeCellStatusBarItems = this.changed.event;
   private readonly graphs = new Map<string, Promise<Map<string, CellDependencies> | undefined>>();
+  /** Notebooks changed since their analysis: it is dropped once the burst settles. */
+  private readonly changedSince = new Set<string>();
   private readonly disposables: vscode.Disposable[];
   private timer: NodeJS.Timeout | undefined;
 
@@ -26,7 +33,10 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
       this.changed,
       vscode.notebooks.registerNotebookCellStatusBarItemProvider('jupyter-notebook', this),
       vscode.workspace.onDidChangeNotebookDocument((e) => this.invalidate(e.notebook.uri.toString())),
-      vscode.workspace.onDidCloseNotebookDocument((n) => this.graphs.delete(n.uri.toString())),
+      vscode.workspace.onDidCloseNotebookDocument((n) => {
+        this.graphs.delete(n.uri.toString());
+        this.changedSince.delete(n.uri.toString());
+      }),
     ];
   }
 
@@ -48,9 +58,13 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
   }
 
   private invalidate(uri: string): void {
-    this.graphs.delete(uri);
+    this.changedSince.add(uri);
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.changed.fire(), SETTLE_MS);
+    this.timer = setTimeout(() => {
+      for (const changed of this.changedSince) this.graphs.delete(changed);
+      this.changedSince.clear();
+      this.changed.fire();
+    }, SETTLE_MS);
   }
 
   dispose(): void {
