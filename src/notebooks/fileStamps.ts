@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { sleep } from '../core/sleep';
 
-/** A file as the editor last matched it: its modification time, and a hash of its bytes. */
+/** A file as the editor last matched it: its modification time and size, and a hash of its bytes. */
 interface Stamp {
   mtimeMs: number;
+  size: number;
   hash: string;
 }
 
@@ -66,16 +68,29 @@ export class FileStamps implements vscode.Disposable {
   }
 }
 
-/** The file's stamp; its bytes are read only when its modification time is not `known`'s. */
+/** Reads of a file that keeps changing under them before a stamp is given up on. */
+const STABLE_READ_TRIES = 5;
+
+/**
+ * The file's stamp; its bytes are read only when its modification time is not `known`'s. A read
+ * that overlaps a write (the editor writes a file in place, so a read can see part of it) is no
+ * stamp: the file must show the same time and size before and after its bytes are read, else it
+ * is read again. Undefined when there is no file, or it never held still.
+ */
 async function stampOf(notebook: vscode.NotebookDocument, known: Stamp | undefined): Promise<Stamp | undefined> {
+  const file = notebook.uri.fsPath;
   try {
-    const { mtimeMs } = await stat(notebook.uri.fsPath);
-    if (known && known.mtimeMs === mtimeMs) return known;
-    const hash = createHash('sha256')
-      .update(await readFile(notebook.uri.fsPath))
-      .digest('hex');
-    return { mtimeMs, hash };
+    for (let tries = 0; tries < STABLE_READ_TRIES; tries++) {
+      const before = await stat(file);
+      if (known && known.mtimeMs === before.mtimeMs && known.size === before.size) return known;
+      const bytes = await readFile(file);
+      const after = await stat(file);
+      if (after.mtimeMs === before.mtimeMs && after.size === before.size && bytes.length === after.size)
+        return { mtimeMs: after.mtimeMs, size: after.size, hash: createHash('sha256').update(bytes).digest('hex') };
+      await sleep(20);
+    }
   } catch {
-    return undefined;
+    // no file (deleted, or not written yet): nothing to compare
   }
+  return undefined;
 }
