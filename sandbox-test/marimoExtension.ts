@@ -79,7 +79,11 @@ export function marimoUnderTest(given: readonly GivenExtension[], dir: string): 
       // which need not include the setup's venv; its sandbox controller makes a uv environment
       // with marimo from PyPI.
       pick: process.env['MARIMO_KERNEL_PICK'] || 'marimo sandbox',
-      describe: `the REAL marimo extension ${real.extension.version} (${real.extension.vsix})`,
+      describe:
+        `the REAL marimo extension ${real.extension.version} (${real.extension.vsix})` +
+        (lspPython
+          ? `, its language server on ${lspPython}`
+          : `; ${LSP_PYTHON_VAR} is not set, so its language server asks uv for a Python >= 3.13, which needs the internet: set it to such a Python if opening the notebook fails`),
     };
   }
   return {
