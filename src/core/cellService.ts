@@ -381,10 +381,8 @@ export interface OpenNotebooks {
   /**
    * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
    * ticket per cell, in order (the run under way, for a cell already queued or running).
-   * `stopAfterFailure`: the later cells must not run once one fails; where the kernel cannot
-   * promise that, only the first cell is queued (one ticket), and the caller queues the next.
    */
-  execute(uri: string, ids: readonly string[], stopAfterFailure?: boolean): Promise<RunTicket[]>;
+  execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
   /**

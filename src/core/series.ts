@@ -6,9 +6,8 @@ export const FOREVER_MS = 2_147_483_647;
 
 /**
  * Several cell runs, followed in notebook order whoever waits. With onError "continue" every
- * cell is queued at once (the kernel runs them back to back); with "stop" too where the kernel
- * drops the rest after a failure (the builtin kernel), else each is queued when the one before
- * it succeeded; either way a failure leaves the rest unrun. The series goes on when a
+ * cell is queued at once (the kernel runs them back to back); with "stop" each is queued when
+ * the one before it succeeded, so a failure leaves the rest unrun. The series goes on when a
  * wait times out or its client leaves, like a single run.
  */
 export class CellSeries implements SeriesHandle {

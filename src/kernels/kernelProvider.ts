@@ -59,9 +59,9 @@ export interface KernelProvider {
    * (queued, then running, shown in the editor), without waiting for them to end; false when
    * it does not serve the notebook. Saves VS Code's notebook command, which goes through the
    * workbench and back before the controller sees the cells; providers without it are run by
-   * the command. `stopAfterFailure`: once a cell fails, the later ones are not run.
+   * the command.
    */
-  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure?: boolean): boolean;
+  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
   /**
    * Fires as this provider's own controller moves a cell's run along, at the moment it does:
    * before the workbench has applied the step and echoed it to the extension host's document

@@ -12,7 +12,6 @@ import {
   KernelProcess,
   type KernelExitInfo,
   type KernelProcessOptions,
-  type RunChain,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
 import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
@@ -331,54 +330,6 @@ describe('KernelProcess (builtin Python kernel)', function () {
       'import _agent_bridge_host as host\ntry:\n    host.call("echo", 1)\nexcept host.HostCallError as e:\n    r = str(e)\nr',
     );
     assert.match(String(none.value?.['text/plain']), /does not answer calls/);
-  });
-
-  /** Queues a cell run (of `chain`, if given) that notes in `started` when its turn came. */
-  const queueing = (started: string[]) => (code: string, chain?: RunChain) =>
-    kernel.run(
-      code,
-      'cell',
-      () => undefined,
-      undefined,
-      () => started.push(code),
-      undefined,
-      chain,
-    );
-
-  it('runs a chain queued at once in order, drops the rest after a failure, and lets other runs by', async () => {
-    const chain: RunChain = { broken: false };
-    const started: string[] = [];
-    const queue = queueing(started);
-    const results = await Promise.all([
-      queue('a = 1', chain),
-      queue('1 / 0', chain),
-      queue('b = 2', chain),
-      queue('c = 3'), // not of the chain: runs
-      queue('d = 4', chain),
-    ]);
-    assert.deepEqual(
-      results.map((r) => r.status),
-      ['succeeded', 'failed', 'interrupted', 'succeeded', 'interrupted'],
-    );
-    assert.deepEqual(started, ['a = 1', '1 / 0', 'c = 3'], 'dropped runs never start');
-    assert.deepEqual((await run("[n in globals() for n in 'abcd']")).value, { 'text/plain': '[True, False, True, False]' });
-  });
-
-  it('starts a chain’s next run only after the one before ended, not in its host call', async () => {
-    let release = () => {};
-    const held = new Promise<void>((r) => (release = r));
-    make({ onCall: async () => held });
-    const chain: RunChain = { broken: false };
-    const started: string[] = [];
-    const queue = queueing(started);
-    const first = queue('import _agent_bridge_host as host\nhost.call("wait", None)', chain);
-    const second = queue('x = 1', chain);
-    const other = queue('y = 1');
-    await other; // nested in the first run's call, as any queued run may
-    assert.deepEqual(started.length, 2, 'the chain’s second run waits for the first to end');
-    release();
-    assert.equal((await first).status, 'succeeded');
-    assert.equal((await second).status, 'succeeded');
   });
 
   it('forwards OS-level output of the run (fd 1/2, subprocesses)', async () => {

@@ -5,7 +5,7 @@ import type { InterruptHow, Kernel } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { EditorCellRun } from './editorCellRun';
-import { KernelProcess, type CallHandler, type RunChain } from './kernelProcess';
+import { KernelProcess, type CallHandler } from './kernelProcess';
 import { sandboxedKernel } from './kernelSandbox';
 import { BuiltinScratchpad } from './scratchpad';
 import { errorMessage } from '../../core/errorMessage';
@@ -133,9 +133,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   /** The controller creates the cells' executions itself: no round trip through the workbench. */
-  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure = false): boolean {
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
     if (!this.selected.has(notebook)) return false;
-    this.executeCells(cells, notebook, stopAfterFailure ? { broken: false } : undefined).catch((err: unknown) =>
+    this.executeCells(cells, notebook).catch((err: unknown) =>
       this.options.log.warn(`running cells failed: ${errorMessage(err)}`),
     );
     return true;
@@ -184,11 +184,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(
-    cells: readonly vscode.NotebookCell[],
-    notebook: vscode.NotebookDocument,
-    chain?: RunChain,
-  ): Promise<void> {
+  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
     const kernel = this.kernelOf(notebook);
     // Executions are created at once so queued cells show as pending in the editor. The kernel
     // process keeps the order; it does not make a cell wait behind a run that waits for it
@@ -202,7 +198,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       runs.map((run) => {
         kernel.pending.add(run.abort);
         const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
-        return this.executeCell(kernel, run.execution, run.abort.signal, chain).finally(() => {
+        return this.executeCell(kernel, run.execution, run.abort.signal).finally(() => {
           cancel.dispose();
           kernel.pending.delete(run.abort);
         });
@@ -223,18 +219,13 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  private async executeCell(
-    kernel: NotebookKernel,
-    execution: vscode.NotebookCellExecution,
-    signal: AbortSignal,
-    chain: RunChain | undefined,
-  ): Promise<void> {
+  private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
     const run = new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log);
     const { cell } = run;
     let success: boolean | undefined;
     try {
       const name = this.options.cellId && { id: this.options.cellId(cell) };
-      const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name, chain);
+      const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name);
       if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
       success = run.settle(result);
     } catch (err) {

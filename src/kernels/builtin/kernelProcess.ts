@@ -101,15 +101,6 @@ const SIGINT_COALESCE_MS = 250;
 const RESTARTED_MESSAGE = 'The kernel was restarted before the run completed; its state (variables, imports) is lost.';
 const RESTARTED_QUEUED_MESSAGE = 'The kernel was restarted before this run started; its state (variables, imports) is lost.';
 
-/**
- * Runs queued together that stop at the first failure, as a series with onError "stop": each
- * starts only once the one before it ended (not nested in its host call), and once one fails
- * the rest are dropped before their turn. Queued at once, they need no round trip between runs.
- */
-export interface RunChain {
-  broken: boolean;
-}
-
 interface Job {
   readonly id: number;
   readonly code: string;
@@ -134,7 +125,6 @@ interface Job {
   openCalls: number;
   /** Aborts the calls' handlers when the run is aborted (made on the first call). */
   calls: AbortController | undefined;
-  readonly chain: RunChain | undefined;
 }
 
 export class KernelProcess implements KernelChildEvents {
@@ -213,7 +203,6 @@ export class KernelProcess implements KernelChildEvents {
     signal?: AbortSignal,
     onStart?: (executionCount: number | undefined) => void,
     cell?: CellName,
-    chain?: RunChain,
   ): Promise<KernelRunResult> {
     return new Promise<KernelRunResult>((resolve) => {
       if (signal?.aborted) return resolve({ success: false, status: 'interrupted', value: null });
@@ -235,7 +224,6 @@ export class KernelProcess implements KernelChildEvents {
         onEnd: undefined,
         openCalls: 0,
         calls: undefined,
-        chain,
       };
       if (this.disposed === 'restarted') return this.fail(job, KERNEL_RESTARTED, RESTARTED_QUEUED_MESSAGE, true);
       if (this.disposed) return this.fail(job, KERNEL_DISPOSED, 'The kernel was disposed.');
@@ -360,15 +348,7 @@ export class KernelProcess implements KernelChildEvents {
     if (inner && inner.openCalls === 0) return;
     const p = this.ensureProc();
     if (!p.info) return; // pumped again on ready
-    // A chain's run waits for the one before it to end, even in a host call; others may go first.
-    const next = this.queue.findIndex((j) => !j.chain || !this.active.some((a) => a.chain === j.chain));
-    if (next < 0) return;
-    const job = this.queue.splice(next, 1)[0]!;
-    if (job.chain?.broken) {
-      job.aborted = true; // dropped before its turn: it never started
-      this.finish(job, false, null);
-      return this.pump();
-    }
+    const job = this.queue.shift() as Job;
     if (!inner) p.stderrTail = '';
     this.active.push(job);
     if (!inner && this.lost) {
@@ -455,7 +435,6 @@ export class KernelProcess implements KernelChildEvents {
     if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
     job.onEnd?.();
     const status: RunOutcome = success ? 'succeeded' : job.interrupted || job.aborted || restarted ? 'interrupted' : 'failed';
-    if (!success && job.chain) job.chain.broken = true;
     job.resolve({
       success,
       status,
