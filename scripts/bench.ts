@@ -141,11 +141,13 @@ function activationRows(sandbox: Sandbox, advert: Advert, installed: string, vsi
           note: 'from VS Code’s log line to the discovery file’s startedAt, 1 ms resolution',
         }),
     split('  VS Code loading our bundle', total - sinceLoad),
-    ours
-      ? row(section, '  ours: bundle loaded → listening', sinceLoad, 'ms', { target: goal('≤ 10 ms', sinceLoad <= 10) })
-      : row(section, '  ours: bundle loaded → listening', NaN, 'ms', missing('activate() → listening')),
+    split('  bundle loaded → listening', sinceLoad),
     split('    VS Code making our extension context', sinceLoad - inActivate),
-    split('    our activate() → listening', inActivate),
+    // VS Code calls activate() only once the context is made (it is made while the bundle loads):
+    // of this span, what runs in our code is activate() → listening.
+    ours
+      ? row(section, '    ours: activate() → listening', inActivate, 'ms', { target: goal('≤ 10 ms', inActivate <= 10) })
+      : row(section, '    ours: activate() → listening', NaN, 'ms', missing('activate() → listening')),
     ...['extension.js', 'composition.js'].map((f) => row('size', `dist/${f}`, size(path.join(installed, f)), 'B')),
     row('size', path.basename(vsix), size(vsix), 'B'),
   ];
