@@ -206,6 +206,14 @@ export class RunTickets implements vscode.Disposable {
       const runs = this.runs(change.cell);
       // The document catching up with steps the cell's controller reported already.
       if (runs.reported) {
+        if (change.outputs?.length === 0 && !runs.ticket?.open && runs.reported.countWait !== undefined) {
+          // Outputs cleared once the document showed the run's end (it waited only for the count):
+          // the person cleared them, and the document is what the cell holds again.
+          this.caughtUpWith(change.cell);
+          runs.reported = undefined;
+          runs.clearedAt = Date.now();
+          continue;
+        }
         this.echoed(change.cell, runs);
         continue;
       }
