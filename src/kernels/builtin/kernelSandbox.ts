@@ -95,7 +95,8 @@ export function sandboxedKernel(argv: readonly string[], layout: SandboxLayout, 
   const cwd = layout.cwd && real(layout.cwd);
   // Hidden: the home folder and /tmp (each replaced by an empty one). What the kernel needs to
   // start that lies inside them comes back read-only.
-  const hidden = writable.some((w) => inside(home, w)) ? ['/tmp'] : [home, '/tmp'];
+  // /tmp first: a home inside it (a clone under /tmp) is hidden on top of the empty /tmp, not under it.
+  const hidden = writable.some((w) => inside(home, w)) ? ['/tmp'] : ['/tmp', home];
   const readable = [
     ...found.prefixes,
     path.dirname(found.executable),
