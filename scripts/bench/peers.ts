@@ -1,25 +1,32 @@
 /**
  * `npm run bench -- --peers`: the bridge beside the tools an agent would otherwise use, on the
- * same notebook content and the same workloads. Starts the harness's VS Code with the bridge
- * (builtin kernel on the setup venv's Python), a `marimo edit --headless` server driven with
- * marimo-pair's execute-code.sh (MARIMO_PAIR_SCRIPTS), and Jupyter Server + jupyter-mcp-server
- * driven by the MCP SDK client; measures each workload on every target, round-robin; writes
- * bench-results/peers-<time>/ (table.md, ratios.svg, figures.json), prints the table, and stops
- * everything it started. A peer that cannot start gets its exact error in the table's notes.
+ * same notebook content and the same workloads, each driven by the same means. Starts the
+ * harness's VS Code with the bridge (builtin kernel on the setup venv's Python; the Jupyter
+ * extension's ipykernel and the marimo extension's two controllers when their .vsix files are
+ * given), a `marimo edit --headless` server, and Jupyter Server + jupyter-mcp-server. The bridge
+ * and marimo are driven by the bench's own HTTP/SSE client, jupyter-mcp-server by the MCP SDK
+ * client; the script row runs marimo-pair's execute-code.sh (MARIMO_PAIR_SCRIPTS) on the bridge
+ * and marimo only. Measures each workload on every target, round-robin; then idle memory, ours
+ * against a second sandbox without our extension; writes bench-results/peers-<time>/ (table.md,
+ * ratios.svg, figures.json), prints the table, and stops everything it started. A target that
+ * cannot start gets its exact error in the table's notes.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type BridgeAdvert, findBridge } from '../../sandbox-test/checks/context';
-import { launchSandbox, REPO_ROOT, type Sandbox, STACK } from '../../sandbox-test/vscode';
+import { launchSandbox, readRecord, REPO_ROOT, type Sandbox, sandboxProcesses, STACK } from '../../sandbox-test/vscode';
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../../sandbox-test/extensions';
+import { MARIMO_ID, marimoUnderTest, openPickingKernel } from '../../sandbox-test/marimoExtension';
 import { BenchClient } from './client';
-import { waitForQuiet } from './machine';
+import { roleOf, waitForQuiet } from './machine';
 import { writeCodeNotebook, writeMarimoTwin, writeNotebook } from './notebooks';
+import { kernelTrees, type KernelKind, type Memory, processMemory, treeMemory } from './peerMemory';
 import type { PeerColumn, PeerRow } from './peerReport';
 import { writePeerResults } from './peerReport';
 import { bridgeTarget, jupyterMcpTarget, marimoTarget, type PeerTarget, type Timed } from './peerTargets';
 import { p50, percentile } from './report';
+import { bareSandbox } from './runAll';
 import { errorMessage } from '../../src/core/errorMessage';
 
 /** Small samples: a jupyter-mcp-server execute takes about a second, and the whole run stays within minutes. */
@@ -34,38 +41,11 @@ const WORKLOADS = {
   frame: "import pandas as pd\npd.DataFrame({'n': range(1000), 'sq': [i * i for i in range(1000)]})",
 };
 
-/** PSS and RSS of a process and all its descendants, in MB. */
-function treeMemory(roots: number[]): { pss: number; rss: number } {
-  const parent = new Map<number, number>();
-  for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    const m = /\) \S (\d+)/.exec(safeRead(`/proc/${d}/stat`));
-    if (m) parent.set(Number(d), Number(m[1]));
-  }
-  const all = new Set(roots);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const [pid, ppid] of parent) {
-      if (!all.has(ppid) || all.has(pid)) continue;
-      all.add(pid);
-      grew = true;
-    }
-  }
-  let [pss, rss] = [0, 0];
-  for (const pid of all) {
-    const r = safeRead(`/proc/${pid}/smaps_rollup`);
-    pss += Number(/^Pss:\s+(\d+) kB/m.exec(r)?.[1] ?? 0) / 1024;
-    rss += Number(/^Rss:\s+(\d+) kB/m.exec(r)?.[1] ?? 0) / 1024;
-  }
-  return { pss, rss };
-}
-
-function safeRead(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch {
-    return ''; // the process ended meanwhile
-  }
-}
+/** The marimo extension's two controllers, each on its own copy of the 3-cell notebook. */
+const MARIMO_CONTROLLERS = [
+  { file: 'main-sandbox.py', column: 'bridge → marimo ext. ("marimo sandbox" controller)', pick: 'marimo sandbox' },
+  { file: 'main-venv.py', column: 'bridge → marimo ext. (venv controller)', pick: STACK.venvPython },
+] as const;
 
 /** The folders each target serves: the same generated content, .ipynb and marimo's .py. */
 function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo: string } {
@@ -77,6 +57,9 @@ function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo
   writeNotebook(path.join(bridge, 'list.ipynb'), 1000);
   for (const f of ['main.ipynb', 'list.ipynb']) fs.copyFileSync(path.join(bridge, f), path.join(jupyter, f));
   for (const f of ['main', 'list']) writeMarimoTwin(path.join(bridge, `${f}.ipynb`), path.join(marimo, `${f}.py`));
+  // The marimo extension's notebooks, beside the bridge's own (read only when it is given).
+  for (const c of MARIMO_CONTROLLERS) fs.copyFileSync(path.join(marimo, 'main.py'), path.join(bridge, c.file));
+  fs.copyFileSync(path.join(marimo, 'list.py'), path.join(bridge, 'list.py'));
   return { dir, bridge, jupyter, marimo };
 }
 
@@ -126,23 +109,66 @@ async function startJupyterKernel(sandbox: Sandbox, control: BenchClient, sid: s
     throw new Error(`the first run on the Jupyter kernel: ${first.error ?? first.stderr.slice(0, 300)}`);
 }
 
+/** Opens one of the marimo extension's notebooks with kernel "marimo", picking `pick`'s controller; its first run done. */
+async function openMarimo(sandbox: Sandbox, control: BenchClient, file: string, pick: string): Promise<string> {
+  const r = await openPickingKernel(
+    sandbox.page,
+    control.request('POST', '/notebooks/open', { path: file, kernel: 'marimo' }, 180_000),
+    pick,
+  );
+  if (r.status !== 200) throw new Error(`POST /notebooks/open ${path.basename(file)}: ${r.status} ${r.text.slice(0, 300)}`);
+  const sid = (JSON.parse(r.text) as { session: { id: string } }).session.id;
+  const first = await control.execute(sid, 'None', 300_000);
+  if (first.done?.success !== true)
+    throw new Error(`the first run on ${path.basename(file)}: ${first.error ?? first.stderr.slice(0, 300)}`);
+  return sid;
+}
+
+/** The extension host of a sandbox without our extension, alone, once it is quiet. */
+async function bareExtensionHost(
+  say: (m: string) => void,
+  more: Parameters<typeof bareSandbox>[2],
+): Promise<{ memory: Memory; pid: number }> {
+  const bare = await bareSandbox(say, STACK.venvPython, more);
+  try {
+    const record = readRecord(bare.sandbox.id);
+    const host = (record ? sandboxProcesses(record) : []).find((p) => roleOf(p.cmdline) === 'extensionHost');
+    if (!host) throw new Error('no extension host among the sandbox without our extension');
+    await waitForQuiet(0.15, 30_000);
+    return { memory: processMemory(host.pid), pid: host.pid };
+  } finally {
+    await bare.sandbox.stop();
+    fs.rmSync(bare.dir, { recursive: true, force: true });
+  }
+}
+
 export async function runPeers(opts: { vsix: string; extensions: GivenExtension[]; say(msg: string): void }): Promise<number> {
   const { say } = opts;
   const scripts = process.env.MARIMO_PAIR_SCRIPTS;
+  const hasScripts = !!scripts && fs.existsSync(path.join(scripts, 'execute-code.sh'));
   const ws = makeWorkspace();
   const startedAt = new Date().toISOString();
   const jupyter = findExtension(opts.extensions, JUPYTER_ID);
+  const marimoExt = findExtension(opts.extensions, MARIMO_ID);
+  const marimo = 'extension' in marimoExt ? marimoUnderTest(opts.extensions, ws.dir) : undefined;
+  const noMarimo = 'skip' in marimoExt ? marimoExt.skip : undefined;
   const cols: PeerColumn[] = [
-    { name: 'bridge (builtin kernel)', ours: true },
-    { name: 'bridge (ipykernel via Jupyter ext.)', ours: true, missing: 'skip' in jupyter ? jupyter.skip : undefined },
-    { name: 'marimo edit + execute-code.sh', ours: false },
-    { name: 'Jupyter Server + jupyter-mcp-server', ours: false },
+    { name: 'bridge builtin', ours: true },
+    { name: 'bridge → ipykernel (Jupyter ext.)', ours: true, missing: 'skip' in jupyter ? jupyter.skip : undefined },
+    ...MARIMO_CONTROLLERS.map((c) => ({ name: c.column, ours: true, missing: noMarimo })),
+    { name: 'marimo edit', ours: false },
+    { name: 'Jupyter + jupyter-mcp-server', ours: false },
   ];
+  const MARIMO_EDIT = cols.length - 2;
+  const JUPYTER_MCP = cols.length - 1;
+  /** What each bridge column's kernel runs as, under the extension host (for its memory). */
+  const kernelOf: (KernelKind | undefined)[] = ['builtin', 'jupyter', 'marimo', 'marimo', undefined, undefined];
   const targets: (PeerTarget | undefined)[] = cols.map(() => undefined);
   const rows: PeerRow[] = [];
   let sandbox: Sandbox | undefined;
   let exitCode = 0;
   const problems: string[] = [];
+  if (!hasScripts) problems.push(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh: the script row is n/a`);
   // The peers start while VS Code does; a peer that cannot start gets its exact error in the table.
   const startPeer = async (i: number, start: () => Promise<PeerTarget>) => {
     try {
@@ -153,26 +179,26 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   };
   say('starting marimo edit --headless, Jupyter Server and jupyter-mcp-server');
   const peersStarted = Promise.all([
-    startPeer(2, async () => {
-      if (!scripts || !fs.existsSync(path.join(scripts, 'execute-code.sh')))
-        throw new Error(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh`);
-      return marimoTarget(ws.marimo, scripts, path.join(STACK.venvBin, 'marimo'));
-    }),
-    startPeer(3, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
+    startPeer(MARIMO_EDIT, () => marimoTarget(ws.marimo, hasScripts ? scripts : undefined, path.join(STACK.venvBin, 'marimo'))),
+    startPeer(JUPYTER_MCP, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
   ]);
+  const others = opts.extensions.map((e) => e.vsix);
+  /** The parts of the memory figures, for figures.json. */
+  const memory: Record<string, unknown> = {};
   try {
     // The bridge, in the harness's isolated VS Code, its builtin kernel on the venv's Python (pandas).
     sandbox = await launchSandbox({
       workspace: ws.bridge,
       vsix: opts.vsix,
       kind: 'bench',
-      settings: { 'agentBridge.pythonPath': STACK.venvPython },
-      otherVsix: 'extension' in jupyter ? opts.extensions.map((e) => e.vsix) : [],
+      settings: { 'agentBridge.pythonPath': STACK.venvPython, ...marimo?.settings },
+      otherVsix: others,
       venvKernelspec: 'extension' in jupyter,
-      env: (dirs) => ({ AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
+      env: (dirs) => ({ ...marimo?.env, AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
       onProgress: say,
     });
     const advert: BridgeAdvert = await findBridge(sandbox, path.join(sandbox.root, 'bridge.json'));
+    const hostPid = advert.pid;
     const control = new BenchClient(advert.url, advert.token);
     const open = async (file: string, kernel?: 'builtin') => {
       const r = await control.request('POST', '/notebooks/open', { path: path.join(ws.bridge, file), kernel }, 180_000);
@@ -183,16 +209,30 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     const main = await open('main.ipynb', 'builtin');
     if ((await control.execute(main, 'None', 120_000)).done?.success !== true)
       throw new Error('no builtin kernel for main.ipynb');
-    const bridge = { url: advert.url, token: advert.token, pid: advert.pid, list, scripts };
-    targets[0] = bridgeTarget(cols[0]!.name, { ...bridge, main, mainPath: path.join(ws.bridge, 'main.ipynb') });
+    const bridge = { url: advert.url, token: advert.token, scripts: hasScripts ? scripts : undefined };
+    targets[0] = bridgeTarget(cols[0]!.name, { ...bridge, list, main, mainPath: path.join(ws.bridge, 'main.ipynb') });
     if ('extension' in jupyter) {
       const mainPath = path.join(ws.bridge, 'main-jupyter.ipynb');
       const sid = await open('main-jupyter.ipynb');
       try {
         await startJupyterKernel(sandbox, control, sid);
-        targets[1] = bridgeTarget(cols[1]!.name, { ...bridge, main: sid, mainPath });
+        targets[1] = bridgeTarget(cols[1]!.name, { ...bridge, list, main: sid, mainPath });
       } catch (e) {
         cols[1]!.missing = errorMessage(e);
+      }
+    }
+    if (marimo) {
+      say("opening the marimo extension's notebooks, one per controller");
+      const marimoList = await open('list.py').catch((e: unknown) => e as Error);
+      for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
+        const mainPath = path.join(ws.bridge, c.file);
+        try {
+          if (marimoList instanceof Error) throw marimoList;
+          const sid = await openMarimo(sandbox, control, mainPath, c.pick);
+          targets[2 + k] = bridgeTarget(c.column, { ...bridge, list: marimoList, main: sid, mainPath });
+        } catch (e) {
+          cols[2 + k]!.missing = errorMessage(e);
+        }
       }
     }
     await control.close();
@@ -202,34 +242,67 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
 
     const q = await waitForQuiet(0.15, 20_000);
     if (!q.quiet) problems.push(`the machine stayed ${(q.busy * 100).toFixed(0)}% busy: timings are noisy`);
-    const idle = targets.map((t) => (t ? treeMemory(t.pids()) : { pss: NaN, rss: NaN }));
+    // Idle memory now, before the workloads: each peer's whole tree; for each bridge column the
+    // extension host process and that column's kernel tree (the baseline comes at the end).
+    const host = processMemory(hostPid);
+    const trees = kernelTrees(hostPid);
+    Object.assign(memory, { extensionHost: host, trees });
+    const idle = targets.map((t, i): Memory => {
+      const kind = kernelOf[i];
+      if (!t) return { pss: NaN, rss: NaN };
+      if (!kind) return treeMemory(t.pids?.() ?? []);
+      return { pss: host.pss + trees[kind].pss, rss: host.rss + trees[kind].rss };
+    });
 
     const timedRows = async (
       workload: string,
       runs: number,
       step: (t: PeerTarget) => Promise<Timed> | undefined,
       check: (r: Timed) => boolean,
-      warmup = N.warmup,
+      more: { warmup?: number; differs?: string } = {},
     ) => {
+      const warmup = more.warmup ?? N.warmup;
       say(`${workload}: ${warmup} + ${runs} rounds`);
       const r = await rounds(targets, runs, step, check, warmup);
       const notes = r.failed.map((f, j) => (f ? `${f} failed: ${r.first[j]}` : undefined));
       rows.push(
-        { workload: `${workload}, p50`, unit: 'ms', lowerIsBetter: true, values: r.ms.map((s) => p50(s)), notes },
-        { workload: `${workload}, p95`, unit: 'ms', lowerIsBetter: true, values: r.ms.map((s) => percentile(s, 95)) },
+        {
+          workload: `${workload}, p50`,
+          unit: 'ms',
+          lowerIsBetter: true,
+          values: r.ms.map((s) => p50(s)),
+          notes,
+          differs: more.differs,
+        },
+        {
+          workload: `${workload}, p95`,
+          unit: 'ms',
+          lowerIsBetter: true,
+          values: r.ms.map((s) => percentile(s, 95)),
+          differs: more.differs,
+        },
       );
     };
     const printed = (r: Timed) => r.ok && r.out.trim() === '1';
     await timedRows('scratchpad print(1)', N.print, (t) => t.scratch(WORKLOADS.print), printed);
     await timedRows('print(1) through execute-code.sh', N.print, (t) => t.scriptScratch?.(WORKLOADS.print), printed);
-    // No warm-up: through execute-code.sh one run takes marimo tens of seconds.
-    const mb = (r: Timed) => r.ok && r.out.length >= 1_000_000;
-    await timedRows('1 MB of stdout', N.big, (t) => t.scratch(WORKLOADS.big), mb, 0);
+    await timedRows(
+      '1 MB of stdout, all of it at the client',
+      N.big,
+      (t) => t.whole(WORKLOADS.big),
+      (r) => r.ok && r.out.length >= 1_000_000,
+      {
+        warmup: 1,
+      },
+    );
     await timedRows(
       'trailing value: 1,000-row DataFrame',
       N.frame,
       (t) => t.scratch(WORKLOADS.frame),
       (r) => r.ok,
+      {
+        differs: 'each formats the value its own way',
+      },
     );
     await timedRows(
       'run a cell and wait for it',
@@ -278,9 +351,8 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     rows.push(
       { workload: `${AGENTS} agents at once: throughput`, unit: 'runs/s', lowerIsBetter: false, values: throughput },
       { workload: `${AGENTS} agents at once: failed runs`, unit: 'count', lowerIsBetter: true, values: failures },
-      { workload: 'idle memory of the server processes: PSS', unit: 'MB', lowerIsBetter: true, values: idle.map((m) => m.pss) },
-      { workload: 'idle memory of the server processes: RSS', unit: 'MB', lowerIsBetter: true, values: idle.map((m) => m.rss) },
     );
+    await memoryRows(idle);
   } catch (err) {
     exitCode = 1;
     problems.push(`run broke: ${errorMessage(err)}`);
@@ -291,8 +363,51 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     await sandbox?.stop();
     fs.rmSync(ws.dir, { recursive: true, force: true });
   }
+
+  /**
+   * Idle PSS: the peers' whole servers; ours as the extension host with the column's kernel, the
+   * extension host of the same sandbox without our extension (the Run All bench's second
+   * sandbox, with the same other extensions and settings), and the difference: our share.
+   */
+  async function memoryRows(idle: Memory[]): Promise<void> {
+    await sandbox?.stop(); // its CPU and memory out of the way of the baseline
+    say('idle memory without our extension: a second sandbox');
+    const bare = await bareExtensionHost(say, { otherVsix: others, settings: marimo?.settings, env: marimo?.env });
+    memory.withoutUs = bare.memory;
+    const ours = (i: number) => kernelOf[i] !== undefined;
+    const whole = idle.map((m) => m.pss);
+    rows.push(
+      {
+        workload: 'idle PSS: whole (ours: extension host + the column’s kernel tree; peers: the server’s tree)',
+        unit: 'MB',
+        lowerIsBetter: true,
+        values: whole,
+        differs: 'ours holds VS Code’s extension host',
+      },
+      {
+        workload: 'idle PSS: the same sandbox’s extension host without our extension',
+        unit: 'MB',
+        lowerIsBetter: true,
+        values: idle.map((m, i) => (ours(i) && Number.isFinite(m.pss) ? bare.memory.pss : NaN)),
+        differs: 'the baseline subtracted below',
+      },
+      {
+        workload: 'idle PSS: our share (whole − without us) vs the peers’ whole server',
+        unit: 'MB',
+        lowerIsBetter: true,
+        values: whole.map((pss, i) => (ours(i) ? pss - bare.memory.pss : pss)),
+      },
+    );
+    const share = whole[0]! - bare.memory.pss;
+    const marimoWhole = whole[MARIMO_EDIT]!;
+    if (Number.isFinite(share) && Number.isFinite(marimoWhole))
+      problems.push(
+        `target, our share ≤ marimo edit's whole server: ${share.toFixed(1)} MB vs ${marimoWhole.toFixed(1)} MB: ${share <= marimoWhole ? 'met' : 'MISSED'}`,
+      );
+  }
+
   const out = path.join(REPO_ROOT, 'bench-results', `peers-${startedAt.replace(/[:.]/g, '-')}`);
-  const md = writePeerResults(out, rows, cols, { startedAt, problems, loadavg: os.loadavg(), cpus: os.cpus().length });
+  const md = writePeerResults(out, rows, cols, { startedAt, problems, memory, loadavg: os.loadavg(), cpus: os.cpus().length });
   console.log(`\n${md}\n\nresults: ${path.relative(process.cwd(), out)}/ (table.md, ratios.svg, figures.json)`);
   if (problems.length) console.log(`problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return exitCode;
