@@ -108,28 +108,37 @@ export function marimoFixture(workspace: string): string {
 }
 
 /**
- * Opens a notebook through `opening` (a `POST /notebooks/open` with kernel "marimo") and, when
- * VS Code shows its kernel picker (it does with several marimo controllers), picks the item
- * whose text includes `pick`, as the person would. The picker may first list kernel sources
- * ("Select Another Kernel...", an extension's group): a lone item that is not the kernel is
- * opened. Resolves with `opening`'s answer; throws naming the items when none matches.
+ * Opens a notebook through `opening` (a `POST /notebooks/open` or `/notebooks/kernel/start` with
+ * a kernel) and, when VS Code shows its kernel picker, picks the item whose text includes `pick`,
+ * as the person would. The picker may first list kernel sources ("Select Another Kernel...", an
+ * extension's group, "Jupyter Kernel..." beside the Python extension's "Python Environments..."):
+ * an item that includes one of `via` is opened, else a lone item. Resolves with `opening`'s
+ * answer; throws naming the items when neither matches.
  */
-export async function openPickingKernel<T>(page: Page, opening: Promise<T>, pick: string, timeoutMs = 140_000): Promise<T> {
+export async function openPickingKernel<T>(
+  page: Page,
+  opening: Promise<T>,
+  pick: string,
+  via: readonly string[] = [],
+  timeoutMs = 140_000,
+): Promise<T> {
   const input = page.locator('.quick-input-widget input');
   const picker = input.waitFor({ state: 'visible', timeout: timeoutMs }).then(() => 'picker' as const);
   picker.catch(() => undefined);
   if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
     const rows = page.locator('.quick-input-widget .monaco-list-row');
+    const wanted = [pick, ...via];
     for (let level = 0; ; level++) {
       let texts: string[] = [];
       for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
         texts = await rows.allInnerTexts();
-        if (texts.some((t) => t.includes(pick))) break;
+        if (texts.some((t) => wanted.some((w) => t.includes(w)))) break;
       }
       const at = texts.findIndex((t) => t.includes(pick));
-      if (at < 0 && !(texts.length === 1 && level < 3))
+      const next = at >= 0 ? at : texts.findIndex((t) => via.some((w) => t.includes(w)));
+      if (next < 0 && !(texts.length === 1 && level < 3))
         throw new Error(`no "${pick}" among the kernel picker's items: ${JSON.stringify(texts).slice(0, 600)}`);
-      await rows.nth(at >= 0 ? at : 0).click();
+      await rows.nth(next >= 0 ? next : 0).click();
       if (at >= 0) break;
     }
   }

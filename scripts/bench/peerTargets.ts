@@ -145,8 +145,13 @@ export interface BridgeSessions {
   scripts?: string;
 }
 
-/** Where a capped scratchpad answer says the whole output is (src/server/execute.ts's note). */
-const WHOLE_AT = /the whole output \(\d+ characters\) is at (http:\/\/\S+) for/;
+/**
+ * Where a capped scratchpad answer's stderr says the whole output is (src/server/execute.ts's
+ * note); undefined when it names none, or only a part of it.
+ */
+export function wholeOutputUrl(stderr: string): string | undefined {
+  return /the whole output \(\d+ characters\) is at (http:\/\/\S+) for/.exec(stderr)?.[1];
+}
 
 export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
   const client = new BenchClient(b.url, b.token);
@@ -165,7 +170,7 @@ export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
       timed(async () => {
         const r = await client.execute(b.main, code);
         if (r.error || r.done?.success !== true) return { ok: false, out: r.error ?? r.stderr };
-        const at = WHOLE_AT.exec(r.stderr)?.[1];
+        const at = wholeOutputUrl(r.stderr);
         if (!at) return { ok: true, out: r.stdout };
         const got = await client.request('GET', new URL(at).pathname);
         return { ok: got.status === 200, out: got.text };

@@ -93,15 +93,21 @@ async function rounds(
 
 /**
  * Starts main-jupyter.ipynb's kernel through the Jupyter extension, as the person would: pick the
- * venv's kernelspec in the list Jupyter shows, allow the bridge's use of its kernels (once).
+ * venv's kernelspec in the list Jupyter shows (through "Jupyter Kernel..." where the Python
+ * extension lists its environments first), allow the bridge's use of its kernels (once).
  */
 async function startJupyterKernel(sandbox: Sandbox, control: BenchClient, sid: string): Promise<void> {
-  const click = (selector: string, text: string | RegExp) =>
-    sandbox.page.locator(selector, { hasText: text }).first().click({ timeout: 90_000 });
-  const allowed = click('.monaco-dialog-box .monaco-button', /^Allow$/).catch(() => undefined);
-  const picked = click('.quick-input-widget .monaco-list-row', 'Python 3 (ipykernel)').catch(() => undefined);
-  const started = await control.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000);
-  await picked;
+  const allowed = sandbox.page
+    .locator('.monaco-dialog-box .monaco-button', { hasText: /^Allow$/ })
+    .first()
+    .click({ timeout: 90_000 })
+    .catch(() => undefined);
+  const started = await openPickingKernel(
+    sandbox.page,
+    control.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000),
+    'Python 3 (ipykernel)',
+    ['Jupyter Kernel'],
+  );
   if (started.status !== 200) throw new Error(`POST /notebooks/kernel/start: ${started.status} ${started.text.slice(0, 300)}`);
   const first = await control.execute(sid, 'None', 180_000);
   await allowed;
@@ -124,22 +130,26 @@ async function openMarimo(sandbox: Sandbox, control: BenchClient, file: string, 
   return sid;
 }
 
-/** The extension host of a sandbox without our extension, alone, once it is quiet. */
-async function bareExtensionHost(
+/**
+ * A sandbox without our extension (the Run All bench's second sandbox, with `more`'s extensions
+ * and settings), up beside the bench's own; its extension host's pid, and how to stop it.
+ */
+async function withoutUs(
   say: (m: string) => void,
   more: Parameters<typeof bareSandbox>[2],
-): Promise<{ memory: Memory; pid: number }> {
+): Promise<{ hostPid: number; stop(): Promise<void> }> {
   const bare = await bareSandbox(say, STACK.venvPython, more);
-  try {
-    const record = readRecord(bare.sandbox.id);
-    const host = (record ? sandboxProcesses(record) : []).find((p) => roleOf(p.cmdline) === 'extensionHost');
-    if (!host) throw new Error('no extension host among the sandbox without our extension');
-    await waitForQuiet(0.15, 30_000);
-    return { memory: processMemory(host.pid), pid: host.pid };
-  } finally {
+  const stop = async () => {
     await bare.sandbox.stop();
     fs.rmSync(bare.dir, { recursive: true, force: true });
+  };
+  const record = readRecord(bare.sandbox.id);
+  const host = (record ? sandboxProcesses(record) : []).find((p) => roleOf(p.cmdline) === 'extensionHost');
+  if (!host) {
+    await stop();
+    throw new Error('no extension host in the sandbox without our extension');
   }
+  return { hostPid: host.pid, stop };
 }
 
 export async function runPeers(opts: { vsix: string; extensions: GivenExtension[]; say(msg: string): void }): Promise<number> {
@@ -183,8 +193,8 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     startPeer(JUPYTER_MCP, () => jupyterMcpTarget(ws.jupyter, STACK.venvBin)),
   ]);
   const others = opts.extensions.map((e) => e.vsix);
-  /** The parts of the memory figures, for figures.json. */
-  const memory: Record<string, unknown> = {};
+  /** The parts of the memory figures, for figures.json, and its rows (printed after the timed ones). */
+  const memory: { rows: PeerRow[] } & Record<string, unknown> = { rows: [] };
   try {
     // The bridge, in the harness's isolated VS Code, its builtin kernel on the venv's Python (pandas).
     sandbox = await launchSandbox({
@@ -223,16 +233,29 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     }
     if (marimo) {
       say("opening the marimo extension's notebooks, one per controller");
-      const marimoList = await open('list.py').catch((e: unknown) => e as Error);
+      const sids = await Promise.all(
+        MARIMO_CONTROLLERS.map(async (c, k) => {
+          try {
+            return await openMarimo(sandbox!, control, path.join(ws.bridge, c.file), c.pick);
+          } catch (e) {
+            cols[2 + k]!.missing = errorMessage(e);
+            return undefined;
+          }
+        }),
+      );
+      // The 1,000-cell twin, once marimo's language server is up (it reads the file).
+      const marimoList = sids.some(Boolean) ? await open('list.py').catch((e: unknown) => e as Error) : undefined;
       for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
-        const mainPath = path.join(ws.bridge, c.file);
-        try {
-          if (marimoList instanceof Error) throw marimoList;
-          const sid = await openMarimo(sandbox, control, mainPath, c.pick);
-          targets[2 + k] = bridgeTarget(c.column, { ...bridge, list: marimoList, main: sid, mainPath });
-        } catch (e) {
-          cols[2 + k]!.missing = errorMessage(e);
-        }
+        const sid = sids[k];
+        if (!sid || !marimoList) continue;
+        if (marimoList instanceof Error) cols[2 + k]!.missing = `opening list.py: ${marimoList.message}`;
+        else
+          targets[2 + k] = bridgeTarget(c.column, {
+            ...bridge,
+            list: marimoList,
+            main: sid,
+            mainPath: path.join(ws.bridge, c.file),
+          });
       }
     }
     await control.close();
@@ -240,19 +263,31 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     await peersStarted;
     for (const t of targets) if (t) await t.scratch('None'); // every kernel started and warm
 
+    // Idle memory, before the workloads, with a sandbox without our extension up beside ours,
+    // both read at the same moment (PSS shares the pages of code-server's Node among its processes).
+    say('idle memory: a second sandbox, without our extension');
+    const bare = await withoutUs(say, { otherVsix: others, settings: marimo?.settings, env: marimo?.env });
+    try {
+      await waitForQuiet(0.15, 30_000);
+      const host = processMemory(hostPid);
+      const trees = kernelTrees(hostPid);
+      const without = processMemory(bare.hostPid);
+      Object.assign(memory, { extensionHost: host, trees, withoutUs: without });
+      memoryRows(
+        targets.map((t, i): Memory => {
+          const kind = kernelOf[i];
+          if (!t) return { pss: NaN, rss: NaN };
+          if (!kind) return treeMemory(t.pids?.() ?? []);
+          return { pss: host.pss + trees[kind].pss, rss: host.rss + trees[kind].rss };
+        }),
+        without,
+      );
+    } finally {
+      await bare.stop();
+    }
+
     const q = await waitForQuiet(0.15, 20_000);
     if (!q.quiet) problems.push(`the machine stayed ${(q.busy * 100).toFixed(0)}% busy: timings are noisy`);
-    // Idle memory now, before the workloads: each peer's whole tree; for each bridge column the
-    // extension host process and that column's kernel tree (the baseline comes at the end).
-    const host = processMemory(hostPid);
-    const trees = kernelTrees(hostPid);
-    Object.assign(memory, { extensionHost: host, trees });
-    const idle = targets.map((t, i): Memory => {
-      const kind = kernelOf[i];
-      if (!t) return { pss: NaN, rss: NaN };
-      if (!kind) return treeMemory(t.pids?.() ?? []);
-      return { pss: host.pss + trees[kind].pss, rss: host.rss + trees[kind].rss };
-    });
 
     const timedRows = async (
       workload: string,
@@ -351,8 +386,8 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     rows.push(
       { workload: `${AGENTS} agents at once: throughput`, unit: 'runs/s', lowerIsBetter: false, values: throughput },
       { workload: `${AGENTS} agents at once: failed runs`, unit: 'count', lowerIsBetter: true, values: failures },
+      ...memory.rows,
     );
-    await memoryRows(idle);
   } catch (err) {
     exitCode = 1;
     problems.push(`run broke: ${errorMessage(err)}`);
@@ -365,18 +400,14 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   }
 
   /**
-   * Idle PSS: the peers' whole servers; ours as the extension host with the column's kernel, the
-   * extension host of the same sandbox without our extension (the Run All bench's second
-   * sandbox, with the same other extensions and settings), and the difference: our share.
+   * Idle PSS rows: the peers' whole servers; ours as the extension host with the column's kernel
+   * tree, the extension host of the same sandbox without our extension, and the difference: our
+   * share. Kept to print after the timed rows.
    */
-  async function memoryRows(idle: Memory[]): Promise<void> {
-    await sandbox?.stop(); // its CPU and memory out of the way of the baseline
-    say('idle memory without our extension: a second sandbox');
-    const bare = await bareExtensionHost(say, { otherVsix: others, settings: marimo?.settings, env: marimo?.env });
-    memory.withoutUs = bare.memory;
+  function memoryRows(idle: Memory[], without: Memory): void {
     const ours = (i: number) => kernelOf[i] !== undefined;
     const whole = idle.map((m) => m.pss);
-    rows.push(
+    memory.rows = [
       {
         workload: 'idle PSS: whole (ours: extension host + the column’s kernel tree; peers: the server’s tree)',
         unit: 'MB',
@@ -388,17 +419,17 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
         workload: 'idle PSS: the same sandbox’s extension host without our extension',
         unit: 'MB',
         lowerIsBetter: true,
-        values: idle.map((m, i) => (ours(i) && Number.isFinite(m.pss) ? bare.memory.pss : NaN)),
+        values: idle.map((m, i) => (ours(i) && Number.isFinite(m.pss) ? without.pss : NaN)),
         differs: 'the baseline subtracted below',
       },
       {
         workload: 'idle PSS: our share (whole − without us) vs the peers’ whole server',
         unit: 'MB',
         lowerIsBetter: true,
-        values: whole.map((pss, i) => (ours(i) ? pss - bare.memory.pss : pss)),
+        values: whole.map((pss, i) => (ours(i) ? pss - without.pss : pss)),
       },
-    );
-    const share = whole[0]! - bare.memory.pss;
+    ];
+    const share = whole[0]! - without.pss;
     const marimoWhole = whole[MARIMO_EDIT]!;
     if (Number.isFinite(share) && Number.isFinite(marimoWhole))
       problems.push(
