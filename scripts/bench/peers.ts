@@ -233,16 +233,16 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     }
     if (marimo) {
       say("opening the marimo extension's notebooks, one per controller");
-      const sids = await Promise.all(
-        MARIMO_CONTROLLERS.map(async (c, k) => {
-          try {
-            return await openMarimo(sandbox!, control, path.join(ws.bridge, c.file), c.pick);
-          } catch (e) {
-            cols[2 + k]!.missing = errorMessage(e);
-            return undefined;
-          }
-        }),
-      );
+      // One at a time: each may show VS Code's kernel picker, and only one shows at once.
+      const sids: (string | undefined)[] = [];
+      for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
+        try {
+          sids.push(await openMarimo(sandbox, control, path.join(ws.bridge, c.file), c.pick));
+        } catch (e) {
+          cols[2 + k]!.missing = errorMessage(e);
+          sids.push(undefined);
+        }
+      }
       // The 1,000-cell twin, once marimo's language server is up (it reads the file).
       const marimoList = sids.some(Boolean) ? await open('list.py').catch((e: unknown) => e as Error) : undefined;
       for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
