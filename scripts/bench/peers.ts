@@ -21,7 +21,8 @@ import { MARIMO_ID, marimoUnderTest, openPickingKernel } from '../../sandbox-tes
 import { BenchClient } from './client';
 import { roleOf, waitForQuiet } from './machine';
 import { writeCodeNotebook, writeMarimoTwin, writeNotebook } from './notebooks';
-import { kernelTrees, type KernelKind, type Memory, processMemory, treeMemory } from './peerMemory';
+import { kernelTrees, type KernelKind, processMemory, treeMemory } from './peerMemory';
+import { sleep } from '../../src/core/sleep';
 import type { PeerColumn, PeerRow } from './peerReport';
 import { writePeerResults } from './peerReport';
 import { bridgeTarget, jupyterMcpTarget, marimoTarget, type PeerTarget, type Timed } from './peerTargets';
@@ -33,6 +34,7 @@ import { errorMessage } from '../../src/core/errorMessage';
 const N = { print: 10, big: 2, frame: 3, run: 6, insert: 6, list: 5, warmup: 2 };
 const AGENTS = 8;
 const AGENT_RUNS = 3;
+const IDLE_READS = 5;
 
 const MAIN_CELLS = ['x = 1', 'import pandas as pd', 'print("ready")'];
 const WORKLOADS = {
@@ -48,19 +50,24 @@ const MARIMO_CONTROLLERS = [
 ] as const;
 
 /** The folders each target serves: the same generated content, .ipynb and marimo's .py. */
-function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo: string } {
+function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo: string; marimoExt: string } {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-peers-')));
-  const [bridge, jupyter, marimo] = ['bridge', 'jupyter', 'marimo'].map((d) => path.join(dir, d)) as [string, string, string];
-  for (const d of [bridge, jupyter, marimo]) fs.mkdirSync(d);
+  const [bridge, jupyter, marimo, marimoExt] = ['bridge', 'jupyter', 'marimo', 'marimo-ext'].map((d) => path.join(dir, d)) as [
+    string,
+    string,
+    string,
+    string,
+  ];
+  for (const d of [bridge, jupyter, marimo, marimoExt]) fs.mkdirSync(d);
   writeCodeNotebook(path.join(bridge, 'main.ipynb'), MAIN_CELLS);
   writeCodeNotebook(path.join(bridge, 'main-jupyter.ipynb'), MAIN_CELLS);
   writeNotebook(path.join(bridge, 'list.ipynb'), 1000);
   for (const f of ['main.ipynb', 'list.ipynb']) fs.copyFileSync(path.join(bridge, f), path.join(jupyter, f));
   for (const f of ['main', 'list']) writeMarimoTwin(path.join(bridge, `${f}.ipynb`), path.join(marimo, `${f}.py`));
-  // The marimo extension's notebooks, beside the bridge's own (read only when it is given).
-  for (const c of MARIMO_CONTROLLERS) fs.copyFileSync(path.join(marimo, 'main.py'), path.join(bridge, c.file));
-  fs.copyFileSync(path.join(marimo, 'list.py'), path.join(bridge, 'list.py'));
-  return { dir, bridge, jupyter, marimo };
+  // The marimo extension's notebooks (read only when it is given).
+  for (const c of MARIMO_CONTROLLERS) fs.copyFileSync(path.join(marimo, 'main.py'), path.join(marimoExt, c.file));
+  fs.copyFileSync(path.join(marimo, 'list.py'), path.join(marimoExt, 'list.py'));
+  return { dir, bridge, jupyter, marimo, marimoExt };
 }
 
 /** Runs `step` on every target, `warmup + runs` rounds, rotating who goes first; the failures' first detail per target. */
@@ -176,6 +183,9 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   const targets: (PeerTarget | undefined)[] = cols.map(() => undefined);
   const rows: PeerRow[] = [];
   let sandbox: Sandbox | undefined;
+  let marimoSandbox: Sandbox | undefined;
+  /** The extension host of each sandbox (the bridge's process). */
+  const hosts = { main: 0, marimo: 0 };
   let exitCode = 0;
   const problems: string[] = [];
   if (!hasScripts) problems.push(`MARIMO_PAIR_SCRIPTS (${scripts ?? 'unset'}) has no execute-code.sh: the script row is n/a`);
@@ -196,90 +206,126 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   /** The parts of the memory figures, for figures.json, and its rows (printed after the timed ones). */
   const memory: { rows: PeerRow[] } & Record<string, unknown> = { rows: [] };
   try {
-    // The bridge, in the harness's isolated VS Code, its builtin kernel on the venv's Python (pandas).
-    sandbox = await launchSandbox({
-      workspace: ws.bridge,
-      vsix: opts.vsix,
-      kind: 'bench',
-      settings: { 'agentBridge.pythonPath': STACK.venvPython, ...marimo?.settings },
-      otherVsix: others,
-      venvKernelspec: 'extension' in jupyter,
-      env: (dirs) => ({ ...marimo?.env, AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
-      onProgress: say,
-    });
-    const advert: BridgeAdvert = await findBridge(sandbox, path.join(sandbox.root, 'bridge.json'));
-    const hostPid = advert.pid;
-    const control = new BenchClient(advert.url, advert.token);
-    const open = async (file: string, kernel?: 'builtin') => {
-      const r = await control.request('POST', '/notebooks/open', { path: path.join(ws.bridge, file), kernel }, 180_000);
-      if (r.status !== 200) throw new Error(`POST /notebooks/open ${file}: ${r.status} ${r.text.slice(0, 300)}`);
-      return (JSON.parse(r.text) as { session: { id: string } }).session.id;
+    // The bridge in the harness's isolated VS Code, its builtin kernel on the venv's Python
+    // (pandas), with the Jupyter extension when given; the marimo extension (with the Python
+    // extension it needs) in a second one, as with it Jupyter lists no kernelspec in its picker.
+    const mainOthers = others.filter((v) => v === ('extension' in jupyter ? jupyter.extension.vsix : undefined));
+    const marimoOthers = others.filter((v) => !mainOthers.includes(v));
+    const launch = (workspace: string, otherVsix: string[], more?: typeof marimo) =>
+      launchSandbox({
+        workspace,
+        vsix: opts.vsix,
+        kind: 'bench',
+        settings: { 'agentBridge.pythonPath': STACK.venvPython, ...more?.settings },
+        otherVsix,
+        venvKernelspec: otherVsix.length > 0,
+        env: (dirs) => ({ ...more?.env, AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
+        onProgress: say,
+      });
+    const launched = await Promise.allSettled([
+      launch(ws.bridge, mainOthers),
+      marimo ? launch(ws.marimoExt, marimoOthers, marimo) : Promise.resolve(undefined),
+    ]);
+    if (launched[1].status === 'fulfilled') marimoSandbox = launched[1].value;
+    else for (const k of MARIMO_CONTROLLERS.keys()) cols[2 + k]!.missing = errorMessage(launched[1].reason);
+    if (launched[0].status === 'rejected') throw launched[0].reason;
+    sandbox = launched[0].value;
+    const connect = async (box: Sandbox, folder: string) => {
+      const advert: BridgeAdvert = await findBridge(box, path.join(box.root, 'bridge.json'));
+      const control = new BenchClient(advert.url, advert.token);
+      const open = async (file: string, kernel?: 'builtin') => {
+        const r = await control.request('POST', '/notebooks/open', { path: path.join(folder, file), kernel }, 180_000);
+        if (r.status !== 200) throw new Error(`POST /notebooks/open ${file}: ${r.status} ${r.text.slice(0, 300)}`);
+        return (JSON.parse(r.text) as { session: { id: string } }).session.id;
+      };
+      return {
+        advert,
+        control,
+        open,
+        bridge: { url: advert.url, token: advert.token, scripts: hasScripts ? scripts : undefined },
+      };
     };
-    const list = await open('list.ipynb');
-    const main = await open('main.ipynb', 'builtin');
-    if ((await control.execute(main, 'None', 120_000)).done?.success !== true)
+    const first = await connect(sandbox, ws.bridge);
+    hosts.main = first.advert.pid;
+    const list = await first.open('list.ipynb');
+    const main = await first.open('main.ipynb', 'builtin');
+    if ((await first.control.execute(main, 'None', 120_000)).done?.success !== true)
       throw new Error('no builtin kernel for main.ipynb');
-    const bridge = { url: advert.url, token: advert.token, scripts: hasScripts ? scripts : undefined };
-    targets[0] = bridgeTarget(cols[0]!.name, { ...bridge, list, main, mainPath: path.join(ws.bridge, 'main.ipynb') });
+    targets[0] = bridgeTarget(cols[0]!.name, { ...first.bridge, list, main, mainPath: path.join(ws.bridge, 'main.ipynb') });
     if ('extension' in jupyter) {
       const mainPath = path.join(ws.bridge, 'main-jupyter.ipynb');
-      const sid = await open('main-jupyter.ipynb');
+      const sid = await first.open('main-jupyter.ipynb');
       try {
-        await startJupyterKernel(sandbox, control, sid);
-        targets[1] = bridgeTarget(cols[1]!.name, { ...bridge, list, main: sid, mainPath });
+        await startJupyterKernel(sandbox, first.control, sid);
+        targets[1] = bridgeTarget(cols[1]!.name, { ...first.bridge, list, main: sid, mainPath });
       } catch (e) {
         cols[1]!.missing = errorMessage(e);
       }
     }
-    if (marimo) {
+    await first.control.close();
+    if (marimoSandbox) {
       say("opening the marimo extension's notebooks, one per controller");
+      const second = await connect(marimoSandbox, ws.marimoExt);
+      hosts.marimo = second.advert.pid;
       // One at a time: each may show VS Code's kernel picker, and only one shows at once.
       const sids: (string | undefined)[] = [];
       for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
         try {
-          sids.push(await openMarimo(sandbox, control, path.join(ws.bridge, c.file), c.pick));
+          sids.push(await openMarimo(marimoSandbox, second.control, path.join(ws.marimoExt, c.file), c.pick));
         } catch (e) {
           cols[2 + k]!.missing = errorMessage(e);
           sids.push(undefined);
         }
       }
       // The 1,000-cell twin, once marimo's language server is up (it reads the file).
-      const marimoList = sids.some(Boolean) ? await open('list.py').catch((e: unknown) => e as Error) : undefined;
+      const marimoList = sids.some(Boolean) ? await second.open('list.py').catch((e: unknown) => e as Error) : undefined;
       for (const [k, c] of MARIMO_CONTROLLERS.entries()) {
         const sid = sids[k];
         if (!sid || !marimoList) continue;
         if (marimoList instanceof Error) cols[2 + k]!.missing = `opening list.py: ${marimoList.message}`;
         else
           targets[2 + k] = bridgeTarget(c.column, {
-            ...bridge,
+            ...second.bridge,
             list: marimoList,
             main: sid,
-            mainPath: path.join(ws.bridge, c.file),
+            mainPath: path.join(ws.marimoExt, c.file),
           });
       }
+      await second.control.close();
     }
-    await control.close();
 
     await peersStarted;
     for (const t of targets) if (t) await t.scratch('None'); // every kernel started and warm
 
     // Idle memory, before the workloads, with a sandbox without our extension up beside ours,
     // both read at the same moment (PSS shares the pages of code-server's Node among its processes).
-    say('idle memory: a second sandbox, without our extension');
-    const bare = await withoutUs(say, { otherVsix: others, settings: marimo?.settings, env: marimo?.env });
+    say('idle memory: a sandbox without our extension beside ours');
+    const bare = await withoutUs(say, { otherVsix: mainOthers });
     try {
       await waitForQuiet(0.15, 30_000);
-      const host = processMemory(hostPid);
-      const trees = kernelTrees(hostPid);
-      const without = processMemory(bare.hostPid);
-      Object.assign(memory, { extensionHost: host, trees, withoutUs: without });
+      // The median of a few reads 2 s apart: a Node heap's PSS moves by tens of MB as it collects.
+      const reads: { idle: number[]; without: number }[] = [];
+      for (let k = 0; k < IDLE_READS; k++, await sleep(2_000)) {
+        const host = processMemory(hosts.main);
+        const trees = kernelTrees(hosts.main);
+        const marimoHost = hosts.marimo ? processMemory(hosts.marimo) : { pss: NaN, rss: NaN };
+        const marimoTrees = hosts.marimo ? kernelTrees(hosts.marimo) : undefined;
+        reads.push({
+          without: processMemory(bare.hostPid).pss,
+          idle: targets.map((t, i) => {
+            const kind = kernelOf[i];
+            if (!t) return NaN;
+            if (!kind) return treeMemory(t.pids?.() ?? []).pss;
+            if (kind === 'marimo') return marimoHost.pss + (marimoTrees?.marimo.pss ?? NaN);
+            return host.pss + trees[kind].pss;
+          }),
+        });
+        if (k === 0) Object.assign(memory, { extensionHost: host, trees, marimoExtensionHost: marimoHost, marimoTrees });
+      }
+      const without = p50(reads.map((r) => r.without));
+      memory.withoutUs = without;
       memoryRows(
-        targets.map((t, i): Memory => {
-          const kind = kernelOf[i];
-          if (!t) return { pss: NaN, rss: NaN };
-          if (!kind) return treeMemory(t.pids?.() ?? []);
-          return { pss: host.pss + trees[kind].pss, rss: host.rss + trees[kind].rss };
-        }),
+        cols.map((_, i) => p50(reads.map((r) => r.idle[i]!))),
         without,
       );
     } finally {
@@ -396,6 +442,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     await peersStarted;
     for (const t of targets) await t?.stop();
     await sandbox?.stop();
+    await marimoSandbox?.stop();
     fs.rmSync(ws.dir, { recursive: true, force: true });
   }
 
@@ -404,9 +451,10 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
    * tree, the extension host of the same sandbox without our extension, and the difference: our
    * share. Kept to print after the timed rows.
    */
-  function memoryRows(idle: Memory[], without: Memory): void {
-    const ours = (i: number) => kernelOf[i] !== undefined;
-    const whole = idle.map((m) => m.pss);
+  function memoryRows(whole: number[], without: number): void {
+    // The marimo extension's columns have no baseline: their kernel and language server are marimo's.
+    const ours = (i: number) => kernelOf[i] === 'builtin' || kernelOf[i] === 'jupyter';
+    const peer = (i: number) => kernelOf[i] === undefined;
     memory.rows = [
       {
         workload: 'idle PSS: whole (ours: extension host + the column’s kernel tree; peers: the server’s tree)',
@@ -419,17 +467,17 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
         workload: 'idle PSS: the same sandbox’s extension host without our extension',
         unit: 'MB',
         lowerIsBetter: true,
-        values: idle.map((m, i) => (ours(i) && Number.isFinite(m.pss) ? without.pss : NaN)),
+        values: whole.map((pss, i) => (ours(i) && Number.isFinite(pss) ? without : NaN)),
         differs: 'the baseline subtracted below',
       },
       {
         workload: 'idle PSS: our share (whole − without us) vs the peers’ whole server',
         unit: 'MB',
         lowerIsBetter: true,
-        values: whole.map((pss, i) => (ours(i) ? pss - without.pss : pss)),
+        values: whole.map((pss, i) => (ours(i) ? pss - without : peer(i) ? pss : NaN)),
       },
     ];
-    const share = whole[0]! - without.pss;
+    const share = whole[0]! - without;
     const marimoWhole = whole[MARIMO_EDIT]!;
     if (Number.isFinite(share) && Number.isFinite(marimoWhole))
       problems.push(
