@@ -46,7 +46,8 @@ const WORKLOADS = {
 /** The marimo extension's two controllers, each on its own copy of the 3-cell notebook. */
 const MARIMO_CONTROLLERS = [
   { file: 'main-sandbox.py', column: 'bridge → marimo ext. ("marimo sandbox" controller)', pick: 'marimo sandbox' },
-  { file: 'main-venv.py', column: 'bridge → marimo ext. (venv controller)', pick: STACK.venvPython },
+  // The setup's venv as the workspace's .venv, which the Python extension lists (it need not list the venv itself).
+  { file: 'main-venv.py', column: 'bridge → marimo ext. (venv controller)', pick: '.venv (Python' },
 ] as const;
 
 /** The folders each target serves: the same generated content, .ipynb and marimo's .py. */
@@ -67,6 +68,7 @@ function makeWorkspace(): { dir: string; bridge: string; jupyter: string; marimo
   // The marimo extension's notebooks (read only when it is given).
   for (const c of MARIMO_CONTROLLERS) fs.copyFileSync(path.join(marimo, 'main.py'), path.join(marimoExt, c.file));
   fs.copyFileSync(path.join(marimo, 'list.py'), path.join(marimoExt, 'list.py'));
+  fs.symlinkSync(path.dirname(STACK.venvBin), path.join(marimoExt, '.venv'));
   return { dir, bridge, jupyter, marimo, marimoExt };
 }
 
@@ -128,6 +130,7 @@ async function openMarimo(sandbox: Sandbox, control: BenchClient, file: string, 
     sandbox.page,
     control.request('POST', '/notebooks/open', { path: file, kernel: 'marimo' }, 180_000),
     pick,
+    ['Select Another Kernel'],
   );
   if (r.status !== 200) throw new Error(`POST /notebooks/open ${path.basename(file)}: ${r.status} ${r.text.slice(0, 300)}`);
   const sid = (JSON.parse(r.text) as { session: { id: string } }).session.id;
@@ -184,6 +187,7 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
   const rows: PeerRow[] = [];
   let sandbox: Sandbox | undefined;
   let marimoSandbox: Sandbox | undefined;
+  let bareStarted: Promise<Awaited<ReturnType<typeof withoutUs>> | Error> | undefined;
   /** The extension host of each sandbox (the bridge's process). */
   const hosts = { main: 0, marimo: 0 };
   let exitCode = 0;
@@ -222,6 +226,9 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
         env: (dirs) => ({ ...more?.env, AGENT_BRIDGE_DISCOVERY_FILE: path.join(dirs.root, 'bridge.json') }),
         onProgress: say,
       });
+    // The sandbox without our extension starts now too, so that its extension host has idled as
+    // long as ours when both are read (a young Node heap holds more, until it is collected).
+    bareStarted = withoutUs(say, { otherVsix: mainOthers }).catch((e: unknown) => e as Error);
     const launched = await Promise.allSettled([
       launch(ws.bridge, mainOthers),
       marimo ? launch(ws.marimoExt, marimoOthers, marimo) : Promise.resolve(undefined),
@@ -299,8 +306,9 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
 
     // Idle memory, before the workloads, with a sandbox without our extension up beside ours,
     // both read at the same moment (PSS shares the pages of code-server's Node among its processes).
-    say('idle memory: a sandbox without our extension beside ours');
-    const bare = await withoutUs(say, { otherVsix: mainOthers });
+    say('idle memory, with a sandbox without our extension beside ours');
+    const bare = await bareStarted;
+    if (bare instanceof Error) throw new Error(`the sandbox without our extension: ${bare.message}`);
     try {
       await waitForQuiet(0.15, 30_000);
       // The median of a few reads 2 s apart: a Node heap's PSS moves by tens of MB as it collects.
@@ -443,6 +451,8 @@ export async function runPeers(opts: { vsix: string; extensions: GivenExtension[
     for (const t of targets) await t?.stop();
     await sandbox?.stop();
     await marimoSandbox?.stop();
+    const bare = await bareStarted;
+    if (bare && !(bare instanceof Error)) await bare.stop();
     fs.rmSync(ws.dir, { recursive: true, force: true });
   }
 
