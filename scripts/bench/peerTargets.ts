@@ -14,9 +14,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { WebSocket } from 'undici';
 import { sleep } from '../../src/core/sleep';
 import { freePort } from '../../sandbox-test/vscode';
-import { BenchClient } from './client';
+import { BenchClient, type ExecResult } from './client';
 import { errorMessage } from '../../src/core/errorMessage';
 import { randomHex } from '../../src/core/ids';
+
+/** A scratchpad run's answer as a Timed's: its stdout, or why it failed (the transport's error, else its stderr). */
+function execAnswer(r: ExecResult): { ok: boolean; out: string } {
+  const ok = !r.error && r.done?.success === true;
+  return { ok, out: r.error ?? (ok ? r.stdout : r.stderr || r.stdout) };
+}
 
 /** One timed call: ms to its answer, whether it did what was asked, and what it gave back. */
 export interface Timed {
@@ -158,7 +164,7 @@ export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
   const scratchOn = (c: BenchClient) => (code: string) =>
     timed(async () => {
       const r = await c.execute(b.main, code);
-      return { ok: !r.error && r.done?.success === true, out: r.error ?? r.stdout };
+      return execAnswer(r);
     });
   const q = (sid: string) => `?notebook=${encodeURIComponent(sid)}`;
   let first: string | undefined;
@@ -252,7 +258,7 @@ export async function marimoTarget(dir: string, scripts: string | undefined, mar
   const execOn = (c: BenchClient, file: string) => (code: string) =>
     timed(async () => {
       const r = await c.execute(session(file), code);
-      return { ok: !r.error && r.done?.success === true, out: r.error ?? r.stdout };
+      return execAnswer(r);
     });
   const scratch = execOn(client, 'main.py');
   return {
