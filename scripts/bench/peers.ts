@@ -102,8 +102,7 @@ async function rounds(
 
 /**
  * Starts main-jupyter.ipynb's kernel through the Jupyter extension, as the person would: pick the
- * venv's kernelspec in the list Jupyter shows (through "Jupyter Kernel..." where the Python
- * extension lists its environments first), allow the bridge's use of its kernels (once).
+ * venv's kernelspec in the list Jupyter shows, allow the bridge's use of its kernels (once).
  */
 async function startJupyterKernel(sandbox: Sandbox, control: BenchClient, sid: string): Promise<void> {
   const allowed = sandbox.page
@@ -115,7 +114,6 @@ async function startJupyterKernel(sandbox: Sandbox, control: BenchClient, sid: s
     sandbox.page,
     control.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000),
     'Python 3 (ipykernel)',
-    ['Jupyter Kernel'],
   );
   if (started.status !== 200) throw new Error(`POST /notebooks/kernel/start: ${started.status} ${started.text.slice(0, 300)}`);
   const first = await control.execute(sid, 'None', 180_000);
