@@ -110,10 +110,10 @@ export function marimoFixture(workspace: string): string {
 /**
  * Opens a notebook through `opening` (a `POST /notebooks/open` or `/notebooks/kernel/start` with
  * a kernel) and, when VS Code shows its kernel picker, picks the item whose text includes `pick`,
- * as the person would. The picker may first list kernel sources ("Select Another Kernel...", an
- * extension's group, "Jupyter Kernel..." beside the Python extension's "Python Environments..."):
- * an item that includes one of `via` is opened, else a lone item. Resolves with `opening`'s
- * answer; throws naming the items when neither matches.
+ * as the person would. The picker may first list other choices ("Select Another Kernel..."
+ * beside a suggested controller, then kernel sources such as marimo's): an item that includes one
+ * of `via` is opened, else a lone item. Resolves with `opening`'s answer; throws naming the items
+ * when neither matches.
  */
 export async function openPickingKernel<T>(
   page: Page,
