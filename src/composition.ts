@@ -27,6 +27,9 @@ import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
 import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
+import { PersonCursor } from './notebooks/personCursor';
+import { Presence } from './core/presence';
+import { resolveNotebook } from './core/refs';
 import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
@@ -99,10 +102,19 @@ export function compose({ context, log, settings, bridge, version }: Composition
   });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
   const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const presence = new Presence((named) => {
+    try {
+      return resolveNotebook(notebooks.list(), named).uri;
+    } catch {
+      return undefined; // a scratchpad run of a notebook that is not open: no whereabouts
+    }
+  });
+  push(new PersonCursor(presence, notebooks));
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     analyzer,
+    presence,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
@@ -125,6 +137,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    presence,
+    cellId: (cell) => notebooks.cellId(cell),
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();

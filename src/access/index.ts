@@ -12,6 +12,8 @@ import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
+import { PresenceMarks } from './presenceMarks';
+import type { Presence } from '../core/presence';
 import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
@@ -25,6 +27,9 @@ export interface AccessDeps {
   checkpoints: Checkpoints;
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
+  /** Where agents and the person are now: fed scratchpad runs here, shown in the cells and the views. */
+  presence: Presence;
+  cellId: (cell: vscode.NotebookCell) => string;
 }
 
 const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
@@ -47,7 +52,7 @@ export function createAgentAccess(deps: AccessDeps): {
     maxRunMs: () => settings().maxRunMs,
     ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
   };
-  const gate = new Gate(person, [store], deps.identities);
+  const gate = new Gate(person, [store, deps.presence], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   const showChange = async (action: number) => {
@@ -55,6 +60,7 @@ export function createAgentAccess(deps: AccessDeps): {
     if (checkpoint) await vscode.commands.executeCommand(SHOW_CHECKPOINT, checkpoint.id);
     return checkpoint !== undefined;
   };
+  const present = new PresenceMarks(deps.presence, { cellId: deps.cellId, label: (n) => deps.notebooks.label(n) });
   const view = new ActivityView(
     store,
     {
@@ -63,12 +69,14 @@ export function createAgentAccess(deps: AccessDeps): {
       clients: () => gate.clients,
     },
     showChange,
+    present,
   );
   const disposables: vscode.Disposable[] = [
     new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
     new CellMarks(store, showChange),
+    present,
     view,
     new ReviewView(deps.checkpoints),
     new ModeStatus(deps.settings),

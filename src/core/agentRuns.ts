@@ -115,6 +115,7 @@ class CappedCells implements CellService {
 
   notebooks = () => this.cells.notebooks();
   active = () => this.cells.active();
+  presence: CellService['presence'] = (notebook) => this.cells.presence(notebook);
   list: CellService['list'] = (notebook) => this.cells.list(notebook);
   get: CellService['get'] = (notebook, ref) => this.cells.get(notebook, ref);
   create: CellService['create'] = (notebook, cell) => this.cells.create(notebook, cell);

@@ -10,6 +10,7 @@ import type {
   WriteGuard,
 } from './cellService';
 import { BridgeError } from './bridgeError';
+import { personEditingError } from './presence';
 import { resolveCellIndex } from './refs';
 
 /**
@@ -45,6 +46,8 @@ export interface PlanOptions {
   newId: () => string;
   /** Why writing this cell would clobber unread changes (409), with the body's extra fields; else undefined. */
   checkWrite: (cell: CellState, index: number, guard: WriteGuard) => { why: string; extra: Record<string, unknown> } | undefined;
+  /** Milliseconds since the person typed in the cell, while that makes a write to it wait (presence.ts); else undefined. */
+  personTyping?: (cell: CellState) => number | undefined;
   /** How op `i` is named in messages (default `ops.<i>: `). */
   where?: (i: number) => string;
 }
@@ -236,6 +239,15 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   for (const w of writes) {
     const conflict = options.checkWrite(cells[w.index]!, w.index, w.guard);
     if (conflict) throw new OpError('stale', w.op, conflict.why, where(w.op), conflict.extra);
+  }
+  // Then the person's cursor: every cell they are typing in is named, and nothing changes.
+  const typing = writes.flatMap((w) => {
+    const ms = w.guard.force ? undefined : options.personTyping?.(cells[w.index]!);
+    return ms === undefined ? [] : [{ op: w.op, id: cells[w.index]!.id, index: w.index, ms }];
+  });
+  if (typing.length) {
+    const ops = typing.map((t) => where(t.op).replace(/:\s*$/, '')).filter(Boolean);
+    throw personEditingError(typing, ops.length ? `${ops.join(', ')}: ` : '');
   }
 
   const change = toChange(cells, list);

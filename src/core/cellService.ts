@@ -8,6 +8,7 @@ import type { InterruptHow, KernelState, KernelStatus, RunOutcome } from './kern
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
 import type { EditStopwatch } from './editSpans';
+import type { PresenceAnswer } from './presence';
 
 export type CellKind = 'code' | 'markup';
 
@@ -108,6 +109,8 @@ export interface CellView {
   readonly stale?: { readonly reason: string } | null;
   /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
   readonly warnings?: readonly string[];
+  /** The person typed in it in the last 10 s: a write to it is refused unless forced (presence.ts). */
+  readonly personEditing?: true;
 }
 
 /** `strict`: refuse a write whose Python uses a name no cell defines, or defines one another cell does. */
@@ -247,6 +250,8 @@ export interface CellService {
   as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
+  /** Where the person and the agents are in the notebook now, and what runs for whom (presence.ts). */
+  presence(notebook: string | undefined): Promise<PresenceAnswer>;
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
   create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellView>;

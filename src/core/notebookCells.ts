@@ -35,6 +35,7 @@ import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
+import { Presence, type PresenceAnswer } from './presence';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
 
 export interface NotebookCellsOptions {
@@ -46,6 +47,8 @@ export interface NotebookCellsOptions {
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
+  /** Where agents and the person are (the cells requests read, write and run are noted there). */
+  presence?: Presence;
 }
 
 const single = () => '';
@@ -62,11 +65,15 @@ export class NotebookCells implements CellService {
   private readonly writes = new KeyedQueue();
   /** Notebooks the agents changed or ran since they were opened (what "save all" saves). */
   private readonly touched = new Set<string>();
+  /** Where agents and the person are: noted as requests go (never waited on). */
+  private readonly whereabouts: Presence;
 
   constructor(
     private readonly docs: OpenNotebooks,
     private readonly options: NotebookCellsOptions,
-  ) {}
+  ) {
+    this.whereabouts = options.presence ?? new Presence();
+  }
 
   /** This service as `reader` sees it: the same notebooks, queues and records, with reads and writes kept as theirs. */
   as(reader: Reader): CellService {
@@ -106,6 +113,7 @@ export class NotebookCells implements CellService {
     const graph = await this.graph(entry, snapshots);
     const status = kernelStatus(kernel);
     const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    this.whereabouts.read(this.reader, entry.uri, null);
     return { notebook: withKernel(entry, kernel), cells };
   }
 
@@ -115,7 +123,13 @@ export class NotebookCells implements CellService {
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
     const graph = await this.graph(notebook, cells);
+    this.whereabouts.read(this.reader, notebook.uri, cells[index]!.id);
     return { ...this.show(notebook, cells[index]!, index, status), ...graph?.get(cells[index]!.id) };
+  }
+
+  async presence(ref: string | undefined): Promise<PresenceAnswer> {
+    const notebook = this.notebook(ref);
+    return this.whereabouts.answer(notebook, this.docs.cells(notebook.uri), this.reader);
   }
 
   /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
@@ -285,6 +299,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const cells = this.docs.cells(notebook.uri);
     const snapshot = cells[resolveCellIndex(ids(cells), cell, notebookLabel(notebook))]!;
+    this.whereabouts.read(this.reader, notebook.uri, snapshot.id);
     const raw = snapshot.outputs[output] && logicalItems(snapshot.outputs[output])[item];
     if (!raw) {
       throw new BridgeError(
@@ -333,6 +348,7 @@ export class NotebookCells implements CellService {
                 extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index, status) },
               };
         },
+        personTyping: (cell) => this.whereabouts.personTyping(notebook.uri, cell.id),
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
       const layoutIds = plan.layout.map((c) => c.id);
@@ -353,6 +369,11 @@ export class NotebookCells implements CellService {
         strict,
       );
       span?.checked();
+      this.whereabouts.wrote(
+        this.reader,
+        notebook.uri,
+        plan.layout.filter((c) => c.touched).map((c) => c.id),
+      );
 
       if (!plan.empty) {
         await this.docs.apply(notebook.uri, plan.change, span);
@@ -418,6 +439,7 @@ export class NotebookCells implements CellService {
     this.touched.add(notebook.uri);
     const before = this.docs.cells(notebook.uri);
     const tickets = await this.docs.execute(notebook.uri, cellIds);
+    this.whereabouts.ran(this.reader, notebook.uri, tickets);
     return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
   }
 
@@ -485,7 +507,8 @@ export class NotebookCells implements CellService {
 
   /** `kernel`: the notebook's kernel, to tell its runs from earlier ones (undefined: a run this window saw is one). */
   private view(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
-    return cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
+    const view = cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
+    return this.whereabouts.personTyping(notebook.uri, cell.id) === undefined ? view : { ...view, personEditing: true };
   }
 
   /** A view the agent is shown: from now on, writes compare against this version. */

@@ -7,6 +7,7 @@ import { registerTools } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { undoTool } from './undoTool';
+import { presenceTool } from './presenceTool';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -14,14 +15,15 @@ const INSTRUCTIONS = [
   '(notebook variables readable, new names discarded). For durable changes use the cell tools:',
   'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
   'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait;',
-  'undo_last_change takes back your own newest change when nobody changed those cells since.',
+  'undo_last_change takes back your own newest change when nobody changed those cells since;',
+  'get_presence says where the person and other agents are working (cells the person is typing in refuse writes).',
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own)]);
+  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own), presenceTool(own)]);
   return server;
 }
 

@@ -8,6 +8,7 @@ import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells } from '../../../src/core/notebookCells';
+import type { Presence } from '../../../src/core/presence';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -32,6 +33,7 @@ export function startTestServer(options: {
   log?: Log;
   access?: Gate;
   analyzer?: CodeAnalyzer;
+  presence?: Presence;
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
@@ -39,6 +41,7 @@ export function startTestServer(options: {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
+    ...(options.presence && { presence: options.presence }),
   });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
