@@ -35,6 +35,7 @@ import { insertVsEdit } from './bench/editSplit';
 import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
+import { presenceCost } from './bench/presenceCost';
 import * as sections from './bench/sections';
 import { errorMessage } from '../src/core/errorMessage';
 import { progressLog } from '../sandbox-test/progress';
@@ -49,6 +50,7 @@ const SECTIONS = [
   'agents',
   'batch',
   'listing',
+  'presence',
   'jupyter',
   'activation',
 ] as const;
@@ -209,7 +211,7 @@ async function main(): Promise<number> {
     // the large notebook is opened only by its section, last.
     const unused = { path: '', sid: '' };
     const openIf = (wanted: boolean, file: string) => (wanted ? open(path.join(ws.dir, file), 'builtin') : unused);
-    const agentsWanted = SECTIONS.some((s) => s !== 'runall' && s !== 'edits' && s !== 'activation' && opts.wants(s));
+    const agentsWanted = SECTIONS.some((s) => !['runall', 'edits', 'activation', 'presence'].includes(s) && opts.wants(s));
     const notebooks = {
       agents: [] as sections.Opened[],
       ipython: await openIf(opts.wants('modes'), 'ipython/ipython.ipynb'),
@@ -284,6 +286,7 @@ async function main(): Promise<number> {
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
+    if (opts.wants('presence')) rows.push(...(await presenceCost(say)));
     if (jupyter) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));
   } catch (err) {

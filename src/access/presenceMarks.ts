@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { AgentVerb, CellMark, Presence, PresentAgent } from '../core/presence';
+import type { AgentVerb, CellMark, ForcedWrite, Presence, PresentAgent } from '../core/presence';
 
 export const SHOW_AGENTS_HERE = 'agentBridge.showAgentsHere';
 const NOTEBOOK_TYPES = ['jupyter-notebook', 'marimo-notebook'];
@@ -19,11 +19,13 @@ export interface PresenceNotebooks {
   label(notebook: vscode.NotebookDocument): string;
 }
 
+const PAST: Record<AgentVerb, string> = { reading: 'read', editing: 'edited', running: 'ran' };
+
 const verbOf = (mark: Pick<CellMark, 'verb' | 'phase'>) => (mark.phase === 'queued' ? 'queued to run' : mark.verb);
 
 /**
  * What the person sees of agents at work: each cell an agent reads, edits or runs carries a cell
- * status bar item ("bob · running"; reads and edits fade after a few seconds, a run stays while
+ * status bar item ("Running · bob"; reads and edits fade after a few seconds, a run stays while
  * it runs), the status bar says how many agents are active in the notebook in front (a click lists
  * them with their cell and shows it), and the activity view gets a row per agent active anywhere.
  * All of it is read from the Presence record and redrawn on its changes, throttled.
@@ -45,8 +47,10 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
     this.item.name = 'Agents in This Notebook';
     this.item.command = SHOW_AGENTS_HERE;
     const unlisten = presence.onDidChange(() => this.schedule());
+    const unlistenForced = presence.onForcedWrite((forced) => this.tellForced(forced));
     this.disposables.push(
       { dispose: unlisten },
+      { dispose: unlistenForced },
       ...NOTEBOOK_TYPES.map((type) => vscode.notebooks.registerNotebookCellStatusBarItemProvider(type, this)),
       vscode.window.onDidChangeActiveNotebookEditor(() => this.updateStatus()),
       vscode.commands.registerCommand(SHOW_AGENTS_HERE, () => this.pick()),
@@ -61,7 +65,8 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
       .map((mark) => {
         const verb = verbOf(mark);
         const item = new vscode.NotebookCellStatusBarItem(
-          `$(${ICONS[mark.phase === 'queued' ? 'queued' : mark.verb]}) ${mark.agent} · ${verb}`,
+          // The verb first: a long name is cut at the item's width, the verb must stay.
+          `$(${ICONS[mark.phase === 'queued' ? 'queued' : mark.verb]}) ${verb[0]!.toUpperCase()}${verb.slice(1)} · ${mark.agent}`,
           vscode.NotebookCellStatusBarAlignment.Left,
         );
         item.tooltip = `${mark.agent} is ${verb === 'queued to run' ? 'waiting to run' : verb} this cell through Agent Bridge.`;
@@ -75,12 +80,22 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
       this.presence.agents(notebook.uri.toString()).map((agent) => {
         const row = new vscode.TreeItem(`Now: ${agent.name}`);
         row.id = `presence:${notebook.uri.toString()}:${agent.key}`;
-        row.description = `${this.doing(notebook, agent)} · ${this.notebooks.label(notebook).split(/[\\/]/).pop()}`;
-        row.iconPath = new vscode.ThemeIcon(ICONS[agent.verb]);
+        row.description = `${this.doing(notebook, agent)} · ${this.fileName(notebook)}`;
+        row.iconPath = new vscode.ThemeIcon(agent.now ? ICONS[agent.verb] : 'circle-outline');
         row.tooltip = `${agent.name} is active in ${this.notebooks.label(notebook)}: ${this.doing(notebook, agent)}`;
         row.command = { title: 'Show the cell', command: SHOW_AGENTS_HERE, arguments: [notebook, agent.cell] };
         return row;
       }),
+    );
+  }
+
+  /** A forced write over the person's typing is never silent: they are told who, where, and how to take it back. */
+  private tellForced({ notebook: uri, agent, cells }: ForcedWrite): void {
+    const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+    const name = notebook ? this.fileName(notebook) : uri;
+    const where = cells.map((c) => `cell ${c.index + 1}`).join(', ');
+    void vscode.window.showWarningMessage(
+      `${agent} wrote over what you were typing in ${name}, ${where} (it passed "force"). ` + 'Agent Changes can revert it.',
     );
   }
 
@@ -105,19 +120,23 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
     this.item.show();
   }
 
-  /** "running cell 3", "reading the notebook", "running code in the kernel", "editing cell 2, 12 s ago". */
+  /** "running cell 3", "reading the notebook", "running code in the kernel"; "last: edited cell 2, 12 s ago". */
   private doing(notebook: vscode.NotebookDocument, agent: PresentAgent): string {
     const index = agent.cell === null ? -1 : this.indexOf(notebook, agent.cell);
     const where =
       index >= 0
         ? `cell ${index + 1}`
-        : agent.verb === 'running'
-          ? 'code in the kernel'
-          : agent.cell === null
-            ? 'the notebook'
-            : 'a cell since deleted';
-    const ago = agent.verb !== 'running' && agent.secondsAgo >= 5 ? `, ${agent.secondsAgo} s ago` : '';
-    return `${agent.verb} ${where}${ago}`;
+        : agent.cell !== null
+          ? 'a cell since deleted'
+          : agent.verb === 'running'
+            ? 'code in the kernel'
+            : 'the notebook';
+    return agent.now ? `${agent.verb} ${where}` : `last: ${PAST[agent.verb]} ${where}, ${agent.secondsAgo} s ago`;
+  }
+
+  /** The notebook's file name (its label is a path). */
+  private fileName(notebook: vscode.NotebookDocument): string {
+    return this.notebooks.label(notebook).split(/[\\/]/).pop()!;
   }
 
   private indexOf(notebook: vscode.NotebookDocument, id: string): number {
@@ -137,7 +156,7 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
       }
       const picked = await vscode.window.showQuickPick(
         agents.map((a) => ({ label: a.name, description: this.doing(target, a), cell: a.cell })),
-        { title: `Agents in ${this.notebooks.label(target).split(/[\\/]/).pop()}`, placeHolder: 'Pick one to show its cell' },
+        { title: `Agents in ${this.fileName(target)}`, placeHolder: 'Pick one to show its cell' },
       );
       chosen = picked?.cell;
     }

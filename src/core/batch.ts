@@ -71,6 +71,15 @@ export interface Plan {
   readonly names: ReadonlyMap<string, string>;
   /** True when applying the change would change nothing. */
   readonly empty: boolean;
+  /** Cells the person is typing in that the batch writes anyway, by `force` (the person is told). */
+  readonly overTyping: readonly PersonTyping[];
+}
+
+/** A cell the person typed in `ms` ago (index: before the batch). */
+export interface PersonTyping {
+  readonly id: string;
+  readonly index: number;
+  readonly ms: number;
 }
 
 interface Entry {
@@ -241,10 +250,11 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     if (conflict) throw new OpError('stale', w.op, conflict.why, where(w.op), conflict.extra);
   }
   // Then the person's cursor: every cell they are typing in is named, and nothing changes.
-  const typing = writes.flatMap((w) => {
-    const ms = w.guard.force ? undefined : options.personTyping?.(cells[w.index]!);
-    return ms === undefined ? [] : [{ op: w.op, id: cells[w.index]!.id, index: w.index, ms }];
+  const typed = writes.flatMap((w) => {
+    const ms = options.personTyping?.(cells[w.index]!);
+    return ms === undefined ? [] : [{ op: w.op, id: cells[w.index]!.id, index: w.index, ms, force: w.guard.force === true }];
   });
+  const typing = typed.filter((t) => !t.force);
   if (typing.length) {
     const ops = typing.map((t) => where(t.op).replace(/:\s*$/, '')).filter(Boolean);
     throw personEditingError(typing, ops.length ? `${ops.join(', ')}: ` : '');
@@ -259,6 +269,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     created,
     names,
     empty: change.texts.length === 0 && change.metadata.length === 0 && change.splices.length === 0,
+    overTyping: typed.map(({ id, index, ms }) => ({ id, index, ms })),
   };
 }
 

@@ -379,6 +379,7 @@ export class NotebookCells implements CellService {
         await this.docs.apply(notebook.uri, plan.change, span);
         this.touched.add(notebook.uri);
       }
+      if (plan.overTyping.length) this.whereabouts.overTyping(this.reader, notebook.uri, plan.overTyping);
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
       if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);

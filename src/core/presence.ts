@@ -10,6 +10,7 @@ import type { ActionEnd, ActivitySink, AgentAction } from './accessPolicy';
 import { BridgeError } from './bridgeError';
 import { readerOf } from './clients';
 import type { ExecutionStatus } from './cellService';
+import type { PersonTyping } from './batch';
 import type { RunPhase, RunTicket } from './runTicket';
 import { KERNEL_READER, type Reader } from './versions';
 
@@ -53,6 +54,13 @@ interface NotebookState {
   selection: ReadonlySet<string>;
 }
 
+/** An agent's write that landed, by `force`, on cells the person was typing in. */
+export interface ForcedWrite {
+  readonly notebook: string;
+  readonly agent: string;
+  readonly cells: readonly PersonTyping[];
+}
+
 /** What a cell shows now: one agent and what it does there. */
 export interface CellMark {
   readonly cell: string;
@@ -62,18 +70,18 @@ export interface CellMark {
   readonly phase?: 'queued' | 'running';
 }
 
-/** An agent active in a notebook: what it works on now (or last, `secondsAgo` before). */
+/** An agent active in a notebook: what it works on now, or what it did last (`secondsAgo` before). */
 export interface PresentAgent {
   readonly key: string;
   readonly name: string;
   readonly verb: AgentVerb;
   /** The cell's id; null: the notebook as a whole (a list of its cells, a scratchpad run). */
   readonly cell: string | null;
+  /** Whether it does that now (a read or edit of the last few seconds, a run going); else it is what it did last. */
+  readonly now: boolean;
   readonly secondsAgo: number;
   /** The cells its runs are on (queued or running). */
   readonly running: readonly string[];
-  /** Scratchpad runs of its under way. */
-  readonly scratchpads: number;
 }
 
 type CellRefView = { readonly id: string; readonly index: number } | null;
@@ -101,6 +109,8 @@ export interface PresenceAnswer {
     readonly you: boolean;
     readonly verb: AgentVerb;
     readonly cell: CellRefView;
+    /** It is doing it now; false: that is what it did last, `secondsAgo` before. */
+    readonly now: boolean;
     readonly secondsAgo: number;
   }[];
   /** What runs now, and for whom: an agent's name, or null for a run started in the editor. */
@@ -123,6 +133,7 @@ const seconds = (ms: number) => Math.max(0, Math.round(ms / 1000));
 export class Presence implements ActivitySink {
   private readonly notebooks = new Map<string, NotebookState>();
   private readonly listeners = new Set<(notebook: string) => void>();
+  private readonly forcedListeners = new Set<(forced: ForcedWrite) => void>();
 
   constructor(
     /** The uri of the notebook an action names (session id, path or uri), if it is open. */
@@ -134,6 +145,12 @@ export class Presence implements ActivitySink {
   onDidChange(listener: (notebook: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Calls `listener` when an agent's forced write lands on cells the person is typing in; returns its removal. */
+  onForcedWrite(listener: (forced: ForcedWrite) => void): () => void {
+    this.forcedListeners.add(listener);
+    return () => this.forcedListeners.delete(listener);
   }
 
   // ------------------------------------------------------------------ what agents do
@@ -148,6 +165,12 @@ export class Presence implements ActivitySink {
   /** `reader` is writing these cells (its write is planned and about to apply). */
   wrote(reader: Reader, notebook: string, cells: readonly string[]): void {
     if (cells.length && reader.key !== KERNEL_READER.key) this.touch(reader, notebook, 'editing', cells[cells.length - 1]!);
+  }
+
+  /** `reader` wrote, by `force`, cells the person is typing in: the person is told (code mode's writes too). */
+  overTyping(reader: Reader, notebook: string, cells: readonly PersonTyping[]): void {
+    const forced = { notebook, agent: reader.label, cells };
+    for (const listener of this.forcedListeners) listener(forced);
   }
 
   /** `reader` queued these runs: each shows until its ticket ends. */
@@ -241,26 +264,26 @@ export class Presence implements ActivitySink {
       .map((agent) => {
         const running = [...new Set([...agent.runs.values()].map((t) => t.cellId))];
         const { last } = agent;
-        // A read or edit that faded while its run goes on: the run is what it works on.
-        const current =
-          now - last.at >= MARK_FADE_MS && running.length && last.verb !== 'running'
-            ? { verb: 'running' as const, cell: running[running.length - 1]!, at: last.at }
-            : last;
-        return {
+        const doing = (verb: AgentVerb, cell: string | null, live: boolean) => ({
           key: agent.key,
           name: agent.name,
-          verb: current.verb,
-          cell: current.cell,
+          verb,
+          cell,
+          now: live,
           secondsAgo: seconds(now - last.at),
           running,
-          scratchpads: agent.scratchpads.size,
-        };
+        });
+        if (last.verb !== 'running' && now - last.at < MARK_FADE_MS) return doing(last.verb, last.cell, true);
+        // Its runs go on: they are what it works on (the one it asked for last, if it still runs).
+        if (running.length)
+          return doing(
+            'running',
+            last.cell !== null && running.includes(last.cell) ? last.cell : running[running.length - 1]!,
+            true,
+          );
+        if (agent.scratchpads.size) return doing('running', null, true);
+        return doing(last.verb, last.cell, false);
       });
-  }
-
-  /** The notebooks (uris) with an agent active in them. */
-  busyNotebooks(): string[] {
-    return [...this.notebooks.keys()].filter((uri) => this.live(uri).length > 0);
   }
 
   /** When what is shown next changes by itself (a mark fades, an agent goes idle); undefined: nothing is shown. */
@@ -330,6 +353,7 @@ export class Presence implements ActivitySink {
         you: a.key === asker.key,
         verb: a.verb,
         cell: ref(a.cell),
+        now: a.now,
         secondsAgo: a.secondsAgo,
       })),
       running,

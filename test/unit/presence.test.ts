@@ -3,7 +3,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentAction } from '../../src/core/accessPolicy';
-import { ACTIVE_MS, MARK_FADE_MS, PERSON_EDITING_MS, PERSON_RECENT_MS, Presence } from '../../src/core/presence';
+import {
+  ACTIVE_MS,
+  type ForcedWrite,
+  MARK_FADE_MS,
+  PERSON_EDITING_MS,
+  PERSON_RECENT_MS,
+  Presence,
+} from '../../src/core/presence';
 import { Ticket } from '../../src/core/runTicket';
 import { KERNEL_READER } from '../../src/core/versions';
 import { sleep } from '../../src/core/sleep';
@@ -39,14 +46,22 @@ describe('presence (who is where in a notebook)', () => {
       { cell: 'c1', agent: 'bob', verb: 'reading' },
       { cell: 'c3', agent: 'alice', verb: 'editing' },
     ]);
+    assert.deepEqual(
+      presence.agents(NB).map((a) => [a.name, a.verb, a.cell, a.now]),
+      [
+        ['alice', 'editing', 'c3', true],
+        ['bob', 'reading', 'c1', true],
+      ],
+    );
     clock += MARK_FADE_MS;
     assert.deepEqual(presence.marks(NB), [], 'faded');
     assert.deepEqual(
-      presence.agents(NB).map((a) => [a.name, a.verb, a.cell, a.secondsAgo]),
+      presence.agents(NB).map((a) => [a.name, a.verb, a.cell, a.now, a.secondsAgo]),
       [
-        ['alice', 'editing', 'c3', 5],
-        ['bob', 'reading', 'c1', 5],
+        ['alice', 'editing', 'c3', false, 5],
+        ['bob', 'reading', 'c1', false, 5],
       ],
+      'what each did last',
     );
     clock += ACTIVE_MS - MARK_FADE_MS;
     assert.deepEqual(presence.agents(NB), [], 'idle agents are gone');
@@ -130,10 +145,10 @@ describe('presence (who is where in a notebook)', () => {
     presence.started(action);
     clock += ACTIVE_MS * 2;
     const answer = presence.answer(notebook, cells('c1'), alice);
-    assert.deepEqual(answer.agents, [{ name: 'bob', you: false, verb: 'running', cell: null, secondsAgo: 60 }]);
+    assert.deepEqual(answer.agents, [{ name: 'bob', you: false, verb: 'running', cell: null, now: true, secondsAgo: 60 }]);
     assert.deepEqual(answer.running, [{ cell: null, for: 'bob', you: false, phase: 'running', scratchpad: true }]);
     presence.ended(action, { outcome: 'succeeded', durationMs: 1, detail: '', output: '' });
-    assert.deepEqual(presence.agents(NB), []);
+    assert.deepEqual(presence.agents(NB), [], 'it ended long after its start');
   });
 
   it('what runs: an agent run for its agent, a run started in the editor for nobody (null)', () => {
@@ -227,13 +242,24 @@ describe('presence over HTTP and MCP (fake notebooks)', () => {
     assert.equal(docs.codes(NOTEBOOK_A.uri)[0], 'x = "person"', 'nothing changed');
     const deleted = await api('DELETE', `/notebooks/cells/${ids[0]}?notebook=s_aaaaaa`);
     assert.equal(deleted.status, 409, 'a delete is a write too');
+    const told: ForcedWrite[] = [];
+    presence.onForcedWrite((f) => told.push(f));
     const forced = await api('PATCH', `/notebooks/cells/${ids[0]}`, { notebook: 's_aaaaaa', code: 'x = "agent"', force: true });
     assert.equal(forced.status, 200, JSON.stringify(forced.body));
+    assert.deepEqual(
+      told,
+      [{ notebook: NOTEBOOK_A.uri, agent: 'an agent that says it is bob', cells: [{ id: ids[0], index: 0, ms: 2_000 }] }],
+      'the person is told of the forced write, who and where',
+    );
     type(1, 'y = "person"');
     await read(ids[1]!);
     clock += PERSON_EDITING_MS;
     const later = await api('PATCH', `/notebooks/cells/${ids[1]}`, { notebook: 's_aaaaaa', code: 'y = 3' });
     assert.equal(later.status, 200, JSON.stringify(later.body));
+    await read(ids[2]!);
+    const elsewhere = await api('PATCH', `/notebooks/cells/${ids[2]}`, { notebook: 's_aaaaaa', code: 'z = 1', force: true });
+    assert.equal(elsewhere.status, 200, JSON.stringify(elsewhere.body));
+    assert.equal(told.length, 1, 'a write after 10 s, or forced where the person is not typing, is no news to them');
   });
 
   it('a batch writing cells the person is typing in names them all and changes nothing', async () => {
