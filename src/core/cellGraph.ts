@@ -212,7 +212,10 @@ export function cellGraph(
         defines: [...flow.writes].filter(([, w]) => !w.inPlace).map(([n]) => n),
         changes: [...flow.writes].filter(([, w]) => w.inPlace).map(([n]) => n),
       };
-      return [id, { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale, ...(dataflow && { dataflow }) }];
+      return [
+        id,
+        { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale, ...(dataflow && { dataflow }) },
+      ];
     }),
   );
 }

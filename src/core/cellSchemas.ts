@@ -161,7 +161,9 @@ export const runStaleBody = z.strictObject({
   rebuild: z
     .boolean()
     .optional()
-    .describe('Also run first the cells they read from that have not run in this kernel (after a restart); the answer names them in "needs".'),
+    .describe(
+      'Also run first the cells they read from that have not run in this kernel (after a restart); the answer names them in "needs".',
+    ),
   ...wait,
 });
 

@@ -297,7 +297,11 @@ export interface CellService {
     ref: CellRef,
     guard: WriteGuard,
   ): Promise<{ deleted: string; cellCount: number } & StaleCaused>;
-  move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellChanged>;
+  move(
+    notebook: string | undefined,
+    ref: CellRef,
+    to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>,
+  ): Promise<CellChanged>;
   /** Validates every op, then applies them as one edit (all or nothing); then queues `run`. */
   batch(
     notebook: string | undefined,

@@ -27,14 +27,7 @@ import type {
   StrictFlag,
   WriteGuard,
 } from './cellService';
-import {
-  cellGraph,
-  staleDownstream,
-  stalePlan,
-  type CellDependencies,
-  type GraphCell,
-  type StaleCell,
-} from './cellGraph';
+import { cellGraph, staleDownstream, stalePlan, type CellDependencies, type GraphCell, type StaleCell } from './cellGraph';
 import { isPythonCell, isPythonLanguage } from './cellLanguages';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { editKind, type EditSpans } from './editSpans';
@@ -163,7 +156,10 @@ export class NotebookCells implements CellService {
     const needed = needs.map((id) => ({
       id,
       index: index.get(id)!,
-      reason: `has not run in this kernel, and ${graph.get(id)!.dependents.filter((d) => order.includes(d)).join(', ')} read what it defines`,
+      reason: `has not run in this kernel, and ${graph
+        .get(id)!
+        .dependents.filter((d) => order.includes(d))
+        .join(', ')} read what it defines`,
     }));
     const stale = order.filter((id) => !needs.includes(id)).length;
     const runs = `${stale} stale cell${stale === 1 ? '' : 's'}${rebuild && needs.length ? ` and ${needs.length} they need` : ''}`;
@@ -431,7 +427,12 @@ export class NotebookCells implements CellService {
         touched.push({ ...this.view(notebook, cell, index, status), ...(found && { warnings: found }) });
       });
       span?.end(editKind(plan.change));
-      const stale = plan.empty ? undefined : await this.staleAfter(notebook, touched.map((c) => c.id));
+      const stale = plan.empty
+        ? undefined
+        : await this.staleAfter(
+            notebook,
+            touched.map((c) => c.id),
+          );
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
       return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, ...(stale && { stale }), runs };

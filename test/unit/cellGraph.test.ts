@@ -115,7 +115,10 @@ describe('cell dependencies through mutation', () => {
       { id: 'c2', defines: ['df'], uses: ['df'], mutates: [{ name: 'df', how: 'df += …' }] },
       { id: 'show', defines: [], uses: ['df'] },
     ]);
-    const graph = cellGraph(['load', 'c1', 'c2', 'show'].map((id, i) => cell(id, i + 1, id === 'c1')), code);
+    const graph = cellGraph(
+      ['load', 'c1', 'c2', 'show'].map((id, i) => cell(id, i + 1, id === 'c1')),
+      code,
+    );
     assert.deepEqual(graph.get('show')!.dependsOn, ['c2', 'c1', 'load']);
     assert.match(graph.get('show')!.stale!.reason, /^cell c2 \(index 2\), which changes df \(df \+= …\), is stale/);
   });

@@ -27,7 +27,11 @@ for (const [path, python, ipython] of [
 
     it('a name read only in a branch the run did not take is not read; one read in the branch it took is', async () => {
       await record('debug = False\ndf = {"a": 1}\nrows = []');
-      assert.deepEqual(await record('if debug:\n    print(df)\nelse:\n    n = 1'), { reads: ['debug'], defines: ['n'], mutates: [] });
+      assert.deepEqual(await record('if debug:\n    print(df)\nelse:\n    n = 1'), {
+        reads: ['debug'],
+        defines: ['n'],
+        mutates: [],
+      });
       assert.deepEqual(await record('for i in range(0):\n    rows.append(df)\ntotal = 0'), {
         reads: [],
         defines: ['total'],
@@ -43,7 +47,11 @@ for (const [path, python, ipython] of [
     it('sees changes the code does not show: inside a called function, through another name', async () => {
       await record('items = [1]\ntable = {}\ndef fill(t):\n    t["k"] = 1');
       assert.deepEqual(await record('fill(table)'), { reads: ['fill', 'table'], defines: [], mutates: ['table'] });
-      assert.deepEqual(await record('alias = items\nalias.append(2)'), { reads: ['items'], defines: ['alias'], mutates: ['items'] });
+      assert.deepEqual(await record('alias = items\nalias.append(2)'), {
+        reads: ['items'],
+        defines: ['alias'],
+        mutates: ['items'],
+      });
       assert.deepEqual(await record('items = items + [3]'), { reads: ['items'], defines: ['items'], mutates: [] });
     });
 

@@ -76,8 +76,16 @@ describe('changes in place count as new versions of a name (a table of forms)', 
       builtinKernel: async () => undefined,
       log: silentLog,
     });
-    const codes = ['import numpy as np\nx = make()\nready = True\nothers = []', 'print(x)', ...MUTATIONS.map(([c]) => c), ...NEAR_MISSES];
-    const found = await analyzer.analyze('file:///forms.ipynb', codes.map((code, i) => ({ id: String(i), code })));
+    const codes = [
+      'import numpy as np\nx = make()\nready = True\nothers = []',
+      'print(x)',
+      ...MUTATIONS.map(([c]) => c),
+      ...NEAR_MISSES,
+    ];
+    const found = await analyzer.analyze(
+      'file:///forms.ipynb',
+      codes.map((code, i) => ({ id: String(i), code })),
+    );
     assert.ok(found, 'the analysis answered');
     for (const [i, code] of codes.entries()) analyzed.set(code, found[i]!);
   });
