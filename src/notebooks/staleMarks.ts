@@ -68,7 +68,7 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
         vscode.NotebookCellStatusBarAlignment.Left,
       );
       item.tooltip =
-        'Agent Bridge: these outputs come from a run before the kernel restarted (or stopped): what this cell defines is not in the kernel until it runs again';
+        'Agent Bridge: these outputs come from a run before the kernel restarted (or stopped): the cell has not run in the current kernel, so nothing it defines is there yet';
       return [item];
     }
     const stale = found?.graph?.get(id)?.stale;
