@@ -89,6 +89,8 @@ interface Version extends Write {
   /** The write read the name too: the version before it still counts. */
   readonly reads: boolean;
   readonly imported: boolean;
+  /** As a reason names it: "defines x", "changes x in place (x.append(…))". */
+  readonly what: string;
 }
 
 /** What one cell of `cells` reads and writes: from its run when recorded for its current code, else from its code. */
@@ -137,29 +139,34 @@ export function cellGraph(
     for (const cell of cells)
       for (const [name, w] of flows.get(cell.id)?.writes ?? [])
         if (!w.inPlace && !binder.has(name))
-          binder.set(name, { ...w, cell: cell.id, reads: false, imported: flows.get(cell.id)!.imports.has(name) });
+          binder.set(name, {
+            ...w,
+            cell: cell.id,
+            reads: false,
+            imported: flows.get(cell.id)!.imports.has(name),
+            what: describe(name, w),
+          });
 
   const versions = new Map<string, Version[]>(); // name -> its versions so far, in notebook order
   const graph = new Map<string, Entry>();
   for (const cell of cells) {
     const flow = flows.get(cell.id);
     const dependsOn = new Map<string, string[]>();
-    const link = (v: Version, name: string) => {
+    const link = (v: Version) => {
       if (v.cell === cell.id) return;
-      const what = describe(name, v);
       const names = dependsOn.get(v.cell);
-      if (!names) dependsOn.set(v.cell, [what]);
-      else if (!names.includes(what)) names.push(what);
+      if (!names) dependsOn.set(v.cell, [v.what]);
+      else if (!names.includes(v.what)) names.push(v.what);
     };
     for (const name of flow?.reads ?? []) {
       const list = versions.get(name) ?? [];
       let i = list.length - 1;
       for (; i >= 0; i--) {
-        link(list[i]!, name);
+        link(list[i]!);
         if (!list[i]!.reads) break;
       }
       const bound = binder.get(name);
-      if (i < 0 && bound) link(bound, name);
+      if (i < 0 && bound) link(bound);
     }
     for (const [name, w] of flow?.writes ?? []) {
       const latest = versions.get(name)?.at(-1) ?? binder.get(name);
@@ -169,8 +176,11 @@ export function cellGraph(
         cell: cell.id,
         reads: w.inPlace || flow!.reads.has(name),
         imported: !w.inPlace && flow!.imports.has(name),
+        what: describe(name, w),
       };
-      versions.set(name, [...(versions.get(name) ?? []), version]);
+      const list = versions.get(name);
+      if (list) list.push(version);
+      else versions.set(name, [version]);
     }
     graph.set(cell.id, { dependsOn, dependents: [], stale: null, cause: '' });
   }

@@ -264,6 +264,8 @@ def _execute(req):
     compiled = False
     succeeded = True  # False when IPython reported the failure itself
     execution_count = None
+    if _dataflow is not None:
+        _dataflow.started()
     record = _begin_record(ns) if cell else None
     try:
         if _ipython is not None:

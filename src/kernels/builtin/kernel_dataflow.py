@@ -4,7 +4,8 @@ kernel.py makes one Record per cell run. `instrument` takes the cell's syntax tr
 compiled (IPython's, after its own transformations) and reads it with kernel_inspect.Flow: which
 names each block reads, binds and changes in place; it puts a mark at the start of every block but
 the first (`__agent_bridge_reached__[k] = 1`, a name in builtins while the run lasts), so the run
-says which branches, loops and handlers it entered. `end` then gives the names the run read in
+says which branches and handlers it entered (not inside loops, where a mark would cost each
+iteration: there every branch counts as entered). `end` then gives the names the run read in
 the blocks it reached, and those it bound or changed: the blocks' bindings and changes in place,
 plus what the globals show changed since `begin`, which catches a change made through another
 name or inside a called function. A global is compared by identity and a cheap signal of its
@@ -25,7 +26,7 @@ MARK = "__agent_bridge_reached__"
 SAMPLE = 16  # items, rows or elements sampled per value
 COLUMNS = 32  # columns of a DataFrame sampled
 MAX_NAMES = 2000  # globals given a signal; more are compared by identity
-SIGNAL_SECONDS = 0.05  # per snapshot: globals after that are compared by identity
+SIGNAL_SECONDS = 0.01  # per snapshot: globals after that are compared by identity
 MAX_LISTED = 1000  # names per list in a record; a longer one makes the record unusable
 MAX_STATEMENTS = 5000  # top-level statements of a cell read for a record (reading costs ~10 us each)
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), range)
@@ -60,11 +61,11 @@ def _column_signal(column):
 
 
 def _frame_signal(frame):
-    rows = _positions(frame.shape[0])
-    sample = frame.iloc[rows, : min(frame.shape[1], COLUMNS)]
+    sample = frame.take(_positions(frame.shape[0]))
+    if frame.shape[1] > COLUMNS:
+        sample = sample.iloc[:, :COLUMNS]
     columns = tuple(str(c) for c in frame.columns[:COLUMNS])
-    index = _ids(sample.index.tolist())
-    return ("DataFrame", frame.shape, columns, index, tuple(_column_signal(sample.iloc[:, j]) for j in range(sample.shape[1])))
+    return ("DataFrame", frame.shape, columns, _ids(sample.index.tolist()), tuple(_column_signal(c) for _, c in sample.items()))
 
 
 def _signal(value):
@@ -142,6 +143,15 @@ def _index(block):
     return constant if sys.version_info >= (3, 9) else ast.Index(value=constant)
 
 
+_runs = [0, None]  # runs started (`started`), and (that count, snapshot) as the last cell run left the globals
+
+
+def started():
+    """Every run (cell or scratchpad) says it starts: a cell run right after another cell run takes the
+    globals as that one left them, without a snapshot of its own; any other run in between may change them."""
+    _runs[0] += 1
+
+
 class Record(object):
     """One cell run's reads and changes; `instrument` before it compiles, `begin` and `end` around it."""
 
@@ -175,7 +185,8 @@ class Record(object):
         return tree
 
     def begin(self, ns):
-        self._before = snapshot(ns)
+        last = _runs[1]
+        self._before = last[1] if last is not None and last[0] == _runs[0] - 1 else snapshot(ns)
         # A run nested in this one (code mode) sets its own marks' target, and gives this one back.
         self._held = getattr(builtins, MARK, None)
 
@@ -193,6 +204,7 @@ class Record(object):
         reached = {k for k, hit in enumerate(self._reached) if hit}
         reads, stores, mutates = self._flow.summary(reached)
         after = snapshot(ns)
+        _runs[1] = (_runs[0], after)
         before = self._before
         defines = set(stores)
         for name in set(before) | set(after):

@@ -260,8 +260,9 @@ def _imported(node):
 class Flow(object):
     """A cell's top-level names, statement by statement, each in the block it runs in.
 
-    Block 0 always runs; the body of an `if`/`else`, of a loop, of an `except` or a `case` is a
-    block of its own, which a run may skip. Events are (statement number, block, kind, name), kind
+    Block 0 always runs; the body of an `if`/`else`, of an `except`, of a `case` or of a loop's
+    `else` is a block of its own, which a run may skip. A loop's body belongs to the loop's block,
+    and so does every block inside it: a mark there would cost each iteration. Events are (statement number, block, kind, name), kind
     "load", "store" or "mutate": a mutation is a subscript or attribute assignment or `del`, an
     augmented assignment of one, a call of a known mutating method, or any call with
     `inplace=True`, on a name or something reached from it (`df['c'] = ...`, `df.a.append(1)`).
@@ -283,6 +284,7 @@ class Flow(object):
         self.entries = []  # (statement list, block) of every block but 0
         self._number = 0
         self._blocks = 1
+        self._loops = 0  # loop bodies the walk is in
         self._body(tree.body, 0)
 
     def summary(self, reached=None):
@@ -301,7 +303,9 @@ class Flow(object):
     def _event(self, number, block, kind, name):
         self.events.append((number, block, kind, name))
 
-    def _block(self, statements):
+    def _block(self, statements, parent):
+        if self._loops:
+            return parent
         block = self._blocks
         self._blocks += 1
         self.entries.append((statements, block))
@@ -316,19 +320,20 @@ class Flow(object):
     def _statement(self, s, n, block):
         if isinstance(s, ast.If):
             self._expr(s.test, n, block)
-            self._body(s.body, self._block(s.body))
+            self._body(s.body, self._block(s.body, block))
             if s.orelse:
-                self._body(s.orelse, self._block(s.orelse))
+                self._body(s.orelse, self._block(s.orelse, block))
         elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
-            inner = self._block(s.body)
             if isinstance(s, ast.While):
                 self._expr(s.test, n, block)
             else:
                 self._expr(s.iter, n, block)
-                self._target(s.target, n, inner, "for %s in \u2026")
-            self._body(s.body, inner)
+                self._target(s.target, n, block, "for %s in \u2026")
+            self._loops += 1
+            self._body(s.body, block)
+            self._loops -= 1
             if s.orelse:
-                self._body(s.orelse, self._block(s.orelse))
+                self._body(s.orelse, self._block(s.orelse, block))
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:
                 self._expr(item.context_expr, n, block)
@@ -338,19 +343,19 @@ class Flow(object):
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
             self._body(s.body, block)
             for handler in s.handlers:
-                inner = self._block(handler.body)
+                inner = self._block(handler.body, block)
                 if handler.type is not None:
                     self._expr(handler.type, n, block)
                 if handler.name:
                     self._event(n, inner, "store", handler.name)
                 self._body(handler.body, inner)
             if s.orelse:
-                self._body(s.orelse, self._block(s.orelse))
+                self._body(s.orelse, self._block(s.orelse, block))
             self._body(s.finalbody, block)
         elif type(s).__name__ == "Match":
             self._expr(s.subject, n, block)
             for case in s.cases:
-                inner = self._block(case.body)
+                inner = self._block(case.body, block)
                 for node in ast.walk(case.pattern):
                     for name in (getattr(node, "name", None), getattr(node, "rest", None)):
                         if isinstance(name, str):
