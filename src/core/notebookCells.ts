@@ -363,7 +363,7 @@ export class NotebookCells implements CellService {
   ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
-    return this.writes.run(notebook.uri, async () => {
+    const applied = await this.writes.run(notebook.uri, async () => {
       const span = this.options.spans?.start();
       const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
@@ -427,16 +427,19 @@ export class NotebookCells implements CellService {
         touched.push({ ...this.view(notebook, cell, index, status), ...(found && { warnings: found }) });
       });
       span?.end(editKind(plan.change));
-      const stale = plan.empty
-        ? undefined
-        : await this.staleAfter(
-            notebook,
-            touched.map((c) => c.id),
-          );
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
-      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, ...(stale && { stale }), runs };
+      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs, changed: !plan.empty };
     });
+    // Outside the notebook's write queue: the analysis of cells no check read yet may take a while.
+    const { changed, ...result } = applied;
+    const stale = changed
+      ? await this.staleAfter(
+          notebook,
+          result.cells.map((c) => c.id),
+        )
+      : undefined;
+    return { ...result, ...(stale && { stale }) };
   }
 
   /** Cells run only where a kernel serves the notebook: else VS Code would ask the person to pick one. */

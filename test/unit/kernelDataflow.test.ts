@@ -66,29 +66,19 @@ for (const [path, python, ipython] of [
       await record('import collections');
       assert.deepEqual(await record('collections.update = None'), { reads: ['collections'], defines: [], mutates: [] });
     });
+
+    if (python === IPYTHON_PYTHON)
+      it('pandas and numpy: sees a new column, a changed dtype and a changed sampled value; a copy or a read changes nothing', async () => {
+        await record('import numpy as np\nimport pandas as pd\ndf = pd.DataFrame({"t": [1, 2, 3]})\narr = np.zeros(1000)');
+        const viaFunction = (body: string) => `def change(frame):\n    ${body}\nchange(df)`;
+        for (const body of ['frame["c"] = 1', 'frame["t"] = frame["t"].astype(float)', 'frame.loc[0, "t"] = 99'])
+          assert.deepEqual((await record(viaFunction(body)))?.mutates, ['df'], body);
+        assert.deepEqual(await record('copy = df.copy()\ncopy["x"] = 1\ndf.dtypes'), {
+          reads: ['df'],
+          defines: ['copy'],
+          mutates: [],
+        });
+        assert.deepEqual((await record('def zero(a):\n    a[999] = 1\nzero(arr)'))?.mutates, ['arr']);
+      });
   });
 }
-
-describe("the run's record of pandas and numpy objects (IPython)", function () {
-  this.timeout(30_000);
-  let kernel: KernelProcess;
-  beforeEach(async () => {
-    kernel = new KernelProcess({ python: IPYTHON_PYTHON, script: SCRIPT, env: process.env });
-    await kernel.start();
-  });
-  afterEach(() => kernel.dispose());
-
-  it('sees a new column, a changed dtype and a changed sampled value; a copy or a read changes nothing', async () => {
-    const run = async (code: string) => {
-      const r = await collectRun(kernel, code);
-      assert.equal(r.success, true, r.errors.map((e) => e.traceback).join(''));
-      return r.dataflow;
-    };
-    await run('import numpy as np\nimport pandas as pd\ndf = pd.DataFrame({"t": [1, 2, 3]})\narr = np.zeros(1000)');
-    const viaFunction = (body: string) => `def change(frame):\n    ${body}\nchange(df)`;
-    for (const body of ['frame["c"] = 1', 'frame["t"] = frame["t"].astype(float)', 'frame.loc[0, "t"] = 99'])
-      assert.deepEqual((await run(viaFunction(body)))?.mutates, ['df'], body);
-    assert.deepEqual(await run('copy = df.copy()\ncopy["x"] = 1\ndf.dtypes'), { reads: ['df'], defines: ['copy'], mutates: [] });
-    assert.deepEqual((await run('def zero(a):\n    a[999] = 1\nzero(arr)'))?.mutates, ['arr']);
-  });
-});

@@ -1,10 +1,7 @@
 import { strict as assert } from 'node:assert';
-import * as path from 'node:path';
 import { cellGraph, type GraphCell } from '../../src/core/cellGraph';
 import type { CellAnalysis } from '../../src/core/codeChecks';
-import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
-import { silentLog } from './fakes/app';
-import { IPYTHON_PYTHON } from './support/kernelRuns';
+import { inspectAnalyzer } from './support/kernelRuns';
 
 /** Ways a cell changes `x` in place: each makes the next reader of x depend on it. */
 const MUTATIONS: readonly [code: string, how: string][] = [
@@ -62,20 +59,13 @@ const NEAR_MISSES: readonly string[] = [
   "print(x['a'].fillna(0))",
 ];
 
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py');
-
 /** kernel_inspect.py's analysis (a real Python) read by the dependency graph. */
 describe('changes in place count as new versions of a name (a table of forms)', function () {
   this.timeout(60_000);
   const analyzed = new Map<string, CellAnalysis>();
 
   before(async () => {
-    const analyzer = new PythonAnalyzer({
-      python: () => IPYTHON_PYTHON,
-      script: SCRIPT,
-      builtinKernel: async () => undefined,
-      log: silentLog,
-    });
+    const analyzer = inspectAnalyzer();
     const codes = [
       'import numpy as np\nx = make()\nready = True\nothers = []',
       'print(x)',

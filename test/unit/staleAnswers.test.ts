@@ -1,20 +1,17 @@
 import { strict as assert } from 'node:assert';
-import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sleep } from '../../src/core/sleep';
-import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
 import type { RunningServer } from '../../src/server/app';
-import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
-import { request } from './fakes/http';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { jsonRequest } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
-import { IPYTHON_PYTHON } from './support/kernelRuns';
+import { inspectAnalyzer } from './support/kernelRuns';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are read loosely
 type Json = any;
 
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py');
 const CODES = ["df = pd.read_csv('popcon.csv')", "df['c'] = df['a'] * 2", 'df.dtypes', 'other = 5'];
 
 /**
@@ -28,15 +25,7 @@ describe('answers that name the stale cells they caused', function () {
   let docs: FakeNotebooks;
   let ids: string[];
 
-  const api = async (method: string, route: string, body?: unknown): Promise<{ status: number; body: Json }> => {
-    const res = await request(server.port, {
-      method,
-      path: route,
-      headers: { authorization: `Bearer ${TEST_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: JSON.parse(res.body) as Json };
-  };
+  const api = (method: string, route: string, body?: unknown) => jsonRequest(server.port, TEST_TOKEN, method, route, body);
   const cells = async () => (await api('GET', '/notebooks/cells')).body.cells as Json[];
   const staleIds = (list: Json[]) => list.map((s: Json) => s.id);
 
@@ -46,12 +35,7 @@ describe('answers that name the stale cells they caused', function () {
       NOTEBOOK_A,
       CODES.map((code) => ({ code })),
     );
-    const analyzer = new PythonAnalyzer({
-      python: () => IPYTHON_PYTHON,
-      script: SCRIPT,
-      builtinKernel: async () => undefined,
-      log: silentLog,
-    });
+    const analyzer = inspectAnalyzer();
     server = await startTestServer({ notebooks: docs, analyzer });
     const ran = await api('POST', '/notebooks/run', { all: true, wait: true });
     assert.equal(ran.body.status, 'succeeded');
