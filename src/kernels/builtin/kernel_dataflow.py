@@ -11,7 +11,9 @@ plus what the globals show changed since `begin`, which catches a change made th
 name or inside a called function. A global is compared by identity and a cheap signal of its
 content: length and the identity of sampled items for lists, dicts and sets; shape, dtype and a
 hash of sampled elements for numpy arrays and pandas objects; the values' identities for an
-object's attributes. A change outside the samples can go unseen there, not in the code.
+object's attributes. A change outside the samples can go unseen there (the code's analysis
+still sees the forms it knows). A cell run right after another takes the globals as that one
+left them, without a snapshot of its own.
 
 Only types whose signal is read without running the user's code get one (numpy and pandas are
 read through their own methods, on a sample); every other value is compared by identity.
@@ -42,7 +44,8 @@ def _positions(n):
 
 
 def _ids(values):
-    return tuple(v if isinstance(v, _ATOMS) else id(v) for v in values)
+    """Plain values as they are, anything else by identity (a subclass's __eq__ or __hash__ is user code)."""
+    return tuple(v if type(v) in _ATOMS else id(v) for v in values)
 
 
 def _array_signal(array):

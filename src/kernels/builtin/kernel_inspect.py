@@ -4,8 +4,9 @@ Three queries, each answered with a JSON-able dict:
   {"kind":"variables"}                  the user's variables: name, type, shape or length, size, a short repr
   {"kind":"variable","name":str}        one variable: a longer repr; columns and dtypes of a DataFrame
   {"kind":"analyze","cells":[{"id","code"}],"ipython":bool}
-                                        each cell's top-level definitions and the globals it uses (symtable
-                                        and ast), or its syntax error with line and column
+                                        each cell's top-level definitions, the globals it uses and those it
+                                        changes in place ("mutates": name, how), the names it imports
+                                        (symtable and ast, `Flow`), or its syntax error with line and column
 
 Every attribute of a user object (repr, len, shape, size) is read under a deadline and its text
 capped: a `__repr__` that raises, loops or returns megabytes costs a note, never the answer.
