@@ -40,13 +40,14 @@ export interface GraphCell {
 /** Where a fact about a cell comes from: its last run (the kernel's record) or its code. */
 export type FactSource = 'run' | 'code';
 
+/** What a cell reads and writes; an empty list is left out (answers list many cells). */
 export interface CellDataflow {
   readonly from: FactSource;
-  readonly reads: readonly string[];
+  readonly reads?: readonly string[];
   /** Names it binds (and rebinds). */
-  readonly defines: readonly string[];
+  readonly defines?: readonly string[];
   /** Names whose object it changes in place. */
-  readonly changes: readonly string[];
+  readonly changes?: readonly string[];
 }
 
 export interface CellDependencies {
@@ -216,18 +217,23 @@ export function cellGraph(
   return new Map(
     [...graph].map(([id, e]) => {
       const flow = flows.get(id);
-      const dataflow = flow && {
-        from: flow.from,
-        reads: [...flow.reads].sort(),
-        defines: [...flow.writes].filter(([, w]) => !w.inPlace).map(([n]) => n),
-        changes: [...flow.writes].filter(([, w]) => w.inPlace).map(([n]) => n),
-      };
+      const dataflow = flow && dataflowOf(flow);
       return [
         id,
         { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale, ...(dataflow && { dataflow }) },
       ];
     }),
   );
+}
+
+function dataflowOf(flow: Flow): CellDataflow {
+  const writes = [...flow.writes];
+  const lists = {
+    reads: [...flow.reads].sort(),
+    defines: writes.filter(([, w]) => !w.inPlace).map(([n]) => n),
+    changes: writes.filter(([, w]) => w.inPlace).map(([n]) => n),
+  };
+  return { from: flow.from, ...Object.fromEntries(Object.entries(lists).filter(([, names]) => names.length)) };
 }
 
 /**

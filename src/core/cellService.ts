@@ -60,7 +60,7 @@ export interface ExecutionView {
   readonly inKernel: boolean;
   /** For a cell that has not run in the current kernel: the count the editor shows for it (saved in the file, or from an earlier kernel). */
   readonly savedOrder?: number;
-  /** Set when the cell has outputs but has not run in the current kernel: they come from an earlier one (saved, or before a restart). */
+  /** Set when the cell shows outputs of a run this window saw in an earlier kernel (before a restart or the kernel's death). */
   readonly outputsFrom?: 'earlier kernel';
   /** null only while the cell has no ended run in this kernel (never run, queued, running). */
   readonly success: boolean | null;

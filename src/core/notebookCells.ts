@@ -133,9 +133,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const kernel = kernelStatus(await this.docs.kernel(notebook.uri));
     const cells = this.docs.cells(notebook.uri);
-    const earlier = cells.filter(
-      (c) => c.outputs.length && c.execution.startedAt !== undefined && !ranInKernel(c.execution, kernel),
-    );
+    const earlier = cells.filter((c) => earlierKernel(c) && !ranInKernel(c.execution, kernel));
     return { graph: await this.graph(notebook, cells, kernel), earlierKernel: new Set(earlier.map((c) => c.id)) };
   }
 
@@ -612,6 +610,9 @@ export function ranInKernel(execution: ExecutionState, kernel: KernelStatus | un
   return kernel.startedAt === undefined || execution.startedAt >= kernel.startedAt;
 }
 
+/** Outputs of a run this window saw, in a kernel that is no longer the notebook's (restarted or dead) when it has not run since. */
+const earlierKernel = (cell: CellSnapshot) => cell.outputs.length > 0 && cell.execution.startedAt !== undefined;
+
 /** The run state an answer shows: of the last run in the current kernel, else the count the editor shows, as saved. */
 function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): ExecutionView {
   const { order, durationMs } = cell.execution;
@@ -620,7 +621,7 @@ function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): Ex
       order: null,
       inKernel: false,
       ...(order !== null && { savedOrder: order }),
-      ...(cell.outputs.length > 0 && { outputsFrom: 'earlier kernel' as const }),
+      ...(earlierKernel(cell) && { outputsFrom: 'earlier kernel' as const }),
       success: null,
       durationMs: null,
       status: 'idle',

@@ -59,7 +59,7 @@ describe('answers that name the stale cells they caused', function () {
     ]);
     const listed = await cells();
     assert.deepEqual(listed[2].dependsOn, [change, ids[0]]);
-    assert.deepEqual(listed[2].dataflow, { from: 'code', reads: ['df'], defines: [], changes: [] });
+    assert.deepEqual(listed[2].dataflow, { from: 'code', reads: ['df'] });
     assert.equal(listed[2].stale.from, 'code');
   });
 
