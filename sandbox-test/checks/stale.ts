@@ -22,7 +22,7 @@ interface Cell {
   outputs?: { items: { type: string; text?: string }[] }[];
   dependsOn?: string[];
   stale?: { reason: string; from: string } | null;
-  dataflow?: { from: string; reads?: string[]; defines?: string[]; changes?: string[] };
+  dataflow?: { from: string; reads?: string[]; changes?: string[] };
 }
 
 interface StaleCell {
@@ -98,7 +98,7 @@ export function staleChecks(): void {
     );
     deepEq(
       now.get('p5')?.dataflow,
-      { from: 'run', reads: ['show_all'], defines: ['shown'] },
+      { from: 'run', reads: ['show_all'] },
       "the branch cell's run did not read popcon (show_all is False)",
     );
     deepEq(now.get('p3')?.dataflow?.changes, ['popcon'], 'the column cell changes popcon in place');

@@ -40,12 +40,13 @@ export interface GraphCell {
 /** Where a fact about a cell comes from: its last run (the kernel's record) or its code. */
 export type FactSource = 'run' | 'code';
 
-/** What a cell reads and writes; an empty list is left out (answers list many cells). */
+/**
+ * Where a cell's dependencies come from, what it reads and what it changes in place (what it
+ * binds is plain in its code); an empty list is left out: answers list many cells.
+ */
 export interface CellDataflow {
   readonly from: FactSource;
   readonly reads?: readonly string[];
-  /** Names it binds (and rebinds). */
-  readonly defines?: readonly string[];
   /** Names whose object it changes in place. */
   readonly changes?: readonly string[];
 }
@@ -80,39 +81,41 @@ interface Write {
 
 interface Flow {
   readonly from: FactSource;
-  readonly reads: ReadonlySet<string>;
+  readonly reads: readonly string[];
   readonly writes: ReadonlyMap<string, Write>;
-  readonly imports: ReadonlySet<string>;
+  readonly imports: readonly string[];
 }
 
-interface Version extends Write {
+interface Version {
   readonly cell: string;
+  readonly name: string;
+  readonly write: Write;
   /** The write read the name too: the version before it still counts. */
   readonly reads: boolean;
   readonly imported: boolean;
-  /** As a reason names it: "defines x", "changes x in place (x.append(…))". */
-  readonly what: string;
+  /** As a reason names it ("defines x", "changes x in place (x.append(…))"), made when first needed. */
+  what?: string;
 }
 
 /** What one cell of `cells` reads and writes: from its run when recorded for its current code, else from its code. */
 function flowOf(cell: GraphCell, analysis: CellAnalysis | undefined): Flow | undefined {
   if (!cell.python || !analysis || analysis.error) return undefined;
-  const forms = new Map((analysis.mutates ?? []).map((m) => [m.name, m]));
-  const imports = new Set(analysis.imports ?? []);
+  const forms = analysis.mutates ?? [];
+  const form = (name: string) => (forms.length ? forms.find((m) => m.name === name) : undefined);
   const writes = new Map<string, Write>();
   const run = cell.endedAt !== null && !cell.editedSinceRun ? cell.run : undefined;
-  const defines = run?.defines ?? analysis.defines ?? [];
-  const mutates = run?.mutates ?? (analysis.mutates ?? []).map((m) => m.name);
-  for (const name of defines) writes.set(name, { inPlace: false, how: forms.get(name)?.how, method: false });
-  for (const name of mutates) {
+  for (const name of run?.defines ?? analysis.defines ?? [])
+    writes.set(name, { inPlace: false, how: form(name)?.how, method: false });
+  for (const name of run?.mutates ?? forms.map((m) => m.name)) {
     if (writes.has(name)) continue;
-    const form = forms.get(name);
-    writes.set(name, { inPlace: true, how: form?.how, method: !run && form?.method === true });
+    const found = form(name);
+    writes.set(name, { inPlace: true, how: found?.how, method: !run && found?.method === true });
   }
-  return { from: run ? 'run' : 'code', reads: new Set(run?.reads ?? analysis.uses ?? []), writes, imports };
+  return { from: run ? 'run' : 'code', reads: run?.reads ?? analysis.uses ?? [], writes, imports: analysis.imports ?? [] };
 }
 
-function describe(name: string, w: Write): string {
+function describe(v: Version): string {
+  const { name, write: w } = v;
   if (w.inPlace) return `changes ${name} in place${w.how ? ` (${w.how})` : ''}`;
   return w.how ? `changes ${name} (${w.how})` : `defines ${name}`;
 }
@@ -137,16 +140,12 @@ export function cellGraph(
   // marimo: the one cell binding each name, wherever it is.
   const binder = new Map<string, Version>();
   if (options.boundAnywhere)
-    for (const cell of cells)
-      for (const [name, w] of flows.get(cell.id)?.writes ?? [])
-        if (!w.inPlace && !binder.has(name))
-          binder.set(name, {
-            ...w,
-            cell: cell.id,
-            reads: false,
-            imported: flows.get(cell.id)!.imports.has(name),
-            what: describe(name, w),
-          });
+    for (const cell of cells) {
+      const flow = flows.get(cell.id);
+      for (const [name, write] of flow?.writes ?? [])
+        if (!write.inPlace && !binder.has(name))
+          binder.set(name, { cell: cell.id, name, write, reads: false, imported: flow!.imports.includes(name) });
+    }
 
   const versions = new Map<string, Version[]>(); // name -> its versions so far, in notebook order
   const graph = new Map<string, Entry>();
@@ -155,31 +154,32 @@ export function cellGraph(
     const dependsOn = new Map<string, string[]>();
     const link = (v: Version) => {
       if (v.cell === cell.id) return;
+      const what = (v.what ??= describe(v));
       const names = dependsOn.get(v.cell);
-      if (!names) dependsOn.set(v.cell, [v.what]);
-      else if (!names.includes(v.what)) names.push(v.what);
+      if (!names) dependsOn.set(v.cell, [what]);
+      else if (!names.includes(what)) names.push(what);
     };
     for (const name of flow?.reads ?? []) {
-      const list = versions.get(name) ?? [];
-      let i = list.length - 1;
+      const list = versions.get(name);
+      let i = (list?.length ?? 0) - 1;
       for (; i >= 0; i--) {
-        link(list[i]!);
-        if (!list[i]!.reads) break;
+        link(list![i]!);
+        if (!list![i]!.reads) break;
       }
       const bound = binder.get(name);
       if (i < 0 && bound) link(bound);
     }
-    for (const [name, w] of flow?.writes ?? []) {
-      const latest = versions.get(name)?.at(-1) ?? binder.get(name);
-      if (w.method && latest?.imported) continue; // `np.append(a, 1)` calls a module's function
-      const version: Version = {
-        ...w,
-        cell: cell.id,
-        reads: w.inPlace || flow!.reads.has(name),
-        imported: !w.inPlace && flow!.imports.has(name),
-        what: describe(name, w),
-      };
+    for (const [name, write] of flow?.writes ?? []) {
       const list = versions.get(name);
+      const latest = list?.[list.length - 1] ?? binder.get(name);
+      if (write.method && latest?.imported) continue; // `np.append(a, 1)` calls a module's function
+      const version: Version = {
+        cell: cell.id,
+        name,
+        write,
+        reads: write.inPlace || flow!.reads.includes(name),
+        imported: !write.inPlace && flow!.imports.includes(name),
+      };
       if (list) list.push(version);
       else versions.set(name, [version]);
     }
@@ -214,26 +214,23 @@ export function cellGraph(
       if (entry.stale) break;
     }
   }
-  return new Map(
-    [...graph].map(([id, e]) => {
-      const flow = flows.get(id);
-      const dataflow = flow && dataflowOf(flow);
-      return [
-        id,
-        { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale, ...(dataflow && { dataflow }) },
-      ];
-    }),
-  );
+  const answer = new Map<string, CellDependencies>();
+  for (const [id, e] of graph) {
+    const flow = flows.get(id);
+    const entry = { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale };
+    answer.set(id, flow ? { ...entry, dataflow: dataflowOf(flow) } : entry);
+  }
+  return answer;
 }
 
 function dataflowOf(flow: Flow): CellDataflow {
-  const writes = [...flow.writes];
-  const lists = {
-    reads: [...flow.reads].sort(),
-    defines: writes.filter(([, w]) => !w.inPlace).map(([n]) => n),
-    changes: writes.filter(([, w]) => w.inPlace).map(([n]) => n),
+  const changes: string[] = [];
+  for (const [name, write] of flow.writes) if (write.inPlace) changes.push(name);
+  return {
+    from: flow.from,
+    ...(flow.reads.length && { reads: [...flow.reads].sort() }),
+    ...(changes.length && { changes }),
   };
-  return { from: flow.from, ...Object.fromEntries(Object.entries(lists).filter(([, names]) => names.length)) };
 }
 
 /**

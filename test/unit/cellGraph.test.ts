@@ -28,7 +28,7 @@ describe('cell dependencies and staleness', () => {
       [...graph.values()].map((e) => e.stale),
       [null, null, null, null],
     );
-    assert.deepEqual(graph.get('b')?.dataflow, { from: 'code', reads: ['x'], defines: ['y'] });
+    assert.deepEqual(graph.get('b')?.dataflow, { from: 'code', reads: ['x'] });
   });
 
   it('an edit makes the cell and everything downstream stale, with the reason; the rest stay fresh', () => {
@@ -143,7 +143,7 @@ describe('cell dependencies through mutation', () => {
     const skipped: RunDataflow = { reads: ['debug'], defines: ['n'], mutates: [] };
     let graph = cellGraph([cell('load', 1), cell('change', 9), cell('branch', 3, false, skipped)], code);
     assert.equal(graph.get('branch')!.stale, null, 'its run never read df');
-    assert.deepEqual(graph.get('branch')!.dataflow, { from: 'run', reads: ['debug'], defines: ['n'] });
+    assert.deepEqual(graph.get('branch')!.dataflow, { from: 'run', reads: ['debug'] });
     // The same cell without a record (a Jupyter kernel): from its code, df is read.
     graph = cellGraph([cell('load', 1), cell('change', 9), cell('branch', 3)], code);
     assert.match(graph.get('branch')!.stale!.reason, /changes df in place \(df\['c'\] = …\), ran again/);
