@@ -237,13 +237,14 @@ function dataflowOf(flow: Flow): CellDataflow {
  * What "run stale" runs, in notebook order: every stale cell, or `from` and the cells downstream
  * of it that ran in this kernel; `needs`: the cells those read from that have not run in this
  * kernel (and the ones those need), which a run of them alone would miss: `rebuild` runs them too.
+ * `detail` says it in a sentence (`label`: the notebook's).
  */
 export function stalePlan(
   cells: readonly GraphCell[],
   graph: ReadonlyMap<string, CellDependencies>,
-  options: { from?: string | undefined; rebuild?: boolean | undefined } = {},
-): { order: string[]; needs: string[] } {
-  const { from, rebuild } = options;
+  options: { from?: string | undefined; rebuild?: boolean | undefined; label?: string } = {},
+): { order: string[]; needs: StaleCell[]; detail: string } {
+  const { from, rebuild, label = 'the notebook' } = options;
   const chosen = new Set<string>();
   if (from === undefined) for (const c of cells) if (graph.get(c.id)?.stale) chosen.add(c.id);
   if (from !== undefined) {
@@ -254,20 +255,30 @@ export function stalePlan(
     }
   }
   const notRun = new Set(cells.filter((c) => c.endedAt === null).map((c) => c.id));
-  const needs = new Set<string>();
+  const needed = new Set<string>();
   const visit = [...chosen];
   while (visit.length) {
     for (const up of graph.get(visit.pop()!)?.dependsOn ?? [])
-      if (notRun.has(up) && !chosen.has(up) && !needs.has(up)) {
-        needs.add(up);
+      if (notRun.has(up) && !chosen.has(up) && !needed.has(up)) {
+        needed.add(up);
         visit.push(up);
       }
   }
-  const run = rebuild ? new Set([...chosen, ...needs]) : chosen;
-  return {
-    order: cells.filter((c) => run.has(c.id)).map((c) => c.id),
-    needs: cells.filter((c) => needs.has(c.id)).map((c) => c.id),
-  };
+  const run = rebuild ? new Set([...chosen, ...needed]) : chosen;
+  const needs = cells.flatMap((c, index) => {
+    if (!needed.has(c.id)) return [];
+    const readers = graph.get(c.id)!.dependents.filter((d) => run.has(d) || needed.has(d));
+    return [{ id: c.id, index, reason: `it has not run in this kernel, and ${readers.join(', ')} read from it` }];
+  });
+  const ids = needs.map((n) => n.id);
+  const runs = `${chosen.size} stale cell${chosen.size === 1 ? '' : 's'}${rebuild && ids.length ? ` and ${ids.length} they need` : ''}`;
+  const them = ids.length === 1 ? 'it' : 'them';
+  const detail = !run.size
+    ? `Nothing is stale in ${label}`
+    : ids.length && !rebuild
+      ? `Runs ${runs}; they read from ${ids.join(', ')}, not run in this kernel: pass "rebuild": true to run ${them} first`
+      : `Runs ${runs}, in notebook order`;
+  return { order: cells.filter((c) => run.has(c.id)).map((c) => c.id), needs, detail };
 }
 
 /** The stale cells among `changed` and the cells downstream of them, in notebook order: what changing or running `changed` left out of date. */

@@ -149,27 +149,11 @@ export class NotebookCells implements CellService {
         `No dependency analysis for ${label}: it needs a Jupyter or marimo notebook and a Python to parse its cells`,
       );
     const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
-    const { order, needs } = stalePlan(graphCells(cells, kernel), graph, { from: start, rebuild });
-    const index = new Map(cells.map((c, i) => [c.id, i]));
-    const needed = needs.map((id) => ({
-      id,
-      index: index.get(id)!,
-      reason: `has not run in this kernel, and ${graph
-        .get(id)!
-        .dependents.filter((d) => order.includes(d))
-        .join(', ')} read what it defines`,
-    }));
-    const stale = order.filter((id) => !needs.includes(id)).length;
-    const runs = `${stale} stale cell${stale === 1 ? '' : 's'}${rebuild && needs.length ? ` and ${needs.length} they need` : ''}`;
-    const detail = !order.length
-      ? `Nothing is stale in ${label}`
-      : needed.length && !rebuild
-        ? `Runs ${runs}; they read from ${needs.join(', ')}, which ${needs.length === 1 ? 'has' : 'have'} not run in this kernel: pass "rebuild": true to run ${needs.length === 1 ? 'it' : 'them'} first`
-        : `Runs ${runs}, in notebook order`;
+    const { order, needs, detail } = stalePlan(graphCells(cells, kernel), graph, { from: start, rebuild, label });
     const series = order.length
       ? await this.runMany(notebook.sessionId, { cells: order }, 'stop')
       : new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
-    return { series, needs: needed, detail };
+    return { series, needs, detail };
   }
 
   private async graph(
@@ -610,7 +594,7 @@ export function ranInKernel(execution: ExecutionState, kernel: KernelStatus | un
   return kernel.startedAt === undefined || execution.startedAt >= kernel.startedAt;
 }
 
-/** Outputs of a run this window saw, in a kernel that is no longer the notebook's (restarted or dead) when it has not run since. */
+/** Outputs of a run this window saw: from an earlier kernel when that run is not of the current one (ranInKernel). */
 const earlierKernel = (cell: CellSnapshot) => cell.outputs.length > 0 && cell.execution.startedAt !== undefined;
 
 /** The run state an answer shows: of the last run in the current kernel, else the count the editor shows, as saved. */

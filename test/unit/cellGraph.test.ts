@@ -66,8 +66,16 @@ describe('cell dependencies and staleness', () => {
       [null, null, null, null],
     );
     graph = cellGraph(cells, code);
-    assert.deepEqual(stalePlan(cells, graph), { order: ['b'], needs: ['a'] });
-    assert.deepEqual(stalePlan(cells, graph, { rebuild: true }), { order: ['a', 'b'], needs: ['a'] });
+    const offered = stalePlan(cells, graph, { label: 'a.ipynb' });
+    assert.deepEqual(offered.order, ['b']);
+    assert.deepEqual(offered.needs, [{ id: 'a', index: 0, reason: 'it has not run in this kernel, and b read from it' }]);
+    assert.equal(
+      offered.detail,
+      'Runs 1 stale cell; they read from a, not run in this kernel: pass "rebuild": true to run it first',
+    );
+    const rebuilt = stalePlan(cells, graph, { rebuild: true });
+    assert.deepEqual(rebuilt.order, ['a', 'b']);
+    assert.equal(rebuilt.detail, 'Runs 1 stale cell and 1 they need, in notebook order');
   });
 });
 
