@@ -292,11 +292,7 @@ export interface CellService {
     ref: CellRef,
     change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
   ): Promise<CellChanged>;
-  remove(
-    notebook: string | undefined,
-    ref: CellRef,
-    guard: WriteGuard,
-  ): Promise<{ deleted: string; cellCount: number } & StaleCaused>;
+  remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
   move(
     notebook: string | undefined,
     ref: CellRef,

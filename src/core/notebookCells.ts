@@ -196,9 +196,9 @@ export class NotebookCells implements CellService {
     return { cell: cells[0]!, ...(stale && { stale }) };
   }
 
-  async remove(ref: string | undefined, cell: CellRef, guard: WriteGuard) {
-    const { deleted, cellCount, stale } = await this.apply(ref, [{ op: 'delete', ref: cell, ...guard }], [], single);
-    return { deleted: deleted[0]!, cellCount, ...(stale && { stale }) };
+  async remove(ref: string | undefined, cell: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }> {
+    const { deleted, cellCount } = await this.apply(ref, [{ op: 'delete', ref: cell, ...guard }], [], single);
+    return { deleted: deleted[0]!, cellCount };
   }
 
   async move(
@@ -414,13 +414,15 @@ export class NotebookCells implements CellService {
       return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs, changed: !plan.empty };
     });
     // Outside the notebook's write queue: the analysis of cells no check read yet may take a while.
+    // A delete alone names none (what read from the deleted cell now reads from elsewhere, or fails).
     const { changed, ...result } = applied;
-    const stale = changed
-      ? await this.staleAfter(
-          notebook,
-          result.cells.map((c) => c.id),
-        )
-      : undefined;
+    const stale =
+      changed && result.cells.length
+        ? await this.staleAfter(
+            notebook,
+            result.cells.map((c) => c.id),
+          )
+        : undefined;
     return { ...result, ...(stale && { stale }) };
   }
 
