@@ -105,18 +105,40 @@ export function reviewChecks(): void {
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
     await row.click({ timeout: 5_000 });
-    const diff = page.locator('.monaco-diff-editor').first();
-    await diff.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail('clicking the row opened no diff editor'));
-    // Side by side or inline (a narrow window): the diff editor shows both texts either way.
+    // VS Code's notebook diff editor (cells side by side, as Source Control shows a notebook), not a text diff.
+    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+    await diff
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('clicking the row opened no notebook diff editor'));
+    ok(
+      !(await page.locator('.editor-instance > .monaco-diff-editor, .editor-instance > .text-diff-editor').first().isVisible()),
+      'the change opened as a notebook diff, not a text diff',
+    );
     await diff.locator('.view-lines', { hasText: changed[0]! }).first().waitFor({ timeout: 10_000 });
     // VS Code renders spaces as non-breaking spaces in the editor's lines.
     const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
-    note(`diff: ${show(shown, 600)}`);
+    note(`diff: ${show(shown, 800)}`);
     for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
-    includes(shown, 'edited · was cell', 'the diff, before: the kind of change and the place');
-    includes(shown, 'edited · now cell', 'the diff, after');
+    // The person typed in a cell since: the right side is the notebook as the agent left it.
+    ok(
+      !shown.includes(typed.trim()),
+      `the diff shows the change as the agent made it, not the typing since (${show(shown, 300)})`,
+    );
     await sleep(500);
+    await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
+    const tab = page.locator('.tabs-container .tab.active').first();
+    note(`tab: ${await tab.innerText()} | ${await tab.getAttribute('title')} | ${await tab.getAttribute('aria-label')}`);
+    note(`title: ${await page.title()}`);
+
+    // An agent cannot reach the notebook the review shows as "before": an edit there would land in
+    // the editor's copy the person is reading, and could hide the change.
+    const listed = await client.get('/notebooks', { signal, headers });
+    eq(listed.status, 200, `GET /notebooks (${show(listed.text, 200)})`);
+    const sides = listed
+      .json<{ notebooks: { uri: string }[] }>()
+      .notebooks.filter((n) => n.uri.startsWith('agent-bridge-change:'));
+    deepEq(sides, [], 'the sides of the review listed to agents');
 
     // Revert, clicked on the row's inline action.
     await row.hover();

@@ -95,7 +95,8 @@ function face(cell: CellSnapshot, index: number): CellFace {
 }
 
 type Content = Pick<CellState, 'code' | 'kind' | 'language' | 'metadata'>;
-const sameContent = (a: Content, b: Content) =>
+/** Same code, kind, language and metadata. */
+export const sameContent = (a: Content, b: Content) =>
   a.code === b.code &&
   a.kind === b.kind &&
   a.language === b.language &&
