@@ -57,7 +57,7 @@ export function reviewChecks(): void {
   });
   const tag = randomHex(3);
 
-  it('review: an agent edits three cells, the person types in one, Revert (clicked in Agent Changes) restores the other two and keeps the typing; the diff shows before and after', async () => {
+  it("review: an agent edits three cells, the person types in one; the change opens in VS Code's notebook diff (the agent's side as it left it, the before side out of agents' reach); Revert (clicked in Agent Changes) restores the other two and keeps the typing", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
     const sid = ctx.analysis.session.id;
@@ -127,9 +127,13 @@ export function reviewChecks(): void {
     await sleep(500);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
-    const tab = page.locator('.tabs-container .tab.active').first();
-    note(`tab: ${await tab.innerText()} | ${await tab.getAttribute('title')} | ${await tab.getAttribute('aria-label')}`);
-    note(`title: ${await page.title()}`);
+    // Above the diff, the right side's place: the change as the agent left it, served beside the notebook.
+    const crumbs = (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(
+      /\s+/g,
+      ' ',
+    );
+    const served = /change (\d+)\W*as the agent left it/.exec(crumbs);
+    ok(served, `the breadcrumbs name the served side (${crumbs})`);
 
     // An agent cannot reach the notebook the review shows as "before": an edit there would land in
     // the editor's copy the person is reading, and could hide the change.
@@ -139,6 +143,13 @@ export function reviewChecks(): void {
       .json<{ notebooks: { uri: string }[] }>()
       .notebooks.filter((n) => n.uri.startsWith('agent-bridge-change:'));
     deepEq(sides, [], 'the sides of the review listed to agents');
+    const beforeUri = `agent-bridge-change:/change%20${served![1]}/before/analysis.ipynb`;
+    const tamper = await client.post(
+      '/notebooks/edits',
+      { notebook: beforeUri, ops: originals.map((_, i) => ({ op: 'edit', ref: i, code: changed[i], force: true })) },
+      { signal, headers },
+    );
+    eq(tamper.status, 404, `an edit of the review's before notebook, named by its address (${show(tamper.text, 300)})`);
 
     // Revert, clicked on the row's inline action.
     await row.hover();
