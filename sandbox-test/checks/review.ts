@@ -177,6 +177,80 @@ export function reviewChecks(): void {
     eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
   }).timeout(90_000);
 
+  it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone", async () => {
+    const { signal, note } = checkRun();
+    const page = ctx.sandbox.page;
+    const agent = `review-marimo-${tag}`;
+    const headers = { 'x-agent-bridge-client': agent };
+    // A notebook of its own (a copy of the marimo fixture); no kernel is needed to edit and review.
+    const nb = path.join(ctx.workspace, `review_${tag}.py`);
+    fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other_marimo.py'), nb);
+    const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
+    eq(opened.json<{ session: { notebookType: string } }>().session.notebookType, 'marimo-notebook', 'notebook type');
+    const [first] = await cellsOf(client, nb, signal);
+    const edited = `label = "reviewed_${tag}"`;
+    const added = `added_${tag} = label.upper()`;
+    const batch = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: nb,
+        ops: [
+          { op: 'edit', ref: first!.id, code: edited, version: first!.version },
+          { op: 'create', code: added },
+        ],
+      },
+      { signal, headers },
+    );
+    eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
+
+    const rows = await reviewRows(page);
+    const row = rows.filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
+    await row
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail(`no "${agent}: 1 added, 1 edited" row in Agent Changes`));
+    await row.click({ timeout: 5_000 });
+    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+    await diff
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('clicking the row opened no notebook diff editor'));
+    await diff.locator('.view-lines', { hasText: edited }).first().waitFor({ timeout: 10_000 });
+    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    note(`diff: ${show(shown, 600)}`);
+    for (const code of [first!.code, edited, added]) includes(shown, code, 'the diff');
+    const crumbs = (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(
+      /\s+/g,
+      ' ',
+    );
+    note(`breadcrumbs: ${crumbs}`);
+    includes(crumbs, path.basename(nb), 'the right side');
+    ok(!crumbs.includes('as the agent left it'), `the right side is the notebook itself, not a served copy (${crumbs})`);
+    ok(/marimo notebook/i.test(crumbs), `the diff is in the marimo notebook type's own editor (${crumbs})`);
+    await sleep(500);
+    await page.mouse.move(900, 600);
+    await screenshot(page, 'review-marimo-diff.png', note);
+
+    // The mark of the edited cell, in the notebook: its change alone, in the whole notebook.
+    const front = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    eq(front.status, 200, `showing ${path.basename(nb)} (${show(front.text, 200)})`);
+    const mark = page
+      .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: edited }) })
+      .locator('.cell-status-item', { hasText: `Changed by an agent that says it is ${agent}` });
+    await mark
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('the edited cell carries no mark'));
+    await mark.first().click({ timeout: 5_000 });
+    const tab = page.locator('.editor-group-container.active .tab.active', { hasText: 'cell 1 edited' }).first();
+    await tab.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail("the mark opened no diff of the cell's change"));
+    const cellDiff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+    await cellDiff.locator('.view-lines', { hasText: edited }).first().waitFor({ timeout: 10_000 });
+    const cellShown = (await cellDiff.innerText()).replace(/\u00a0/g, ' ');
+    note(`cell diff: ${show(cellShown, 600)}`);
+    for (const code of [first!.code, edited]) includes(cellShown, code, "the cell's diff");
+    ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
+  }).timeout(90_000);
+
   it("review: an agent's POST /notebooks/undo of its own batch leaves the saved file byte for byte as it was; a second undo after the person's edit is a 409 naming the cell", async () => {
     const { signal } = checkRun();
     // A notebook of its own (a copy of other.ipynb), so no other check's runs or saves meet it.
