@@ -177,7 +177,7 @@ export function reviewChecks(): void {
     eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
   }).timeout(90_000);
 
-  it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone", async () => {
+  it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone, and its row in Agent Changes reverts it alone", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
     const agent = `review-marimo-${tag}`;
@@ -249,6 +249,32 @@ export function reviewChecks(): void {
     note(`cell diff: ${show(cellShown, 600)}`);
     for (const code of [first!.code, edited]) includes(cellShown, code, "the cell's diff");
     ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
+
+    // Revert that cell alone from its row in Agent Changes: the rest of the change stays to review.
+    const change = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
+    if ((await change.getAttribute('aria-expanded')) !== 'true')
+      await change.locator('.monaco-tl-twistie').click({ timeout: 5_000 });
+    const cellRow = (await reviewRows(page)).filter({ hasText: `cell 1 edited` }).filter({ hasText: edited }).first();
+    await cellRow.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => fail('no "cell 1 edited" row under the change'));
+    await cellRow.hover();
+    await cellRow.locator(`.action-label[aria-label="Revert This Cell's Change"]`).click({ timeout: 5_000 });
+    await page
+      .locator('.notification-toast', { hasText: 'Reverted 1 cell' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('no "Reverted 1 cell" notification'));
+    deepEq(
+      (await cellsOf(client, nb, signal)).map((c) => c.code),
+      [first!.code, added],
+      'the cells after reverting the edited one alone',
+    );
+    await (
+      await reviewRows(page)
+    )
+      .filter({ hasText: `${agent}: 1 added` })
+      .first()
+      .waitFor({ state: 'visible', timeout: 5_000 })
+      .catch(() => fail('the rest of the change ("1 added") is not listed'));
   }).timeout(90_000);
 
   it("review: an agent's POST /notebooks/undo of its own batch leaves the saved file byte for byte as it was; a second undo after the person's edit is a 409 naming the cell", async () => {

@@ -1,6 +1,13 @@
 import * as vscode from 'vscode';
-import { asLeft, changeSide } from '../core/changeSides';
-import { outputSummary, type CellDelta, type CellFace, type Checkpoint, type Checkpoints } from '../core/checkpoints';
+import { changeSide } from '../core/changeSides';
+import {
+  asTheAgentLeftIt,
+  outputSummary,
+  type CellDelta,
+  type CellFace,
+  type Checkpoint,
+  type Checkpoints,
+} from '../core/checkpoints';
 import type { CellSnapshot } from '../core/cellService';
 import { cellDataLike, copyOf } from '../notebooks/editorNotebooks';
 
@@ -88,17 +95,17 @@ export class ChangeDiffs implements vscode.FileSystemProvider, vscode.Disposable
     cellId: string | undefined,
     notebook: vscode.NotebookDocument,
   ): Promise<{ before: vscode.Uri; after: vscode.Uri }> {
-    const deltas = cellId === undefined ? checkpoint.cells : checkpoint.cells.filter((d) => d.id === cellId);
+    const part = partOf(checkpoint, cellId);
     // The document's cells and the rules' view of them, read in the same turn: the same cells.
     const cells = notebook.getCells();
     const now = this.cellsOf(notebook);
     const serve = async (side: Side) => {
       const uri = sideUri(checkpoint, cellId, side);
-      this.keep(uri, await sideBytes(notebook, cells, now, deltas, side));
+      this.keep(uri, await sideBytes(notebook, cells, now, checkpoint, part, side));
       return uri;
     };
     const before = await serve('before');
-    const after = asLeft(deltas, now) ? notebook.uri : await serve('after');
+    const after = asTheAgentLeftIt(checkpoint, now, part) ? notebook.uri : await serve('after');
     return { before, after };
   }
 
@@ -119,8 +126,8 @@ export class ChangeDiffs implements vscode.FileSystemProvider, vscode.Disposable
     const checkpoint = parsed && this.checkpoints.get(parsed.checkpoint);
     if (!parsed || !checkpoint) throw vscode.FileSystemError.FileNotFound(uri);
     const notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.parse(checkpoint.notebook));
-    const deltas = parsed.cellId === undefined ? checkpoint.cells : checkpoint.cells.filter((d) => d.id === parsed.cellId);
-    this.keep(uri, await sideBytes(notebook, notebook.getCells(), this.cellsOf(notebook), deltas, parsed.side));
+    const part = partOf(checkpoint, parsed.cellId);
+    this.keep(uri, await sideBytes(notebook, notebook.getCells(), this.cellsOf(notebook), checkpoint, part, parsed.side));
     return this.sides.get(uri.toString())!;
   }
 
@@ -162,19 +169,25 @@ export class ChangeDiffs implements vscode.FileSystemProvider, vscode.Disposable
   }
 }
 
+/** The cells of a change shown: all, or the one named. */
+const partOf = (checkpoint: Checkpoint, cellId: string | undefined): readonly CellDelta[] =>
+  cellId === undefined ? checkpoint.cells : checkpoint.cells.filter((d) => d.id === cellId);
+
 /** One side as the bytes of the notebook's own type, written by that type's own serializer. */
 async function sideBytes(
   notebook: vscode.NotebookDocument,
   cells: readonly vscode.NotebookCell[],
   now: readonly CellSnapshot[],
-  deltas: readonly CellDelta[],
+  checkpoint: Checkpoint,
+  part: readonly CellDelta[],
   side: Side,
 ): Promise<Uint8Array> {
   const byId = new Map(now.map((c, i) => [c.id, cells[i]]));
   const data = changeSide(
-    deltas,
+    checkpoint.cells,
     now.map((c) => c.id),
     side,
+    part,
   ).map((c) => {
     if ('now' in c) return copyOf(cells[c.now]!, notebook);
     const like = byId.get(c.id);

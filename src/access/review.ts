@@ -9,6 +9,7 @@ export const REVIEW_VIEW_ID = 'agentBridge.review';
 export const SHOW_CHECKPOINT = 'agentBridge.showAgentChange';
 export const KEEP_CHANGE = 'agentBridge.keepAgentChange';
 export const REVERT_CHANGE = 'agentBridge.revertAgentChange';
+export const REVERT_CELL_CHANGE = 'agentBridge.revertAgentCellChange';
 export const REVERT_ALL_BY = 'agentBridge.revertAgentChangesSince';
 
 type Node = Checkpoint | { checkpoint: Checkpoint; delta: CellDelta };
@@ -56,6 +57,7 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
       vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number, cellId?: string) => this.show(n, cellId)),
       vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
       vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
+      vscode.commands.registerCommand(REVERT_CELL_CHANGE, (n: Node) => this.revert(n, 'delta' in n ? n.delta.id : undefined)),
       vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
     );
   }
@@ -71,6 +73,8 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
       const face = delta.after ?? delta.before!;
       const item = new vscode.TreeItem(`cell ${face.index + 1} ${deltaKind(delta)}`);
       item.description = face.code.split('\n')[0]?.slice(0, 60);
+      item.tooltip = `Show this cell's change in the notebook; revert it alone, and the rest of the change stays to review.`;
+      item.contextValue = 'agentChange.cell';
       item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.checkpoint.id, delta.id] };
       return item;
     }
@@ -113,10 +117,11 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
     if (checkpoint) this.checkpoints.keep(checkpoint.id);
   }
 
-  private async revert(n: Node | number): Promise<RevertResult | undefined> {
+  /** Reverts a change, or one cell of it. */
+  private async revert(n: Node | number, cellId?: string): Promise<RevertResult | undefined> {
     const checkpoint = this.pick(n);
     if (!checkpoint) return undefined;
-    const results = await this.reporting(async () => [await this.checkpoints.revert(checkpoint.id)]);
+    const results = await this.reporting(async () => [await this.checkpoints.revert(checkpoint.id, cellId)]);
     return results?.[0];
   }
 

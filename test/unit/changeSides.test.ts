@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { asLeft, changeSide, type SideCell } from '../../src/core/changeSides';
-import { asAuthor, Checkpoints, type Checkpoint } from '../../src/core/checkpoints';
+import { changeSide, type SideCell } from '../../src/core/changeSides';
+import { asAuthor, asTheAgentLeftIt, Checkpoints, type CellFace, type Checkpoint } from '../../src/core/checkpoints';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
@@ -27,7 +27,7 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
     return checkpoints.pending()[0]!;
   };
   /** A side's cells as code: the notebook's own cells now, the change's kept faces marked. */
-  const codes = (side: SideCell[]) => {
+  const codes = (side: SideCell<CellFace>[]) => {
     const now = docs.cells(A);
     return side.map((c) => ('now' in c ? now[c.now]!.code : `[${c.face.code}]`));
   };
@@ -43,7 +43,7 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
     assert.deepEqual(docs.codes(A), ['d = 4', 'a = 10', 'b = 2', 'new = 0']);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'before')), ['[a = 1]', 'b = 2', '[c = 3]', '[d = 4]']);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'after')), ['[d = 4]', '[a = 10]', 'b = 2', '[new = 0]']);
-    assert.ok(asLeft(checkpoint.cells, docs.cells(A)), 'the notebook is as the agent left it');
+    assert.ok(asTheAgentLeftIt(checkpoint, docs.cells(A)), 'the notebook is as the agent left it');
   });
 
   it('keeps what others did since: cells added since stay, and a cell typed in since is no longer as the agent left it', async () => {
@@ -64,7 +64,7 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
       'c = 3',
       'd = 4',
     ]);
-    assert.ok(!asLeft(checkpoint.cells, docs.cells(A)), 'the typing since');
+    assert.ok(!asTheAgentLeftIt(checkpoint, docs.cells(A)), 'the typing since');
   });
 
   it('one cell of a change: only that cell put back, the change to the others left as it is', async () => {
@@ -73,8 +73,24 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
       { op: 'edit', ref: ids[3]!, code: 'd = 40', force: true },
     ]);
     const one = checkpoint.cells.filter((d) => d.id === ids[3]);
-    assert.deepEqual(codes(changeSide(one, nowIds(), 'before')), ['a = 10', 'b = 2', 'c = 3', '[d = 4]']);
-    assert.ok(asLeft(one, docs.cells(A)));
+    assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'before', one)), ['a = 10', 'b = 2', 'c = 3', '[d = 4]']);
+    assert.ok(asTheAgentLeftIt(checkpoint, docs.cells(A), one));
+  });
+
+  it('one deleted cell of a change that also created one above it goes back after the cell that preceded it', async () => {
+    const checkpoint = await change([
+      { op: 'create', index: 0, code: 'new = 0' },
+      { op: 'delete', ref: ids[2]!, force: true },
+    ]);
+    assert.deepEqual(docs.codes(A), ['new = 0', 'a = 1', 'b = 2', 'd = 4']);
+    const one = checkpoint.cells.filter((d) => d.id === ids[2]);
+    assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'before', one)), [
+      'new = 0',
+      'a = 1',
+      'b = 2',
+      '[c = 3]',
+      'd = 4',
+    ]);
   });
 
   it('two cells edited and swapped: each side has them in its own order', async () => {
@@ -86,7 +102,7 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
     assert.deepEqual(docs.codes(A), ['a = 1', 'c = 30', 'b = 20', 'd = 4']);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'before')), ['a = 1', '[b = 2]', '[c = 3]', 'd = 4']);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'after')), ['a = 1', '[c = 30]', '[b = 20]', 'd = 4']);
-    assert.ok(asLeft(checkpoint.cells, docs.cells(A)));
+    assert.ok(asTheAgentLeftIt(checkpoint, docs.cells(A)));
   });
 
   it('a cell the agent created and someone deleted since comes back on the after side only', async () => {
@@ -95,6 +111,6 @@ describe('the sides of a change as whole notebooks (fake notebooks)', () => {
     await cells.batch(A, [{ op: 'delete', ref: made, force: true }], []);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'before')), ['a = 1', 'b = 2', 'c = 3', 'd = 4']);
     assert.deepEqual(codes(changeSide(checkpoint.cells, nowIds(), 'after')), ['a = 1', '[new = 0]', 'b = 2', 'c = 3', 'd = 4']);
-    assert.ok(!asLeft(checkpoint.cells, docs.cells(A)));
+    assert.ok(!asTheAgentLeftIt(checkpoint, docs.cells(A)));
   });
 });
