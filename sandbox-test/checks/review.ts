@@ -177,6 +177,82 @@ export function reviewChecks(): void {
     eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
   }).timeout(90_000);
 
+  it('review: outputs in the notebook diff: a cell the agent changed and ran shows its new outputs beside the summary of what it showed before; a cell whose outputs did not change shows them unchanged', async () => {
+    const { signal, note } = checkRun();
+    const page = ctx.sandbox.page;
+    const sid = ctx.analysis.session.id;
+    const agent = `review-outputs-${tag}`;
+    const headers = { 'x-agent-bridge-client': agent };
+    const setup = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', index: 0, name: 'printed', code: `print("shown_before_${tag}")` },
+          { op: 'create', index: 1, name: 'valued', code: `value_${tag} = 7\nvalue_${tag}` },
+        ],
+        run: ['printed', 'valued'],
+        wait: true,
+        timeoutMs: 20_000,
+      },
+      { signal, timeoutMs: 25_000, headers: { 'x-agent-bridge-client': `review-setup-${tag}` } },
+    );
+    eq(setup.status, 200, `two cells made and run (${show(setup.text, 300)})`);
+    const [printed, valued] = setup.json<{ cells: Cell[] }>().cells;
+    const batch = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'edit', ref: printed!.id, code: `print("shown_after_${tag}")`, version: printed!.version },
+          { op: 'edit', ref: valued!.id, code: `value_${tag} = 7  # unchanged output\nvalue_${tag}`, version: valued!.version },
+        ],
+        run: [printed!.id],
+        wait: true,
+        timeoutMs: 20_000,
+      },
+      { signal, timeoutMs: 25_000, headers },
+    );
+    eq(batch.status, 200, `the agent's batch and run (${show(batch.text, 300)})`);
+
+    const row = (await reviewRows(page)).filter({ hasText: `${agent}: 2 edited` }).first();
+    await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${agent}: 2 edited" row in Agent Changes`));
+    await row.click({ timeout: 5_000 });
+    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+    await diff
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('clicking the row opened no notebook diff editor'));
+    await diff
+      .locator('.view-lines', { hasText: `shown_after_${tag}` })
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await sleep(1500);
+    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    note(`diff: ${show(shown, 800)}`);
+    await page.mouse.move(900, 600);
+    await screenshot(page, 'review-outputs-diff.png', note);
+    eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
+    ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
+    // Outputs are drawn in the diff's webviews: the left one has the summary of what the cell showed before.
+    let summary = '';
+    for (let tries = 0; tries < 20 && !summary.includes(`shown_before_${tag}`); tries++, await sleep(250))
+      for (const frame of page.frames())
+        summary += await frame
+          .locator('body')
+          .innerText({ timeout: 1_000 })
+          .catch(() => '');
+    includes(summary, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
+    includes(summary, 'the summary kept of its outputs before the change', "the outputs' webviews");
+    includes(summary, `shown_after_${tag}`, "the outputs' webviews");
+    // Clean up: the cells go (not as this agent, whose change stays listed for the screenshot only).
+    const cleanup = await client.post(
+      '/notebooks/edits',
+      { notebook: sid, ops: [printed!, valued!].map((c) => ({ op: 'delete', ref: c.id, force: true })) },
+      { signal },
+    );
+    eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
+  }).timeout(90_000);
+
   it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone, and its row in Agent Changes reverts it alone", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
