@@ -47,6 +47,43 @@ export async function reviewRows(page: Page) {
   return pane.first().locator('.monaco-list-row');
 }
 
+/** The notebook diff editor in front, once it shows `line` in a cell: its text, as the person reads it. */
+async function notebookDiffShowing(page: Page, line: string, opened: string): Promise<string> {
+  // VS Code's notebook diff editor (cells side by side, as Source Control shows a notebook), not a text diff.
+  const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+  await diff.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail(`${opened} opened no notebook diff editor`));
+  ok(
+    !(await page.locator('.editor-instance > .monaco-diff-editor, .editor-instance > .text-diff-editor').first().isVisible()),
+    `${opened} opened a text diff`,
+  );
+  await diff.locator('.view-lines', { hasText: line }).first().waitFor({ timeout: 10_000 });
+  // VS Code renders spaces as non-breaking spaces in the editor's lines.
+  return (await diff.innerText()).replace(/\u00a0/g, ' ');
+}
+
+/** Clicks the Agent Changes row of a change: its notebook diff, once it shows `line`. */
+async function openChange(page: Page, rowText: string, line: string): Promise<string> {
+  const row = (await reviewRows(page)).filter({ hasText: rowText }).first();
+  await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${rowText}" row in Agent Changes`));
+  await row.click({ timeout: 5_000 });
+  return notebookDiffShowing(page, line, `clicking "${rowText}"`);
+}
+
+/** The breadcrumbs above the editor in front. */
+async function breadcrumbs(page: Page): Promise<string> {
+  return (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(/\s+/g, ' ');
+}
+
+/** Deletes cells (not as an agent whose change a check reads), leaving the notebook as the other checks expect it. */
+async function removeCells(client: BridgeClient, notebook: string, ids: readonly string[], signal: AbortSignal): Promise<void> {
+  const r = await client.post(
+    '/notebooks/edits',
+    { notebook, ops: ids.map((ref) => ({ op: 'delete', ref, force: true })) },
+    { signal },
+  );
+  eq(r.status, 200, `cleanup (${show(r.text, 200)})`);
+}
+
 /** The `review` suite's checks. */
 export function reviewChecks(): void {
   let ctx: CheckContext;
@@ -57,12 +94,17 @@ export function reviewChecks(): void {
   });
   const tag = randomHex(3);
 
+  /** An agent of this check's: its name, and the header that gives it. */
+  const agentNamed = (name: string) => {
+    const agent = `review-${name}-${tag}`;
+    return { agent, headers: { 'x-agent-bridge-client': agent } };
+  };
+
   it("review: an agent edits three cells, the person types in one; the change opens in VS Code's notebook diff (the agent's side as it left it, the before side out of agents' reach); Revert (clicked in Agent Changes) restores the other two and keeps the typing", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
     const sid = ctx.analysis.session.id;
-    const agent = `review-agent-${tag}`;
-    const headers = { 'x-agent-bridge-client': agent };
+    const { agent, headers } = agentNamed('agent');
     const originals = [0, 1, 2].map((i) => `kept_${tag}_${i} = ${i}`);
     const setup = await client.post(
       '/notebooks/edits',
@@ -104,19 +146,7 @@ export function reviewChecks(): void {
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
-    await row.click({ timeout: 5_000 });
-    // VS Code's notebook diff editor (cells side by side, as Source Control shows a notebook), not a text diff.
-    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
-    await diff
-      .waitFor({ state: 'visible', timeout: 15_000 })
-      .catch(() => fail('clicking the row opened no notebook diff editor'));
-    ok(
-      !(await page.locator('.editor-instance > .monaco-diff-editor, .editor-instance > .text-diff-editor').first().isVisible()),
-      'the change opened as a notebook diff, not a text diff',
-    );
-    await diff.locator('.view-lines', { hasText: changed[0]! }).first().waitFor({ timeout: 10_000 });
-    // VS Code renders spaces as non-breaking spaces in the editor's lines.
-    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    const shown = await openChange(page, `${agent}: 3 edited`, changed[0]!);
     note(`diff: ${show(shown, 800)}`);
     for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
     // The person typed in a cell since: the right side is the notebook as the agent left it.
@@ -124,14 +154,12 @@ export function reviewChecks(): void {
       !shown.includes(typed.trim()),
       `the diff shows the change as the agent made it, not the typing since (${show(shown, 300)})`,
     );
+    // Its outputs' webviews settle after the cells show.
     await sleep(500);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
     // Above the diff, the right side's place: the change as the agent left it, served beside the notebook.
-    const crumbs = (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(
-      /\s+/g,
-      ' ',
-    );
+    const crumbs = await breadcrumbs(page);
     const served = /change (\d+)\W*as the agent left it/.exec(crumbs);
     ok(served, `the breadcrumbs name the served side (${crumbs})`);
 
@@ -168,21 +196,19 @@ export function reviewChecks(): void {
       'the cells after Revert',
     );
     await row.waitFor({ state: 'detached', timeout: 5_000 }).catch(() => fail('the reverted change is still listed'));
-    // Leave the notebook as the other checks expect it.
-    const cleanup = await client.post(
-      '/notebooks/edits',
-      { notebook: sid, ops: made.map((c) => ({ op: 'delete', ref: c.id, force: true })) },
-      { signal },
+    await removeCells(
+      client,
+      sid,
+      made.map((c) => c.id),
+      signal,
     );
-    eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
   }).timeout(90_000);
 
   it('review: outputs in the notebook diff: a cell the agent changed and ran shows its new outputs beside the summary of what it showed before; a cell whose outputs did not change shows them unchanged', async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
     const sid = ctx.analysis.session.id;
-    const agent = `review-outputs-${tag}`;
-    const headers = { 'x-agent-bridge-client': agent };
+    const { agent, headers } = agentNamed('outputs');
     const setup = await client.post(
       '/notebooks/edits',
       {
@@ -215,22 +241,8 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch and run (${show(batch.text, 300)})`);
 
-    const row = (await reviewRows(page)).filter({ hasText: `${agent}: 2 edited` }).first();
-    await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${agent}: 2 edited" row in Agent Changes`));
-    await row.click({ timeout: 5_000 });
-    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
-    await diff
-      .waitFor({ state: 'visible', timeout: 15_000 })
-      .catch(() => fail('clicking the row opened no notebook diff editor'));
-    await diff
-      .locator('.view-lines', { hasText: `shown_after_${tag}` })
-      .first()
-      .waitFor({ timeout: 10_000 });
-    await sleep(1500);
-    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    const shown = await openChange(page, `${agent}: 2 edited`, `shown_after_${tag}`);
     note(`diff: ${show(shown, 800)}`);
-    await page.mouse.move(900, 600);
-    await screenshot(page, 'review-outputs-diff.png', note);
     eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
     ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
     // Outputs are drawn in the diff's webviews: the left one has the summary of what the cell showed before.
@@ -244,20 +256,15 @@ export function reviewChecks(): void {
     includes(summary, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
     includes(summary, 'the summary kept of its outputs before the change', "the outputs' webviews");
     includes(summary, `shown_after_${tag}`, "the outputs' webviews");
-    // Clean up: the cells go (not as this agent, whose change stays listed for the screenshot only).
-    const cleanup = await client.post(
-      '/notebooks/edits',
-      { notebook: sid, ops: [printed!, valued!].map((c) => ({ op: 'delete', ref: c.id, force: true })) },
-      { signal },
-    );
-    eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
+    await page.mouse.move(900, 600);
+    await screenshot(page, 'review-outputs-diff.png', note);
+    await removeCells(client, sid, [printed!.id, valued!.id], signal);
   }).timeout(90_000);
 
   it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone, and its row in Agent Changes reverts it alone", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
-    const agent = `review-marimo-${tag}`;
-    const headers = { 'x-agent-bridge-client': agent };
+    const { agent, headers } = agentNamed('marimo');
     // A notebook of its own (a copy of the marimo fixture); no kernel is needed to edit and review.
     const nb = path.join(ctx.workspace, `review_${tag}.py`);
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other_marimo.py'), nb);
@@ -280,28 +287,15 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
 
-    const rows = await reviewRows(page);
-    const row = rows.filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
-    await row
-      .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no "${agent}: 1 added, 1 edited" row in Agent Changes`));
-    await row.click({ timeout: 5_000 });
-    const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
-    await diff
-      .waitFor({ state: 'visible', timeout: 15_000 })
-      .catch(() => fail('clicking the row opened no notebook diff editor'));
-    await diff.locator('.view-lines', { hasText: edited }).first().waitFor({ timeout: 10_000 });
-    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
+    const shown = await openChange(page, `${agent}: 1 added, 1 edited`, edited);
     note(`diff: ${show(shown, 600)}`);
     for (const code of [first!.code, edited, added]) includes(shown, code, 'the diff');
-    const crumbs = (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(
-      /\s+/g,
-      ' ',
-    );
+    const crumbs = await breadcrumbs(page);
     note(`breadcrumbs: ${crumbs}`);
     includes(crumbs, path.basename(nb), 'the right side');
     ok(!crumbs.includes('as the agent left it'), `the right side is the notebook itself, not a served copy (${crumbs})`);
     ok(/marimo notebook/i.test(crumbs), `the diff is in the marimo notebook type's own editor (${crumbs})`);
+    // Its outputs' webviews settle after the cells show.
     await sleep(500);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-marimo-diff.png', note);
@@ -319,9 +313,7 @@ export function reviewChecks(): void {
     await mark.first().click({ timeout: 5_000 });
     const tab = page.locator('.editor-group-container.active .tab.active', { hasText: 'cell 1 edited' }).first();
     await tab.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail("the mark opened no diff of the cell's change"));
-    const cellDiff = page.locator('.editor-instance .notebook-text-diff-editor').first();
-    await cellDiff.locator('.view-lines', { hasText: edited }).first().waitFor({ timeout: 10_000 });
-    const cellShown = (await cellDiff.innerText()).replace(/\u00a0/g, ' ');
+    const cellShown = await notebookDiffShowing(page, edited, 'the mark');
     note(`cell diff: ${show(cellShown, 600)}`);
     for (const code of [first!.code, edited]) includes(cellShown, code, "the cell's diff");
     ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
@@ -344,11 +336,8 @@ export function reviewChecks(): void {
       [first!.code, added],
       'the cells after reverting the edited one alone',
     );
-    await (
-      await reviewRows(page)
-    )
-      .filter({ hasText: `${agent}: 1 added` })
-      .first()
+    const rest = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added` }).first();
+    await rest
       .waitFor({ state: 'visible', timeout: 5_000 })
       .catch(() => fail('the rest of the change ("1 added") is not listed'));
   }).timeout(90_000);
