@@ -48,7 +48,7 @@ export async function reviewRows(page: Page) {
 }
 
 /** The notebook diff editor in front, once it shows `line` in a cell: its text, as the person reads it. */
-async function notebookDiffShowing(page: Page, line: string, opened: string): Promise<string> {
+export async function notebookDiffShowing(page: Page, line: string, opened: string): Promise<string> {
   // VS Code's notebook diff editor (cells side by side, as Source Control shows a notebook), not a text diff.
   const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
   await diff.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail(`${opened} opened no notebook diff editor`));
@@ -62,7 +62,7 @@ async function notebookDiffShowing(page: Page, line: string, opened: string): Pr
 }
 
 /** Clicks the Agent Changes row of a change: its notebook diff, once it shows `line`. */
-async function openChange(page: Page, rowText: string, line: string): Promise<string> {
+export async function openChange(page: Page, rowText: string, line: string): Promise<string> {
   const row = (await reviewRows(page)).filter({ hasText: rowText }).first();
   await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${rowText}" row in Agent Changes`));
   await row.click({ timeout: 5_000 });
