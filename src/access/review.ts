@@ -57,7 +57,7 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
       vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number, cellId?: string) => this.show(n, cellId)),
       vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
       vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
-      vscode.commands.registerCommand(REVERT_CELL_CHANGE, (n: Node) => this.revert(n, 'delta' in n ? n.delta.id : undefined)),
+      vscode.commands.registerCommand(REVERT_CELL_CHANGE, (n: Node) => ('delta' in n ? this.revert(n, n.delta.id) : undefined)),
       vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
     );
   }
