@@ -245,19 +245,23 @@ export function reviewChecks(): void {
     note(`diff: ${show(shown, 800)}`);
     eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
     ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
-    // Outputs are drawn in the diff's webviews: the left one has the summary of what the cell showed before.
-    let summary = '';
-    for (let tries = 0; tries < 20 && !summary.includes(`shown_before_${tag}`); tries++, await sleep(250))
+    // Outputs are drawn in the diff's webviews (slow to come on a loaded machine): the left one has
+    // the summary of what the cell showed before.
+    let outputs = '';
+    const drawn = () => outputs.includes(`shown_before_${tag}`) && outputs.includes(`shown_after_${tag}`);
+    for (const end = Date.now() + 30_000; !drawn() && Date.now() < end; await sleep(250)) {
+      outputs = '';
       for (const frame of page.frames())
-        summary += await frame
+        outputs += await frame
           .locator('body')
           .innerText({ timeout: 1_000 })
           .catch(() => '');
-    includes(summary, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
-    includes(summary, 'the summary kept of its outputs before the change', "the outputs' webviews");
-    includes(summary, `shown_after_${tag}`, "the outputs' webviews");
+    }
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-outputs-diff.png', note);
+    includes(outputs, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
+    includes(outputs, 'the summary kept of its outputs before the change', "the outputs' webviews");
+    includes(outputs, `shown_after_${tag}`, "the outputs' webviews");
     await removeCells(client, sid, [printed!.id, valued!.id], signal);
   }).timeout(90_000);
 
