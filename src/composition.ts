@@ -123,6 +123,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
   // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
@@ -139,6 +140,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     checkpoints,
     presence,
     cellId: (cell) => notebooks.cellId(cell),
+    cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();
