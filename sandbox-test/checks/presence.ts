@@ -144,9 +144,13 @@ export function presenceChecks(): void {
     const { signal, note } = checkRun();
     const long = cells[4]!; // an 8 s run: long enough to look at everything while it runs
     await front();
-    // The activity view beside the notebook, the empty secondary side bar out of the way (for the screenshot).
-    await openAgentBridge(page());
-    await widenSideBar(page(), 210, note);
+    // The activity view beside the notebook (a suite before may have left it open: a click would close it).
+    const activity = page().locator('[id="workbench.view.extension.agentBridge"]');
+    const wasOpen = await activity.isVisible();
+    if (!wasOpen) await openAgentBridge(page());
+    // 510 px wide: whole rows in the view, whole status items in the notebook (at 1280x720).
+    const width = (await page().locator('.part.sidebar').boundingBox())?.width ?? 300;
+    await widenSideBar(page(), 510 - width, note);
     await run(long.id, RUNNER, signal);
     await get(cells[1]!.id, READER, signal);
     const answer = await presence(READER, signal);
@@ -202,7 +206,7 @@ export function presenceChecks(): void {
       `the list does not show ${READER} at cell 2: ${show(listed)}`,
     );
     await page().keyboard.press('Escape');
-    await openAgentBridge(page()); // closes the side bar again
+    if (!wasOpen) await openAgentBridge(page()); // closes the side bar again
     await waitRun(long.id, signal);
   }).timeout(60_000);
 
