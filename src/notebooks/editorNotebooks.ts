@@ -255,16 +255,20 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
+  async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
     await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    const tickets = chosen.map((cell) => this.tickets.request(cell));
-    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return tickets;
-    const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
+    // A controller that runs cells itself opens their tickets as it queues them (synchronously).
+    if (this.kernels.some((provider) => provider.runCells?.(notebook, chosen, stopAfterFailure)))
+      return chosen.map((cell) => this.tickets.request(cell));
+    // VS Code's command cannot stop after a failure: then only the first is queued, and the caller queues the next.
+    const queued = stopAfterFailure ? indices.slice(0, 1) : indices;
+    const tickets = queued.map((i) => this.tickets.request(cells[i]!));
+    const ranges = queued.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })

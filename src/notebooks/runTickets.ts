@@ -21,6 +21,12 @@ interface Reported {
   unshown: number[];
   /** Set while the document shows the last end but not yet the count the .ipynb support writes for it. */
   countWait?: NodeJS.Timeout;
+  /**
+   * The last run was dropped before its turn: the cell shows as never run. The document's echoes
+   * of that (its summary emptied when queued, and again when the run ended unstarted) look like a
+   * run queued, so they are not read as one; a summary with a count or an end is a later run.
+   */
+  dropped?: true;
 }
 
 interface CellRuns {
@@ -122,6 +128,14 @@ export class RunTickets implements vscode.Disposable {
     const held = runs.reported;
     const unshown = held?.unshown ?? [];
     const outputs = 'outputs' in report ? (report.outputs ?? held?.outputs) : held?.outputs;
+    if (report.phase === 'dropped') {
+      // What the document is to show of the cell's earlier runs no longer matters: it shows none.
+      this.caughtUpWith(cell);
+      runs.reported = { summary: {}, outputs: undefined, unshown: [], dropped: true };
+      ticket.step('ended');
+      this.changed.fire(cell.notebook);
+      return;
+    }
     if (report.phase === 'ended') {
       clearTimeout(held?.countWait);
       const end = report.summary.timing?.endTime;
@@ -214,7 +228,7 @@ export class RunTickets implements vscode.Disposable {
           runs.clearedAt = Date.now();
           continue;
         }
-        this.echoed(change.cell, runs);
+        this.echoed(change.cell, runs, change);
         continue;
       }
       const cleared = change.outputs?.length === 0;
@@ -259,8 +273,18 @@ export class RunTickets implements vscode.Disposable {
    * The document changed a cell whose controller reported steps it did not show yet. The cell is
    * no longer held once the document shows its last reported end and no run is under way.
    */
-  private echoed(cell: vscode.NotebookCell, runs: CellRuns): void {
+  private echoed(cell: vscode.NotebookCell, runs: CellRuns, change: vscode.NotebookDocumentCellChange): void {
     const reported = runs.reported!;
+    if (reported.dropped) {
+      const summary = change.executionSummary;
+      // Another controller's run (the builtin one reports its own): the document tells it.
+      if (summary && (summary.executionOrder !== undefined || summary.timing)) {
+        this.caughtUpWith(cell);
+        runs.reported = undefined;
+        this.observe(cell, runs, summary, change.outputs?.length === 0);
+      }
+      return;
+    }
     const shown = cell.executionSummary?.timing?.endTime;
     const last = reported.unshown.at(-1);
     if (shown === undefined || last === undefined) return;

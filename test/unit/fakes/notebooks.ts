@@ -207,10 +207,12 @@ export class FakeNotebooks implements OpenNotebooks {
       throw new Error(`fake apply: got ${cells.map((c) => c.id)}, planned ${change.resultIds}`);
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
-    this.calls.push({ method: 'execute', uri, args: ids });
+  async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
+    // As a kernel run through VS Code's command: it cannot stop after a failure, so only the first goes.
+    const taken = stopAfterFailure ? ids.slice(0, 1) : ids;
+    this.calls.push({ method: 'execute', uri, args: taken });
     const book = this.book(uri);
-    const queued = ids.map((id) => book.cells.find((c) => c.id === id)!);
+    const queued = taken.map((id) => book.cells.find((c) => c.id === id)!);
     // Like VS Code's Run, a cell queued or running already is not queued again: its run is the one.
     const fresh = queued.filter((cell) => !this.tickets.get(cell.id)?.open);
     for (const cell of fresh) this.queue(cell);
