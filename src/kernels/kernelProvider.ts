@@ -66,6 +66,13 @@ export interface KernelProvider {
    */
   runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure: boolean): boolean;
   /**
+   * Whether the notebook's kernel, run through VS Code's command, cancels the cells queued behind
+   * a run that fails (they end unstarted and show as never run), as Jupyter's queue does unless
+   * the failed cell is tagged `raises-exception`: a series that stops at a failure can then be
+   * queued at once.
+   */
+  stopsAtFailure?(notebook: vscode.NotebookDocument): boolean;
+  /**
    * Fires as this provider's own controller moves a cell's run along, at the moment it does:
    * before the workbench has applied the step and echoed it to the extension host's document
    * (on a busy workbench, a tenth of a second to seconds later).

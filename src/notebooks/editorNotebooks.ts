@@ -47,7 +47,10 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
-  private readonly tickets = new RunTickets((cell) => this.ids.id(cell));
+  private readonly tickets = new RunTickets(
+    (cell) => this.ids.id(cell),
+    (notebook) => this.kernels.some((provider) => provider.stopsAtFailure?.(notebook)),
+  );
   private readonly stamps = new FileStamps();
   private readonly reports: vscode.Disposable[];
 
@@ -260,13 +263,16 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
-    await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    // A controller that runs cells itself opens their tickets as it queues them (synchronously).
+    // A controller that runs cells itself opens their tickets as it queues them (synchronously),
+    // and needs no editor: the notebook is not brought to the front (that costs the workbench a
+    // layout, a tenth of a second on a busy machine).
     if (this.kernels.some((provider) => provider.runCells?.(notebook, chosen, stopAfterFailure)))
       return chosen.map((cell) => this.tickets.request(cell));
-    // VS Code's command cannot stop after a failure: then only the first is queued, and the caller queues the next.
-    const queued = stopAfterFailure ? indices.slice(0, 1) : indices;
+    await this.showEditor(notebook);
+    // Where VS Code's command cannot stop after a failure, only the first is queued, and the caller queues the next.
+    const all = !stopAfterFailure || this.kernels.some((provider) => provider.stopsAtFailure?.(notebook));
+    const queued = all ? indices : indices.slice(0, 1);
     const tickets = queued.map((i) => this.tickets.request(cells[i]!));
     const ranges = queued.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.

@@ -42,6 +42,11 @@ interface CellRuns {
   clearedAt?: number;
   /** The cell's text when its latest run started (what its outputs come from; staleness reads it). */
   ranCode?: string;
+  /**
+   * Its run was queued behind a run that failed, in a kernel that then cancels what is queued
+   * (Jupyter's): the next emptied summary the document shows is that cancel, not a start.
+   */
+  cancelling?: true;
 }
 
 /**
@@ -80,7 +85,11 @@ export class RunTickets implements vscode.Disposable {
     }),
   ];
 
-  constructor(private readonly cellId: (cell: vscode.NotebookCell) => string) {}
+  constructor(
+    private readonly cellId: (cell: vscode.NotebookCell) => string,
+    /** Whether the notebook's kernel cancels the cells queued behind a failed run (KernelProvider.stopsAtFailure). */
+    private readonly stopsAtFailure: (notebook: vscode.NotebookDocument) => boolean = () => false,
+  ) {}
 
   /** The ticket of a run by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined {
@@ -210,6 +219,7 @@ export class RunTickets implements vscode.Disposable {
   }
 
   private documentChanged(e: vscode.NotebookDocumentChangeEvent): void {
+    if (e.cellChanges.some((c) => failedEnd(c)) && this.stopsAtFailure(e.notebook)) this.cancelQueued(e);
     for (const change of e.contentChanges)
       for (const cell of change.removedCells) {
         // A cell removed before its run ended (or before the workbench applied its ends).
@@ -240,6 +250,20 @@ export class RunTickets implements vscode.Disposable {
   }
 
   /**
+   * A run failed in a kernel that then cancels the cells queued behind it (unless the failed cell
+   * is tagged `raises-exception`): the runs the document shows queued, not started, are to end
+   * unstarted. Their cancels arrive after the failure, in order.
+   */
+  private cancelQueued(e: vscode.NotebookDocumentChangeEvent): void {
+    const failed = e.cellChanges.filter((c) => failedEnd(c)).map((c) => c.cell);
+    if (failed.every((cell) => tagsOf(cell).includes('raises-exception'))) return;
+    for (const cell of e.notebook.getCells()) {
+      const runs = this.cells.get(cell);
+      if (runs?.ticket?.phase === 'queued' && runs.seenLive && !runs.reported) runs.cancelling = true;
+    }
+  }
+
+  /**
    * A run the document shows: VS Code clears a cell's summary when it queues it, and fills in the
    * timing when it ends. Changes of one cell can arrive merged, so an end counts when the
    * summary's end time is new, or the document showed the open run live before.
@@ -251,8 +275,13 @@ export class RunTickets implements vscode.Disposable {
     outputsCleared: boolean,
   ): void {
     const end = summary.timing?.endTime;
+    const reset = summary.executionOrder === undefined && summary.success === undefined;
+    if (runs.cancelling) {
+      runs.cancelling = undefined;
+      // Cancelled before its turn: the cell shows as never run, and the run ends so.
+      if (reset && end === undefined && runs.ticket?.phase === 'queued') return runs.ticket.step('ended');
+    }
     if (end === undefined) {
-      const reset = summary.executionOrder === undefined && summary.success === undefined;
       const clearing = outputsCleared || Date.now() - (runs.clearedAt ?? 0) < CLEAR_WINDOW_MS;
       // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
       if (reset && clearing && !runs.ticket?.open) return;
@@ -357,6 +386,17 @@ export class RunTickets implements vscode.Disposable {
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
   }
+}
+
+/** The change shows a run ending without success. */
+function failedEnd(change: vscode.NotebookDocumentCellChange): boolean {
+  return change.executionSummary?.timing !== undefined && change.executionSummary.success === false;
+}
+
+/** The cell's nbformat tags (.ipynb keeps them under the cell metadata's `metadata`). */
+function tagsOf(cell: vscode.NotebookCell): unknown[] {
+  const tags = (cell.metadata as { metadata?: { tags?: unknown } }).metadata?.tags;
+  return Array.isArray(tags) ? tags : [];
 }
 
 /**
