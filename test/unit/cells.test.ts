@@ -826,10 +826,7 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(docs.calls.filter((c) => c.method === 'execute')[0]!.args, [ids[0], ids[2], ids[3]]);
       // With "continue" such a kernel still cancels the rest: they are skipped, not reported as runs.
       const go = await runMany({ all: true, onError: 'continue', wait: true });
-      assert.deepEqual(
-        [go.body.runs.map((r: Json) => r.status), go.body.skipped],
-        [['succeeded', 'failed'], [ids[3]]],
-      );
+      assert.deepEqual([go.body.runs.map((r: Json) => r.status), go.body.skipped], [['succeeded', 'failed'], [ids[3]]]);
       const listed = await api('GET', '/notebooks/cells?notebook=s_aaaaaa');
       assert.equal(listed.body.cells[3].execution.status, 'idle');
     });
