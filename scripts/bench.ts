@@ -241,6 +241,7 @@ async function main(): Promise<number> {
       pid: advert.pid,
       floorUrl: floor.url,
       expressFloorUrl: floor.expressUrl,
+      floorPid: floor.pid,
       kernels,
       notebooks,
       open: (file, kernel) => open(file, kernel),

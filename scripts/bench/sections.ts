@@ -11,7 +11,7 @@ import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { STEP_CELLS } from '../../src/core/changeSteps';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BenchClient, type ExecResult } from './client';
-import { restingRssMb, rssMb, waitForQuiet } from './machine';
+import { cpuMs, restingRssMb, rssMb, waitForQuiet } from './machine';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';
 import { sleep } from '../../src/core/sleep';
@@ -30,6 +30,8 @@ export interface Ctx {
   floorUrl: string;
   /** Express + express.json + a Router with bare handlers, before the same kernel (scripts/bench/floor.ts). */
   expressFloorUrl: string;
+  /** The floors' process (both serve from it). */
+  floorPid: number;
   /** KernelProcesses driven from the bench: the kernel alone, without Python's IPython and with it. */
   kernels: { plain: KernelProcess; ipython: KernelProcess };
   notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; runall: Opened; stall: Opened };
@@ -56,6 +58,8 @@ export interface Ctx {
 const WARMUP = 20;
 const RUNS = 300;
 const CELL_RUNS = 40;
+/** Runs in a row whose CPU time is read (/proc counts in 10 ms ticks). */
+const CPU_RUNS = 1_000;
 const AGENTS = 8;
 const AGENT_RUNS = 50;
 const STALL_MS = 10_000;
@@ -151,6 +155,12 @@ export async function scratchpad(ctx: Ctx): Promise<void> {
     expressExec: printing(ctx, 'Express floor print(1)', expressFloor, 'floor'),
     kernel: kernelAlone(ctx, 'kernel alone print(1)', ctx.kernels.plain),
   });
+  // CPU per run in the serving process: the extension host (everything of ours in it) against the
+  // Express floor's process (its framework, its kernel driver), each for CPU_RUNS runs in a row.
+  const [bridgeCpu, floorCpu] = [
+    await cpuPerRun(ctx.pid, CPU_RUNS, printing(ctx, 'scratchpad print(1)', bridge, ctx.notebooks.agents[0]!.sid)),
+    await cpuPerRun(ctx.floorPid, CPU_RUNS, printing(ctx, 'Express floor print(1)', expressFloor, 'floor')),
+  ];
   await Promise.all([bridge.close(), floor.close(), expressFloor.close()]);
   const [exec, kernel] = [p50(t.exec), p50(t.kernel)];
   // Both sides of a pair ran in the same round: the median of their differences shrugs off load that comes and goes.
@@ -178,7 +188,25 @@ export async function scratchpad(ctx: Ctx): Promise<void> {
         target: goal('≤ 0.1 ms', cost <= 0.1),
       }),
     ),
+    row('framework', `CPU per execute print(1) in the extension host, ${CPU_RUNS} in a row`, bridgeCpu, 'ms', {
+      baseline: base('Express floor process', floorCpu),
+      note: `difference ${(bridgeCpu - floorCpu).toFixed(3)} ms; /proc's CPU times, 10 ms ticks, less the process's idle rate`,
+    }),
   );
+}
+
+/**
+ * CPU ms that process `pid` spends per run of `step`, beyond what it spends idle over as long
+ * (measured for a second just before). CPU time swings far less than wall time on a busy machine.
+ */
+async function cpuPerRun(pid: number, runs: number, step: () => Promise<number>): Promise<number> {
+  const idleFrom = cpuMs(pid);
+  await sleep(1_000);
+  const idlePerMs = (cpuMs(pid) - idleFrom) / 1_000;
+  const before = cpuMs(pid);
+  const start = performance.now();
+  for (let i = 0; i < runs; i++) await step();
+  return (cpuMs(pid) - before - idlePerMs * (performance.now() - start)) / runs;
 }
 
 /** print(1) on the builtin kernel in plain-Python mode and in IPython mode, side by side. */
