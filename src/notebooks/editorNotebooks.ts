@@ -136,6 +136,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
     const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
     span?.applying();
+    const seen = span && vscode.workspace.onDidChangeNotebookDocument((e) => e.notebook === notebook && span.shown());
     for (const step of steps) {
       // An Error is made only on failure: capturing its stack took up to 120 ms on a loaded host.
       let thrown: { error: unknown } | undefined;
@@ -144,9 +145,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         return false;
       });
       if (done) continue;
+      seen?.dispose();
       if (step !== steps[0] && !notebook.isClosed) await this.rollBack(notebook, originals, change.expectIds, applied);
       throw thrown ? thrown.error : new BridgeError('stale', CHANGED_MEANWHILE);
     }
+    seen?.dispose();
     span?.applied();
     if (notebook.cellCount !== change.resultIds.length) {
       this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
