@@ -512,15 +512,21 @@ export async function jupyterKernel(ctx: Ctx): Promise<void> {
     builtin: printing(ctx, 'builtin print(1)', bridge, ctx.notebooks.agents[0]!.sid),
     kernel: kernelAlone(ctx, 'kernel alone', ctx.kernels.plain),
   });
-  // Run-and-wait of the same first cell in each notebook; the Jupyter one stays in front (a run
+  // Run-and-wait of the first code cell of each notebook; the Jupyter one stays in front (a run
   // through VS Code's command needs its editor; builtin runs need none).
   const fail = failures(ctx, 'run-and-wait');
-  const runFirst = (notebook: string) => async () => {
-    const r = await bridge.request('POST', '/notebooks/cells/0/run', { notebook, wait: true });
-    if (r.status !== 200 || (JSON.parse(r.text) as { success?: boolean }).success !== true) fail(`${r.status} ${r.text}`);
-    return r.ms;
+  const runFirst = async (notebook: string) => {
+    const listed = await bridge.request('GET', `/notebooks/cells?notebook=${encodeURIComponent(notebook)}`);
+    const cells = (JSON.parse(listed.text) as { cells: { id: string; kind: string }[] }).cells;
+    const id = encodeURIComponent(cells.find((c) => c.kind === 'code')!.id);
+    return async () => {
+      const r = await bridge.request('POST', `/notebooks/cells/${id}/run`, { notebook, wait: true });
+      if (r.status !== 200 || (JSON.parse(r.text) as { success?: boolean }).success !== true) fail(`${r.status} ${r.text}`);
+      return r.ms;
+    };
   };
-  const waited = await interleave(CELL_RUNS, { jupyter: runFirst(sid), builtin: runFirst(ctx.notebooks.agents[0]!.sid) }, 3);
+  const runs = { jupyter: await runFirst(sid), builtin: await runFirst(ctx.notebooks.agents[0]!.sid) };
+  const waited = await interleave(CELL_RUNS, runs, 3);
   await bridge.close();
   const [jupyterRun, builtinRun] = [p50(waited.jupyter), p50(waited.builtin)];
   ctx.rows.push(
