@@ -32,6 +32,14 @@ export async function openAgentBridge(page: Page): Promise<void> {
     .click({ timeout: 5_000 });
 }
 
+/** Runs a command from the palette, as the person would. */
+export async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
+}
+
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
 export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.locator('.statusbar-item', { hasText: 'Agents:' }).first().click({ timeout: 5_000 });

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { pickMode } from './access';
+import { pickMode, runCommand } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
 import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
@@ -33,13 +33,6 @@ async function ignoredWarning(page: Page): Promise<void> {
     .first()
     .waitFor({ state: 'visible', timeout: 20_000 })
     .catch(() => fail('no status bar warning that the workspace settings are ignored'));
-}
-
-/** Runs a command from the palette, as the person would. */
-async function runCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press('F1');
-  await page.keyboard.type(title);
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
 }
 
 /** The `guard` suite's checks. */

@@ -17,6 +17,7 @@ import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
 
 /** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
@@ -158,6 +159,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   let ended: { action: AgentAction; end: ActionEnd }[];
   let gate: Gate;
   let kernel: FakeKernel;
+  let docs: FakeNotebooks;
   const auth = { authorization: `Bearer ${TEST_TOKEN}` };
   const execute = (code: string, abortAfterMs?: number) =>
     request(port, {
@@ -191,7 +193,9 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
     ]);
-    server = await startTestServer({ host, access: gate });
+    docs = new FakeNotebooks();
+    docs.add(NOTEBOOK_A, [{ code: 'a = 1' }]);
+    server = await startTestServer({ host, access: gate, notebooks: docs });
     port = server.port;
   });
   afterEach(() => server.close());
@@ -406,6 +410,56 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       assert.equal(ended.length, 1);
       assert.doesNotMatch(ended[0]!.action.client, /claude-code/);
       assert.equal(ended[0]!.action.credential, undefined);
+    });
+
+    /** A raw `initialize`, as any process can send, naming itself `name`. */
+    const initialize = (name: string) =>
+      request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name, version: '1' } },
+        }),
+      });
+
+    it('600 initializes leave a granted client and a client with checkpoints intact', async () => {
+      person.current = 'ask';
+      person.answers = ['allow-10-minutes'];
+      await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+      assert.equal(person.asked.length, 1);
+      person.current = 'full';
+      const editor = new Client({ name: 'editor', version: '1' });
+      await editor.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp/server`), { requestInit: { headers: auth } }),
+      );
+      try {
+        const made = (await editor.callTool({ name: 'create_cell', arguments: { code: 'mine = 1' } })) as CallToolResult;
+        assert.equal(made.isError, undefined, JSON.stringify(made.content));
+        // Another process floods the registry, each initialize under a new name (so no per-client bound stops it).
+        for (let i = 0; i < 600; i++) assert.equal((await initialize(`flood-${i}`)).status, 200);
+        person.current = 'ask';
+        await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+        assert.equal(person.asked.length, 1, 'the granted client was asked again: its grant is gone');
+        person.current = 'full';
+        const undone = (await editor.callTool({ name: 'undo_last_change', arguments: {} })) as CallToolResult;
+        assert.equal(undone.isError, undefined, JSON.stringify(undone.content));
+        assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1'], "the editor's change is undone");
+      } finally {
+        await editor.close();
+      }
+    }).timeout(60_000);
+
+    it('bounds initialize per client and per minute with a 429 that says what to do', async () => {
+      let answer = await initialize('eager');
+      for (let i = 0; i < 100 && answer.status === 200; i++) answer = await initialize('eager');
+      assert.equal(answer.status, 429, answer.body);
+      assert.match(JSON.parse(answer.body).detail, /Mcp-Session-Id/);
+      assert.ok(Number(answer.headers['retry-after']) > 0, 'Retry-After');
+      assert.equal((await initialize('another')).status, 200, 'another client is not held back');
     });
 
     it('a capped run is reported as timed out', async () => {
