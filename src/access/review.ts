@@ -1,12 +1,5 @@
 import * as vscode from 'vscode';
-import {
-  deltaKind,
-  type CellDelta,
-  type CellFace,
-  type Checkpoint,
-  type Checkpoints,
-  type RevertResult,
-} from '../core/checkpoints';
+import { Checkpoints, deltaKind, type CellDelta, type CellFace, type Checkpoint, type RevertResult } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { ago } from './cellMarks';
 
@@ -72,7 +65,7 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
       vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number) => this.show(n)),
       vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
       vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
-      vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
+      vscode.commands.registerCommand(REVERT_ALL_BY, (who?: string, since?: number) => this.revertAllBy(who, since)),
     );
   }
 
@@ -92,8 +85,13 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
     }
     const item = new vscode.TreeItem(`${node.client}: ${node.summary}`, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = `checkpoint-${node.id}`;
-    item.description = `${fileName(node.notebook)} · ${clock(node.at)} (${ago(node.at)})`;
-    item.tooltip = `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}. Keep it, or revert it where its cells are still as the agent left them.`;
+    const cut = node.applying ? ' · cut short' : '';
+    item.description = `${fileName(node.notebook)} · ${clock(node.at)} (${ago(node.at)})${cut}`;
+    item.tooltip =
+      `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}.` +
+      (node.about ? ` By ${node.about}.` : '') +
+      (node.applying ? ' The editor stopped while this batch was applied in steps: part of it may be applied.' : '') +
+      ' Keep it, or revert it where its cells are still as the agent left them.';
     item.contextValue = 'agentChange';
     item.iconPath = new vscode.ThemeIcon('hubot');
     item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.id] };
@@ -138,26 +136,33 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
     return results?.[0];
   }
 
-  /** "Revert all changes by <agent> since <time>": the agent and the first change to go are picked from the list. */
-  private async revertAllBy(client?: string, since?: number): Promise<RevertResult[] | undefined> {
+  /**
+   * "Revert all changes by <agent> since <time>": the agent (`who`: its credential's key, else its
+   * name; see Checkpoints.whose) and the first change to go are picked from the list.
+   */
+  private async revertAllBy(who?: string, since?: number): Promise<RevertResult[] | undefined> {
     const pending = this.checkpoints.pending();
-    client ??= (
-      await vscode.window.showQuickPick([...new Set(pending.map((c) => c.client))], {
-        title: 'Revert all changes by which agent?',
-      })
-    )?.trim();
-    if (!client) return undefined;
+    if (who === undefined) {
+      const agents = new Map(pending.map((c) => [Checkpoints.whose(c), c]));
+      who = (
+        await vscode.window.showQuickPick(
+          [...agents].map(([key, c]) => ({ label: c.client, description: c.about, key })),
+          { title: 'Revert all changes by which agent?' },
+        )
+      )?.key;
+    }
+    if (!who) return undefined;
+    const theirs = pending.filter((c) => Checkpoints.whose(c) === who);
     if (since === undefined) {
-      const theirs = pending.filter((c) => c.client === client);
       const from = await vscode.window.showQuickPick(
         theirs.map((c) => ({ label: `since ${clock(c.at)}`, description: `${c.summary} · ${fileName(c.notebook)}`, at: c.at })),
-        { title: `Revert every change by ${client} since…` },
+        { title: `Revert every change by ${theirs[0]?.client ?? who} since…` },
       );
       if (!from) return undefined;
       since = from.at;
     }
-    const [who, when] = [client, since];
-    return this.reporting(() => this.checkpoints.revertAllBy(who, when));
+    const [agent, when] = [who, since];
+    return this.reporting(() => this.checkpoints.revertAllBy(agent, when));
   }
 
   private async reporting(work: () => Promise<RevertResult[]>): Promise<RevertResult[] | undefined> {

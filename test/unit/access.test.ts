@@ -36,9 +36,7 @@ class FakePerson {
 
 const request$ = {
   transport: 'http' as const,
-  client: 'an agent that says it is agent-1',
-  claim: 'agent-1',
-  credential: undefined,
+  ...new ClientRegistry().identify(undefined, 'agent-1'),
   label: 'scratchpad run',
   notebook: 's_aaaaaa',
   code: 'print(1)',
@@ -96,7 +94,7 @@ describe('Gate', () => {
     person.current = 'ask';
     assert.equal(await gate.enter({ ...request$, kind: 'read' }), null);
     assert.equal(started.length, 0);
-    assert.ok(gate.clients.has('an agent that says it is agent-1'));
+    assert.ok(gate.clients.has('agent-1 (unverified)'));
   });
 
   it('records an allowed action with its outcome and duration', async () => {
@@ -208,10 +206,28 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     const { action, end } = ended[0]!;
     assert.deepEqual(
       [action.client, action.label, action.notebook, action.code],
-      ['an agent that says it is tester', 'scratchpad run', 's_aaaaaa', 'print(1)'],
+      ['tester (unverified)', 'scratchpad run', 's_aaaaaa', 'print(1)'],
     );
     assert.equal(end.outcome, 'succeeded');
     assert.equal(end.output, '1\n');
+  });
+
+  it('an HTTP client is handed a credential with its first write; undo binds to it, never to the name it sends', async () => {
+    const bob = { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'bob', 'user-agent': 'curl/7.88.1' };
+    const post = (path: string, body: object, headers: Record<string, string> = bob) =>
+      request(port, { method: 'POST', path, headers, body: JSON.stringify(body) });
+    const made = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'mine = 1' }] });
+    assert.equal(made.status, 200, made.body);
+    const credential = made.headers['x-agent-bridge-credential'];
+    assert.ok(typeof credential === 'string' && credential.length >= 20);
+    const sameName = await post('/notebooks/undo', {});
+    assert.equal(sameName.status, 403, sameName.body);
+    assert.match(JSON.parse(sameName.body).detail, /X-Agent-Bridge-Credential/);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'mine = 1']);
+    const own = await post('/notebooks/undo', {}, { ...bob, 'x-agent-bridge-credential': credential });
+    assert.equal(own.status, 200, own.body);
+    assert.equal(own.headers['x-agent-bridge-credential'], undefined, 'a client that sent its credential gets no new one');
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1']);
   });
 
   it('read-only: reads answer, execute is a 403 that says the person chose read-only', async () => {
@@ -372,7 +388,11 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     it('records tool calls under the client that initialized, with their outcome', async () => {
       await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
       assert.equal(ended.length, 1);
-      assert.match(ended[0]!.action.client, /^agent #\d+ \(says it is unit-agent\/1\.2\.3\)$/);
+      assert.equal(ended[0]!.action.client, 'unit-agent/1.2.3 (unverified)');
+      assert.match(
+        ended[0]!.action.about,
+        /^agent #\d+ of this window \(says it is unit-agent\/1\.2\.3\), holding an MCP session/,
+      );
       assert.equal(ended[0]!.action.label, 'mcp execute_code');
       assert.equal(ended[0]!.end.outcome, 'succeeded');
     });
