@@ -18,10 +18,9 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { BridgeClient } from '../http';
 import { processAlive } from '../../src/discovery';
 import { REPO_ROOT } from '../vscode';
-import { screenshot } from './access';
+import { runCommand, screenshot } from './access';
 import { type CheckContext, checkRun, context, findBridge } from './context';
 import { reviewRows } from './review';
-import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
 
 interface Cell {
@@ -69,6 +68,9 @@ export function identityChecks(): void {
     eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
     return nb;
   };
+  /** An agent's batch that creates one cell. */
+  const createCell = (nb: string, index: number, code: string, headers: Record<string, string>, signal: AbortSignal) =>
+    ctx.client.post('/notebooks/edits', { notebook: nb, ops: [{ op: 'create', index, code }] }, { signal, headers });
   const changesOf = async (nb: string, headers: Record<string, string>, signal: AbortSignal): Promise<Change[]> => {
     const r = await ctx.client.get(`/notebooks/changes?notebook=${encodeURIComponent(nb)}`, { signal, headers });
     eq(r.status, 200, `GET /notebooks/changes (${show(r.text, 300)})`);
@@ -124,6 +126,11 @@ export function identityChecks(): void {
     return { call: async (tool, args) => (await mcp.callTool({ name: tool, arguments: { ...args } })) as CallToolResult };
   };
   const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+  /** An HTTP client of the new host that sends only the old agent's name: its undo is refused. */
+  const namedUndoRefused = async (nb: string, name: string, signal: AbortSignal) => {
+    const r = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers: { 'x-agent-bridge-client': name } });
+    eq(r.status, 403, `an HTTP client named ${name} (${show(r.text, 300)})`);
+  };
   /** The person clicks Revert on the Agent Changes row that reads `label`; returns the notification's text. */
   const revertRow = async (label: string, shot: string, note: (m: string) => void): Promise<string> => {
     const rows = await reviewRows(page());
@@ -133,12 +140,18 @@ export function identityChecks(): void {
     });
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await row.hover();
-    await sleep(500); // the hover shows the long form of the name
+    // The row's hover has the long form of the name.
+    const hover = page().locator('.monaco-hover, .workbench-hover', { hasText: 'says it is' }).first();
+    await hover.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => note('no hover shown on the row'));
+    note(`hover: ${show(await hover.innerText().catch(() => ''), 400)}`);
     await screenshot(page(), shot, note);
+    // Earlier notifications (an earlier Revert's) go first, so the one read is this Revert's.
+    await runCommand(page(), 'Notifications: Clear All Notifications');
+    await row.hover();
     await row.locator('.action-label[aria-label="Revert Agent Change"]').click({ timeout: 5_000 });
     const toast = page()
       .locator('.notification-toast', { hasText: /Reverted \d+ cell/ })
-      .last();
+      .first();
     await toast.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail('no "Reverted" notification after Revert'));
     return toast.innerText();
   };
@@ -147,14 +160,7 @@ export function identityChecks(): void {
     const { signal } = checkRun();
     const nb = await notebook(signal);
     const code = `bob_was_here_${tag} = 1`;
-    const made = await ctx.client.post(
-      '/notebooks/edits',
-      { notebook: nb, ops: [{ op: 'create', index: 0, code }] },
-      {
-        signal,
-        headers: BOB,
-      },
-    );
+    const made = await createCell(nb, 0, code, BOB, signal);
     eq(made.status, 200, `bob's batch (${show(made.text, 200)})`);
     // Another process, sending exactly what bob sends but the credential it was handed.
     const other = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers: BOB });
@@ -182,24 +188,10 @@ export function identityChecks(): void {
     const { signal } = checkRun();
     const nb = await notebook(signal);
     const codes = [`test_cell_${tag} = 1`, `chart_${tag} = 2`];
-    const first = await ctx.client.post(
-      '/notebooks/edits',
-      { notebook: nb, ops: [{ op: 'create', index: 0, code: codes[0] }] },
-      {
-        signal,
-        headers: BOB,
-      },
-    );
+    const first = await createCell(nb, 0, codes[0]!, BOB, signal);
     eq(first.status, 200, `the first change (${show(first.text, 200)})`);
     const mine = { ...BOB, [CREDENTIAL]: String(first.headers[CREDENTIAL]) };
-    const second = await ctx.client.post(
-      '/notebooks/edits',
-      { notebook: nb, ops: [{ op: 'create', index: 1, code: codes[1] }] },
-      {
-        signal,
-        headers: mine,
-      },
-    );
+    const second = await createCell(nb, 1, codes[1]!, mine, signal);
     eq(second.status, 200, `the second change (${show(second.text, 200)})`);
     const changes = await changesOf(nb, mine, signal);
     eq(changes.length, 2, `bob's changes: ${show(changes)}`);
@@ -240,7 +232,10 @@ export function identityChecks(): void {
     includes(refused.json<{ detail: string }>().detail, chart.id, 'the 409 names the cell');
   }).timeout(60_000);
 
-  it("identity: after the extension host is killed and restarts, a new MCP client with the same name cannot undo the old one's change, and the person can still revert it", async () => {
+  /** A batch the kill below cut short: its notebook and its cells before. */
+  let cutShort: { nb: string; before: string[] } | undefined;
+
+  it("identity: after the extension host is killed (a 1,000-op batch under way), a new MCP client with the same name cannot undo the old one's change, and the person can still revert it", async () => {
     const { signal, note } = checkRun();
     const nb = await notebook(signal);
     const code = `alice_was_here_${tag} = 1`;
@@ -248,6 +243,20 @@ export function identityChecks(): void {
     const created = await alice.call('create_cell', { notebook: nb, code, index: 0 });
     ok(!created.isError, `alice's create_cell: ${show(text(created), 300)}`);
     await onDisk('agent-changes.json', code, signal);
+
+    // A batch applied in steps, killed once its record is on disk (before its first step).
+    const big = await ownCopy('other.ipynb', 'identity-batch', signal);
+    const before = (await cellsOf(big, signal)).map((c) => c.code);
+    const ops = Array.from({ length: 1000 }, (_, i) => ({
+      op: 'create',
+      index: before.length + i,
+      code: `cut_${tag}_${i} = ${i}`,
+    }));
+    void ctx.client
+      .post('/notebooks/edits', { notebook: big, ops }, { headers: { 'x-agent-bridge-client': 'batcher' }, timeoutMs: 120_000 })
+      .catch(() => undefined); // the kill ends it
+    await onDisk('agent-changes.json', '"applying":true', signal);
+    cutShort = { nb: big, before };
 
     await newHost(note);
     const again = await mcpClient('alice');
@@ -258,17 +267,40 @@ export function identityChecks(): void {
       (await cellsOf(nb, signal)).some((c) => c.code === code),
       "alice's cell after the new alice's undo",
     );
-    const named = await ctx.client.post(
-      '/notebooks/undo',
-      { notebook: nb },
-      { signal, headers: { 'x-agent-bridge-client': 'alice' } },
-    );
-    eq(named.status, 403, `an HTTP client named alice (${show(named.text, 300)})`);
+    await namedUndoRefused(nb, 'alice', signal);
 
     const said = await revertRow('alice', 'identity-review-rows.png', note);
     note(`after Revert: ${show(said, 300)}`);
     ok(!(await cellsOf(nb, signal)).some((c) => c.code === code), "alice's cell is still there after the person's Revert");
   }).timeout(240_000);
+
+  it('identity: the batch the kill cut short left its change ("cut short") and an audit line; the person\'s Revert takes back what it applied, blaming no one', async () => {
+    const { signal, note } = checkRun();
+    ok(cutShort, 'the check before this one did not run');
+    const { nb, before } = cutShort!;
+    const now = (await cellsOf(nb, signal)).map((c) => c.code);
+    note(`${now.length - before.length} of the 1,000 cells were applied before the kill`);
+    ok(now.length < before.length + 1000, 'the whole batch was applied before the kill');
+    const audit = fs.readFileSync(storageFile('agent-activity.jsonl')!, 'utf8').split('\n');
+    ok(
+      audit.some((l) => l.includes('"outcome":"applying"') && l.includes(`cut_${tag}_0 = 0`)),
+      'no "applying" line of the batch in the audit log',
+    );
+    const rows = await reviewRows(page());
+    const row = rows.filter({ hasText: 'batcher (unverified): 1000 added' }).first();
+    await row
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(async () => fail(`no batcher row: ${show(await rows.allInnerTexts(), 400)}`));
+    includes(await row.innerText(), 'cut short', 'the row');
+    const said = await revertRow('batcher', 'identity-review-cut-short.png', note);
+    note(`after Revert: ${show(said, 400)}`);
+    ok(!said.includes('person'), `the Revert blames the person: ${said}`);
+    deepEq(
+      (await cellsOf(nb, signal)).map((c) => c.code),
+      before,
+      'the cells after Revert',
+    );
+  }).timeout(120_000);
 
   it("identity: after the extension host is killed, an nbformat 4.4 notebook's earlier agent change is reverted by the person's Revert, never blaming the person", async () => {
     const { signal, note } = checkRun();
@@ -299,12 +331,7 @@ export function identityChecks(): void {
       after.some((c) => c.code === code),
       `the unsaved cells are not in the new host: ${show(after, 400)}`,
     );
-    const named = await ctx.client.post(
-      '/notebooks/undo',
-      { notebook: nb },
-      { signal, headers: { 'x-agent-bridge-client': 'carol' } },
-    );
-    eq(named.status, 403, `an HTTP client named carol (${show(named.text, 300)})`);
+    await namedUndoRefused(nb, 'carol', signal);
 
     const said = await revertRow('carol', 'identity-review-after-kill.png', note);
     note(`after Revert: ${show(said, 400)}`);

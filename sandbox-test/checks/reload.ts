@@ -242,10 +242,10 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
   it(NAMES.review, async () => {
     const { signal, note } = checkRun();
     const nb = ctx.other.path;
-    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT}: 1 added` }).first();
+    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
     await row
       .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no "${RELOAD_AGENT}: 1 added" row in Agent Changes after the restart`));
+      .catch(() => fail(`no "${RELOAD_AGENT} (unverified): 1 added" row in Agent Changes after the restart`));
     await page.mouse.move(900, 600);
     const shot = path.join(RESULTS_DIR, 'review-after-reload.png');
     await page.screenshot({ path: shot });

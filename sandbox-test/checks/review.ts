@@ -99,8 +99,10 @@ export function reviewChecks(): void {
 
     // The review list shows the agent's change; its row opens the diff.
     const rows = await reviewRows(page);
-    const row = rows.filter({ hasText: `${agent}: 3 edited` }).first();
-    await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${agent}: 3 edited" row in Agent Changes`));
+    const row = rows.filter({ hasText: `${agent} (unverified): 3 edited` }).first();
+    await row
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail(`no "${agent} (unverified): 3 edited" row in Agent Changes`));
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
@@ -151,7 +153,7 @@ export function reviewChecks(): void {
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other.ipynb'), nb);
     const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
     eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
-    const headers = { 'x-agent-bridge-client': `undo-agent-${tag}` };
+    const named = { 'x-agent-bridge-client': `undo-agent-${tag}` };
     const save = async (what: string) => {
       const r = await client.post('/notebooks/save', { notebook: nb }, { signal });
       eq(r.status, 200, `save ${what} (${show(r.text, 200)})`);
@@ -171,9 +173,11 @@ export function reviewChecks(): void {
           { op: 'move', ref: cells[cells.length - 1]!.id, to: 0 },
         ],
       },
-      { signal, headers },
+      { signal, headers: named },
     );
     eq(batch.status, 200, `the batch (${show(batch.text, 300)})`);
+    // The agent keeps the credential its first write was answered with: its changes are its own through it.
+    const headers = { ...named, 'x-agent-bridge-credential': String(batch.headers['x-agent-bridge-credential']) };
     await save('after the batch');
     ok(!fs.readFileSync(nb).equals(original), 'the batch changed the file');
     const undo = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
@@ -199,17 +203,17 @@ export function reviewChecks(): void {
       signal,
     });
     eq(later.status, 200, `another agent's edit (${show(later.text, 200)})`);
+    const other = {
+      'x-agent-bridge-client': `other-agent-${tag}`,
+      'x-agent-bridge-credential': String(later.headers['x-agent-bridge-credential']),
+    };
     const refused = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(refused.status, 409, `undo over later work (${show(refused.text, 300)})`);
     const detail = refused.json<{ detail: string }>().detail;
     includes(detail, first.id, 'the 409 names the cell');
     includes(detail, `other-agent-${tag}`, 'the 409 names who changed it');
     // Put it back as it was for the checks after this one.
-    const back = await client.post(
-      '/notebooks/undo',
-      { notebook: nb },
-      { signal, headers: { 'x-agent-bridge-client': `other-agent-${tag}` } },
-    );
+    const back = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers: other });
     eq(back.status, 200, `the other agent's undo (${show(back.text, 200)})`);
     const mine = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(mine.status, 200, `the first agent's undo once the cell is as it left it (${show(mine.text, 200)})`);

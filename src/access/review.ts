@@ -28,16 +28,26 @@ export function checkpointText(checkpoint: Checkpoint, side: 'before' | 'after')
   return checkpoint.cells.map(block).join('\n');
 }
 
+/** Cells left alone named one by one up to this many; beyond, counted by reason. */
+const NAMED_SKIPS = 5;
+
 /** Tells the person what a revert did: what went back, and which cells it left alone and why. */
 function report(results: readonly RevertResult[]): void {
   const reverted = results.reduce((n, r) => n + r.reverted.length, 0);
   const skipped = results.flatMap((r) => r.skipped);
-  const head = `Reverted ${reverted} cell${reverted === 1 ? '' : 's'}.`;
-  if (!skipped.length) void vscode.window.showInformationMessage(head);
-  else
-    void vscode.window.showWarningMessage(
-      `${head} Left alone: ${skipped.map((s) => `cell ${s.index + 1} (${s.id}): ${s.why}`).join('; ')}.`,
-    );
+  const cells = (n: number) => `${n} cell${n === 1 ? '' : 's'}`;
+  const head = `Reverted ${cells(reverted)}.`;
+  if (!skipped.length) {
+    void vscode.window.showInformationMessage(head);
+    return;
+  }
+  const reasons = new Map<string, number>();
+  for (const s of skipped) reasons.set(s.why, (reasons.get(s.why) ?? 0) + 1);
+  const alone =
+    skipped.length <= NAMED_SKIPS
+      ? skipped.map((s) => `cell ${s.index + 1} (${s.id}): ${s.why}`)
+      : [...reasons].map(([why, n]) => `${cells(n)}: ${why}`);
+  void vscode.window.showWarningMessage(`${head} Left alone: ${alone.join('; ')}.`);
 }
 
 /**
@@ -90,6 +100,7 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
     item.tooltip =
       `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}.` +
       (node.about ? ` By ${node.about}.` : '') +
+      (this.checkpoints.earlier(node) ? ' Made before the editor restarted: no agent can undo it now.' : '') +
       (node.applying ? ' The editor stopped while this batch was applied in steps: part of it may be applied.' : '') +
       ' Keep it, or revert it where its cells are still as the agent left them.';
     item.contextValue = 'agentChange';

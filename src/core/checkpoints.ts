@@ -244,8 +244,8 @@ export function planRevert(
       continue;
     }
     if (!cell) {
-      if (restarted) skip(d, UNIDENTIFIED, d.after.index, false);
-      else if (cutShort && !d.before) skip(d, NOT_APPLIED, d.after.index, false);
+      if (cutShort && !d.before) skip(d, restarted ? `${NOT_APPLIED}, or ${UNIDENTIFIED}` : NOT_APPLIED, d.after.index, false);
+      else if (restarted) skip(d, UNIDENTIFIED, d.after.index, false);
       else skip(d, 'it was deleted since', d.after.index);
       continue;
     }
@@ -373,6 +373,11 @@ export class Checkpoints {
 
   get(id: number): Checkpoint | undefined {
     return this.list.find((c) => c.id === id);
+  }
+
+  /** Whether it was made before the editor (re)started: no agent now can undo it, only the person revert it. */
+  earlier(checkpoint: Checkpoint): boolean {
+    return checkpoint.id < this.firstOfWindow;
   }
 
   /** Whether any checkpoint is kept under `owner` (its client's credential must then stay known). */
@@ -555,7 +560,7 @@ export class Checkpoints {
   }
 
   private plan(checkpoint: Checkpoint, now: readonly CellState[]): RevertPlan {
-    return planRevert(checkpoint, now, (id) => this.laterBy(checkpoint, id), checkpoint.id < this.firstOfWindow);
+    return planRevert(checkpoint, now, (id) => this.laterBy(checkpoint, id), this.earlier(checkpoint));
   }
 
   private async apply(checkpoint: Checkpoint, whole: boolean): Promise<RevertResult> {

@@ -127,11 +127,11 @@ export class ClientRegistry {
     this.known.delete(credential); // most recently used last
     this.known.set(credential, known);
     const said = known.claim ?? claim;
-    const holds = known.via === 'mcp' ? 'an MCP session' : 'a credential';
+    const holds = known.via === 'mcp' ? 'MCP session' : 'credential';
     const approved = known.approvedAt === undefined ? '' : `; you allowed it for 10 minutes at ${clock(known.approvedAt)}`;
     return {
       client: `${shortName(said)} ${known.approvedAt === undefined ? '(unverified)' : '✓'}`,
-      about: `agent #${known.n} of this window (${said ? `says it is ${said}` : 'no name given'}), holding ${holds} the bridge minted for it${approved}`,
+      about: `${said ? `an agent that says it is ${said}` : 'an agent that gave no name'}, holding ${holds} #${known.n} the bridge minted for it${approved}`,
       claim: said,
       credential,
       owner: known.owner,

@@ -391,7 +391,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       assert.equal(ended[0]!.action.client, 'unit-agent/1.2.3 (unverified)');
       assert.match(
         ended[0]!.action.about,
-        /^agent #\d+ of this window \(says it is unit-agent\/1\.2\.3\), holding an MCP session/,
+        /^an agent that says it is unit-agent\/1\.2\.3, holding MCP session #\d+ the bridge minted for it$/,
       );
       assert.equal(ended[0]!.action.label, 'mcp execute_code');
       assert.equal(ended[0]!.end.outcome, 'succeeded');
