@@ -18,10 +18,11 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { BridgeClient } from '../http';
 import { processAlive } from '../../src/discovery';
 import { REPO_ROOT } from '../vscode';
-import { runCommand, screenshot } from './access';
+import { pickMode, runCommand, screenshot } from './access';
 import { type CheckContext, checkRun, context, findBridge } from './context';
 import { reviewRows } from './review';
 import { randomHex } from '../../src/core/ids';
+import { sleep } from '../../src/core/sleep';
 
 interface Cell {
   id: string;
@@ -230,6 +231,35 @@ export function identityChecks(): void {
     const refused = await ctx.client.post('/notebooks/undo', { notebook: nb, checkpoint: last!.id }, { signal, headers: mine });
     eq(refused.status, 409, `undo over later work (${show(refused.text, 300)})`);
     includes(refused.json<{ detail: string }>().detail, chart.id, 'the 409 names the cell');
+  }).timeout(60_000);
+
+  it("identity: in ask mode, an agent's undo is asked about naming the change, its cells and whose it is", async () => {
+    const { signal, note } = checkRun();
+    const nb = await notebook(signal);
+    const made = await createCell(nb, 0, `asked_${tag} = 1`, BOB, signal);
+    eq(made.status, 200, `bob's change (${show(made.text, 200)})`);
+    const mine = { ...BOB, [CREDENTIAL]: String(made.headers[CREDENTIAL]) };
+    const [change] = await changesOf(nb, mine, signal);
+    await pickMode(page(), 'ask');
+    try {
+      const undo = ctx.client.post(
+        '/notebooks/undo',
+        { notebook: nb, checkpoint: change!.id },
+        { signal, headers: mine, timeoutMs: 30_000 },
+      );
+      const toast = page().locator('.notification-toast', { hasText: 'bob (unverified) wants an undo' }).first();
+      await toast.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail('no prompt for the undo'));
+      const said = await toast.innerText();
+      note(`prompt: ${show(said, 300)}`);
+      includes(said, `take back its own change ${change!.id}`, 'the prompt names the change and whose it is');
+      includes(said, '1 added (cell 1)', 'the prompt names its cells');
+      await sleep(600); // the toast slides in
+      await screenshot(page(), 'identity-undo-prompt.png', note);
+      await toast.locator('.monaco-button', { hasText: /^Allow$/ }).click({ timeout: 5_000 });
+      eq((await undo).status, 200, 'the allowed undo');
+    } finally {
+      await pickMode(page(), 'full');
+    }
   }).timeout(60_000);
 
   /** A batch the kill below cut short: its notebook and its cells before. */

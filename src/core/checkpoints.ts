@@ -89,7 +89,7 @@ const PERSON = 'the person (or an edit outside the bridge)';
 /** Why a cell of a change made before the editor restarted is not found: its id may be gone with the old window. */
 export const UNIDENTIFIED = 'the cell can no longer be identified (the editor restarted)';
 /** Why a cell of a batch the editor stopped in the middle of is left alone. */
-const NOT_APPLIED = 'the batch was cut short before it reached this cell';
+const NOT_APPLIED = 'the batch was cut short before this part of it was applied';
 const SEND_CREDENTIAL =
   'Send back the X-Agent-Bridge-Credential header returned with the answer to your change (MCP: call from the session that made it).';
 const NO_CREDENTIAL = `Undo takes back only your own changes, and this request carries no credential of the bridge, so it owns none. ${SEND_CREDENTIAL} The person can revert any change in VS Code ("Agent Changes").`;

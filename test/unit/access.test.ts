@@ -139,6 +139,24 @@ describe('Gate', () => {
     assert.equal(person.asked.length, 5);
   });
 
+  it('names clients short and honestly: "name (unverified)", "name ✓" once the person allowed that very client; the long form says the rest', async () => {
+    person.current = 'ask';
+    person.answers = ['allow-10-minutes'];
+    const issued: string[] = [];
+    await gate.enter({ ...request$, kind: 'execute', issue: (c) => issued.push(c) });
+    const approved = gate.identities.identify(issued[0], 'agent-1');
+    assert.equal(approved.client, 'agent-1 ✓');
+    assert.match(
+      approved.about,
+      /^an agent that says it is agent-1, holding credential #\d+ the bridge minted for it; you allowed it for 10 minutes at /,
+    );
+    assert.equal(gate.identities.identify(undefined, 'agent-1').client, 'agent-1 (unverified)', 'the same name without it');
+    const long = gate.identities.identify(undefined, 'agent-bridge-harness-with-a-long-name');
+    assert.equal(long.client, 'agent-bridge-harness-wi… (unverified)');
+    assert.match(long.about, /agent-bridge-harness-with-a-long-name/);
+    assert.equal(gate.identities.identify(undefined, undefined).client, 'unnamed agent (unverified)');
+  });
+
   it('stopAll stops every action under way, which then ends as interrupted', async () => {
     const a = await gate.enter({ ...request$, kind: 'execute' });
     let heard = false;

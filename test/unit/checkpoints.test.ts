@@ -161,6 +161,26 @@ describe('checkpoints (fake notebooks)', () => {
     assert.match(none.detail!, /X-Agent-Bridge-Credential/);
   });
 
+  it("describes an agent's undo for the person: the change, its cells and whose it is", async () => {
+    await batch([
+      { op: 'create', index: 0, code: 'new = 1' },
+      { op: 'edit', ref: ids[2]!, code: 'c = 30', force: true },
+    ]);
+    const [change] = checkpoints.pending();
+    assert.match(
+      checkpoints.describeUndo(AGENT, undefined),
+      new RegExp(`^take back its own change ${change!.id}, made at \\d\\d:\\d\\d:\\d\\d: 1 added, 1 edited \\(cells 1, 4\\)$`),
+    );
+    assert.equal(
+      checkpoints.describeUndo(agent('agent-2'), change!.id),
+      `take back a change of its own (it has none numbered ${change!.id})`,
+    );
+    assert.equal(
+      checkpoints.describeUndo({ client: 'x (unverified)' }, undefined),
+      'take back a change of its own (it has none)',
+    );
+  });
+
   it("an earlier window's change: no client now can undo it; the person's revert finds its cells, and says a lost one can no longer be identified", async () => {
     await batch([
       { op: 'create', index: 0, code: 'made = 1' },
