@@ -325,6 +325,15 @@ export interface CheckpointFile {
   save(checkpoints: readonly Checkpoint[], now?: boolean): void;
 }
 
+/**
+ * What reverts need of the cell rules (NotebookCells): a notebook's cells as they are, read
+ * without counting as anyone's read, and batches.
+ */
+export interface RevertCells {
+  states(notebook: string | undefined): { uri: string; cells: CellState[] };
+  batch: CellService['batch'];
+}
+
 /** A change being applied in steps: `end` settles its checkpoint with the cells as they are after it. */
 export interface Journal {
   readonly checkpoint: Checkpoint;
@@ -351,7 +360,7 @@ export class Checkpoints {
   private readonly byAction = new Map<number, number>();
 
   constructor(
-    private readonly cells: () => CellService,
+    private readonly cells: () => RevertCells,
     private readonly file: CheckpointFile,
     private readonly now: () => number = Date.now,
   ) {
@@ -489,11 +498,13 @@ export class Checkpoints {
         changes: [],
         detail: `This request carries no credential of the bridge, so it owns no change. ${SEND_CREDENTIAL}`,
       };
-    const uri = notebook === undefined ? undefined : (await this.cells().list(notebook)).notebook.uri;
+    const uri = notebook === undefined ? undefined : this.cells().states(notebook).uri;
     const own = this.list.filter((c) => c.owner === author.owner && (uri === undefined || c.notebook === uri)).reverse();
+    const open = new Map<string, CellState[] | undefined>();
     const changes: ChangeView[] = [];
     for (const c of own) {
-      const why = c.kept ? 'the person kept it' : await this.blocked(c);
+      if (!open.has(c.notebook)) open.set(c.notebook, this.statesOf(c.notebook));
+      const why = c.kept ? 'the person kept it' : this.blocked(c, open.get(c.notebook));
       changes.push({
         id: c.id,
         notebook: c.notebook,
@@ -507,12 +518,18 @@ export class Checkpoints {
     return { changes };
   }
 
-  /** Why an undo of `checkpoint` would be refused now; undefined when it would go through. */
-  private async blocked(checkpoint: Checkpoint): Promise<string | undefined> {
-    const now = await this.cells()
-      .list(checkpoint.notebook)
-      .then((l) => l.cells)
-      .catch(() => undefined);
+  /** A notebook's cells now; undefined when it is not open. */
+  private statesOf(notebook: string): CellState[] | undefined {
+    try {
+      return this.cells().states(notebook).cells;
+    } catch (error) {
+      if (error instanceof BridgeError) return undefined;
+      throw error;
+    }
+  }
+
+  /** Why an undo of `checkpoint` would be refused with the cells as they are (`now`); undefined when it would go through. */
+  private blocked(checkpoint: Checkpoint, now: readonly CellState[] | undefined): string | undefined {
     if (!now) return 'its notebook is not open';
     const { skipped } = this.plan(checkpoint, now);
     return skipped.length ? skipped.map((s) => `cell ${s.id} (index ${s.index}): ${s.why}`).join('; ') : undefined;
@@ -525,7 +542,7 @@ export class Checkpoints {
    */
   async undoOwn(notebook: string | undefined, checkpoint?: number): Promise<RevertResult> {
     const owner = this.caller();
-    const uri = notebook === undefined ? undefined : (await this.cells().list(notebook)).notebook.uri;
+    const uri = notebook === undefined ? undefined : this.cells().states(notebook).uri;
     const where = notebook === undefined ? '' : ` in ${notebook}`;
     const theirs = (c: Checkpoint) => c.owner === owner && (uri === undefined || c.notebook === uri);
     if (checkpoint !== undefined) {
@@ -565,8 +582,7 @@ export class Checkpoints {
 
   private async apply(checkpoint: Checkpoint, whole: boolean): Promise<RevertResult> {
     const cells = this.cells();
-    const { cells: now } = await cells.list(checkpoint.notebook);
-    const plan = this.plan(checkpoint, now);
+    const plan = this.plan(checkpoint, cells.states(checkpoint.notebook).cells);
     if (whole && plan.skipped.length) {
       throw new BridgeError(
         'stale',

@@ -117,6 +117,12 @@ export class NotebookCells implements CellService {
     return { notebook: withKernel(entry, kernel), cells };
   }
 
+  /** A notebook's cells as they are, not shown to anyone (no read is recorded): what reverts plan against. */
+  states(ref: string | undefined): { uri: string; cells: CellSnapshot[] } {
+    const { uri } = this.notebook(ref);
+    return { uri, cells: this.docs.cells(uri) };
+  }
+
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
     const notebook = this.notebook(ref);
     const status = kernelStatus(await this.docs.kernel(notebook.uri));
