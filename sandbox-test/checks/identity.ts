@@ -295,7 +295,8 @@ export function identityChecks(): void {
     await onDisk('agent-changes.json', code, signal);
     await save(nb, signal); // kept whichever way VS Code replaces the host (a window reload may not keep unsaved cells)
 
-    // A batch applied in steps, killed once its record is on disk (before its first step).
+    // A batch applied in steps, killed once its record is on disk (before its first step) and its
+    // first steps show (reads are answered between steps), or a while after.
     const big = await ownCopy('other.ipynb', 'identity-batch', signal);
     const before = (await cellsOf(big, signal)).map((c) => c.code);
     const ops = Array.from({ length: 1000 }, (_, i) => ({
@@ -308,6 +309,9 @@ export function identityChecks(): void {
       .catch(() => undefined); // the kill ends it
     await onDisk('agent-changes.json', '"applying":true', signal);
     cutShort = { nb: big, before };
+    await ctx.sandbox
+      .waitFor('the first steps of the batch', async () => (await cellsOf(big, signal)).length > before.length, 20_000)
+      .catch(() => note('no step of the batch showed before the kill'));
 
     await newHost(note);
     const again = await mcpClient('alice');
