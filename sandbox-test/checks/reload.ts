@@ -224,7 +224,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       'the ids in the saved file',
     );
     // The person is reading the agent's change when the window restarts.
-    await openChange(page, `${RELOAD_AGENT}: 1 added`, 'made_here = 1');
+    await openChange(page, `${RELOAD_AGENT} (unverified): 1 added`, 'made_here = 1');
 
     await restartWindow(signal, note);
   }).timeout(180_000);

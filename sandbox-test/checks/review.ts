@@ -148,7 +148,7 @@ export function reviewChecks(): void {
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
-    const shown = await openChange(page, `${agent}: 3 edited`, changed[0]!);
+    const shown = await openChange(page, `${agent} (unverified): 3 edited`, changed[0]!);
     note(`diff: ${show(shown, 800)}`);
     for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
     // The person typed in a cell since: the right side is the notebook as the agent left it.
@@ -243,7 +243,7 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch and run (${show(batch.text, 300)})`);
 
-    const shown = await openChange(page, `${agent}: 2 edited`, `shown_after_${tag}`);
+    const shown = await openChange(page, `${agent} (unverified): 2 edited`, `shown_after_${tag}`);
     note(`diff: ${show(shown, 800)}`);
     eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
     ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
@@ -293,7 +293,7 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
 
-    const shown = await openChange(page, `${agent}: 1 added, 1 edited`, edited);
+    const shown = await openChange(page, `${agent} (unverified): 1 added, 1 edited`, edited);
     note(`diff: ${show(shown, 600)}`);
     for (const code of [first!.code, edited, added]) includes(shown, code, 'the diff');
     const crumbs = await breadcrumbs(page);
@@ -311,7 +311,7 @@ export function reviewChecks(): void {
     eq(front.status, 200, `showing ${path.basename(nb)} (${show(front.text, 200)})`);
     const mark = page
       .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: edited }) })
-      .locator('.cell-status-item', { hasText: `Changed by an agent that says it is ${agent}` });
+      .locator('.cell-status-item', { hasText: `Changed by ${agent} (unverified)` });
     await mark
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
@@ -325,7 +325,7 @@ export function reviewChecks(): void {
     ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
 
     // Revert that cell alone from its row in Agent Changes: the rest of the change stays to review.
-    const change = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
+    const change = (await reviewRows(page)).filter({ hasText: `${agent} (unverified): 1 added, 1 edited` }).first();
     if ((await change.getAttribute('aria-expanded')) !== 'true')
       await change.locator('.monaco-tl-twistie').click({ timeout: 5_000 });
     const cellRow = (await reviewRows(page)).filter({ hasText: `cell 1 edited` }).filter({ hasText: edited }).first();
@@ -342,7 +342,7 @@ export function reviewChecks(): void {
       [first!.code, added],
       'the cells after reverting the edited one alone',
     );
-    const rest = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added` }).first();
+    const rest = (await reviewRows(page)).filter({ hasText: `${agent} (unverified): 1 added` }).first();
     await rest
       .waitFor({ state: 'visible', timeout: 5_000 })
       .catch(() => fail('the rest of the change ("1 added") is not listed'));
