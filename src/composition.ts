@@ -117,6 +117,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
   // One per window, across server restarts: the credentials minted (an agent's changes stay its own) and the token's bytes.
