@@ -248,6 +248,30 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1']);
   });
 
+  it("two plain curl clients (no name, curl's User-Agent) cannot undo each other's changes", async () => {
+    const curl = { ...auth, 'content-type': 'application/json', 'user-agent': 'curl/7.88.1' };
+    const post = (path: string, body: object, credential?: string) =>
+      request(port, {
+        method: 'POST',
+        path,
+        headers: { ...curl, ...(credential && { 'x-agent-bridge-credential': credential }) },
+        body: JSON.stringify(body),
+      });
+    const first = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'first = 1' }] });
+    assert.equal(first.status, 200, first.body);
+    // The second process sends what the first sends, but the credential it was handed.
+    const borrowed = await post('/notebooks/undo', {});
+    assert.equal(borrowed.status, 403, borrowed.body);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'first = 1']);
+    const second = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'second = 2' }] });
+    const mine = second.headers['x-agent-bridge-credential'] as string;
+    assert.notEqual(mine, first.headers['x-agent-bridge-credential'], 'each client is handed a credential of its own');
+    assert.equal((await post('/notebooks/undo', {}, mine)).status, 200);
+    const more = await post('/notebooks/undo', {}, mine);
+    assert.equal(more.status, 404, more.body);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'first = 1'], "the first client's change is not the second's to undo");
+  });
+
   it('read-only: reads answer, execute is a 403 that says the person chose read-only', async () => {
     person.current = 'read-only';
     assert.equal((await request(port, { path: '/api/sessions', headers: auth })).status, 200);
