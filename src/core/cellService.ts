@@ -68,7 +68,6 @@ export interface ExecutionView {
 /** One item of an output, typed: stdout/stderr/error, else its mime type. */
 export interface OutputItemView {
   readonly type: string;
-  readonly mime: string;
   /** Text of textual items, cut at the configured limit. */
   readonly text?: string;
   /** For `error` items. */

@@ -1,7 +1,6 @@
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { ERROR_MIME } from '../../src/core/cellOutputs';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
@@ -189,7 +188,7 @@ describe('cell routes (fake notebooks)', () => {
         outputs: [],
       });
       assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);
-      assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', mime: 'text/plain', text: '2', bytes: 1 }] }]);
+      assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', text: '2', bytes: 1 }] }]);
     });
 
     it('lists outputs as summaries by default; outputs=none (or the old false) leaves them out; a bad value is a 400', async () => {
@@ -621,7 +620,7 @@ describe('cell routes (fake notebooks)', () => {
         assert.equal(res.status, 200, res.raw);
         assert.equal(res.body.success, true);
         assert.deepEqual(res.body.cell.outputs, [
-          { items: [{ type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'hi\n', bytes: 3 }] },
+          { items: [{ type: 'stdout', text: 'hi\n', bytes: 3 }] },
         ]);
         assert.equal(res.body.status, 'succeeded');
         assert.equal(res.body.cell.execution.status, 'succeeded');
@@ -644,7 +643,6 @@ describe('cell routes (fake notebooks)', () => {
       const full = await run(ids[0]!, { wait: true, outputs: 'full' });
       assert.deepEqual(full.body.cell.outputs[1].items[0], {
         type: 'error',
-        mime: ERROR_MIME,
         name: 'NameError',
         message: "name 'boom' is not defined",
         traceback: 'Traceback (most recent call last):\nNameError: boom',
@@ -750,7 +748,7 @@ describe('cell routes (fake notebooks)', () => {
       await list();
       docs.type(A.uri, 0, 'page()');
       const res = await run(ids[0]!, { wait: true, outputs: 'full' });
-      assert.equal(res.body.cell.outputs[0].items[0].mime, 'text/html');
+      assert.equal(res.body.cell.outputs[0].items[0].type, 'text/html');
       const raw = await request(port, {
         path: q(`/notebooks/cells/${ids[0]}/outputs/0/0`),
         headers: { authorization: `Bearer ${TOKEN}` },
