@@ -115,7 +115,7 @@ class CappedCells implements CellService {
 
   notebooks = () => this.cells.notebooks();
   active = () => this.cells.active();
-  list: CellService['list'] = (notebook) => this.cells.list(notebook);
+  list: CellService['list'] = (notebook, options) => this.cells.list(notebook, options);
   get: CellService['get'] = (notebook, ref) => this.cells.get(notebook, ref);
   create: CellService['create'] = (notebook, cell) => this.cells.create(notebook, cell);
   edit: CellService['edit'] = (notebook, ref, change) => this.cells.edit(notebook, ref, change);

@@ -51,6 +51,22 @@ const count = z
 export const notebookQuery = z.strictObject({ notebook });
 /** A read of cells: which notebook, and how much of the outputs. */
 export const cellsQuery = z.strictObject({ notebook, outputs: outputsQuery.optional() });
+/** How a list shows its cells: whole ("cells", the default) or "brief" (id, index, kind, status, stale, first line). */
+export const view = z
+  .enum(['cells', 'brief'], { error: 'view is "cells" or "brief"' })
+  .describe('"brief": id, index, kind, status, stale and first line of each cell, no code or outputs (not a read).');
+const briefAlone = {
+  error: 'view=brief shows no outputs: leave out "outputs"',
+} as const;
+const noOutputsWhenBrief = (q: { view?: string | undefined; outputs?: unknown }) => !(q.view === 'brief' && q.outputs !== undefined);
+/** A list of cells: as cellsQuery, or brief. */
+export const listQuery = z
+  .strictObject({ notebook, outputs: outputsQuery.optional(), view: view.optional() })
+  .refine(noOutputsWhenBrief, briefAlone);
+/** The same for MCP list_cells. */
+export const listArgs = z
+  .strictObject({ notebook, outputs: outputs.optional(), view: view.optional() })
+  .refine(noOutputsWhenBrief, briefAlone);
 export const deleteQuery = z.strictObject({ notebook, version: count.optional(), force: flag.optional() });
 /** For clients that POST without a body (`curl -X POST …/run?wait=true`); the body wins. */
 export const runQuery = z.strictObject({

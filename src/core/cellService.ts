@@ -246,7 +246,8 @@ export interface CellService {
   as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
-  list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
+  /** `read: false`: the answer does not count as a read of the cells (a brief list, which shows no code). */
+  list(notebook: string | undefined, options?: { read?: boolean }): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
   create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellView>;
   edit(

@@ -99,13 +99,14 @@ export class NotebookCells implements CellService {
     };
   }
 
-  async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
+  async list(ref: string | undefined, { read = true } = {}): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
     const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const graph = await this.graph(entry, snapshots);
     const status = kernelStatus(kernel);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    const view = read ? this.show.bind(this) : this.view.bind(this);
+    const cells = snapshots.map((c, i) => ({ ...view(entry, c, i, status), ...graph?.get(c.id) }));
     return { notebook: withKernel(entry, kernel), cells };
   }
 

@@ -9,6 +9,7 @@ import {
   editBody,
   editsBody,
   followBody,
+  listArgs,
   moveBody,
   notebookBody,
   outputs,
@@ -20,6 +21,7 @@ import {
   toSelection,
 } from '../core/cellSchemas';
 import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
+import { listAnswer } from '../core/cellBrief';
 import type { BridgeServices } from '../core/services';
 import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
@@ -101,10 +103,10 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_cells',
       access: 'read',
-      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and outputs (default "summary"). ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend(withOutputs),
+      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and outputs (default "summary"); view "brief" for a compact list. ${NOTEBOOK}`,
+      inputSchema: listArgs,
       annotations: readOnly,
-      handle: ({ notebook, outputs }) => answer(async () => answerAt(await cells.list(notebook), outputs ?? 'summary')),
+      handle: ({ notebook, ...shown }) => answer(() => listAnswer(cells, notebook, shown)),
     }),
     tool({
       name: 'get_cell',

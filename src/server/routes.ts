@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
 import { answerAt } from '../core/outputDetail';
+import { listAnswer } from '../core/cellBrief';
 import type { BridgeServices } from '../core/services';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
@@ -13,6 +14,7 @@ import {
   editBody,
   editsBody,
   followBody,
+  listQuery,
   moveBody,
   notebookBody,
   notebookQuery,
@@ -129,8 +131,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/cells',
-    query: cellsQuery,
-    handle: async ({ query }, ctx) => answerAt(await ctx.cells.list(query.notebook), query.outputs ?? 'summary'),
+    query: listQuery,
+    handle: ({ query }, ctx) => listAnswer(ctx.cells, query.notebook, query),
   }),
   route({
     method: 'post',

@@ -205,6 +205,28 @@ describe('cell routes (fake notebooks)', () => {
       assert.match(bad.raw, /none, summary, full/);
     });
 
+    it('view=brief lists id, index, kind, status and first line only; it is not a read; with outputs it is a 400', async () => {
+      docs.type(A.uri, 1, '# Title\n\nA long introduction\nwith more lines.');
+      const res = await api('GET', q('/notebooks/cells?view=brief'));
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.notebook.sessionId, 's_aaaaaa');
+      assert.deepEqual(res.body.cells, [
+        { id: ids[0], index: 0, kind: 'code', status: 'idle', line: 'x = 1' },
+        { id: ids[1], index: 1, kind: 'markup', line: '# Title', lines: 4 },
+        { id: ids[2], index: 2, kind: 'code', status: 'idle', line: '' },
+        { id: ids[3], index: 3, kind: 'code', status: 'idle', line: 'y = x + 1' },
+      ]);
+      // The brief list showed no code: writing the cell still needs a read of it.
+      const write = await api('PATCH', `/notebooks/cells/${ids[1]}`, { notebook: 's_aaaaaa', code: '# New' });
+      assert.equal(write.status, 409, write.raw);
+      const full = await api('GET', q('/notebooks/cells?outputs=none'));
+      assert.ok(res.raw.length * 2 < full.raw.length, `brief ${res.raw.length} B, outputs=none ${full.raw.length} B`);
+      const both = await api('GET', q('/notebooks/cells?view=brief&outputs=full'));
+      assert.equal(both.status, 400);
+      assert.match(both.body.detail, /view=brief shows no outputs/);
+      assert.equal((await api('GET', q('/notebooks/cells?view=short'))).status, 400);
+    });
+
     it('a 404 under /notebooks/ lists its routes; a 400 for an unknown key names the allowed keys', async () => {
       const missing = await api('GET', '/notebooks/cell');
       assert.equal(missing.status, 404);
