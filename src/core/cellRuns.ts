@@ -18,7 +18,9 @@ export interface RunSummary {
   done: boolean;
   success: boolean | null;
   status: CellStatus;
-  cell: CellAnswer;
+  /** The cell as the run left it; absent when the answer's `cells` carries it (then `cellId` names it). */
+  cell?: CellAnswer;
+  cellId?: string;
   alsoRan?: readonly RunSummary[];
 }
 
@@ -57,18 +59,20 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   const deadline = Date.now() + options.timeoutMs;
   const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
-  // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
+  // The batch's cells as its runs left them (outputs, run state), not as the edit left them; a
+  // run of one of them names it rather than repeat it.
   const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
   const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
+  const shown = new Set(cells?.map((c) => c.id));
   const body = answerAt(
     {
       ...applied,
       ...(cells ? { cells } : {}),
       runs: runs.map((r) => ({
+        ...(shown.has(r.cell.id) ? { cellId: r.cell.id } : { cell: r.cell }),
         done: r.done,
         success: r.success,
         status: r.status,
-        cell: r.cell,
         ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}),
       })),
     },

@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { z } from 'zod';
+import { ListToolsRequestSchema, type CallToolResult, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
 import type { Caller } from '../core/clients';
 import { asAuthor } from '../core/checkpoints';
@@ -123,4 +123,35 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
     const config = { description, inputSchema, outputSchema, annotations };
     (server.registerTool as (name: string, config: object, cb: typeof guarded) => unknown).call(server, name, config, guarded);
   }
+}
+
+/**
+ * Answers `tools/list` with the rows' schemas as compact JSON Schema: every byte of the list is
+ * read by the model at the start of each session. What says nothing to a model is left out: the
+ * `$schema` line of each schema, integers' safe-integer bounds, `propertyNames` of string keys,
+ * strings' `minLength: 1` (an empty one is refused with a 400 that says so), and the SDK's
+ * `execution` (tasks are not supported, which is also what its absence says).
+ */
+export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]): void {
+  const schema = (zod: z.ZodType, io: 'input' | 'output') => {
+    const { $schema: _drop, ...json } = z.toJSONSchema(zod, {
+      target: 'draft-7',
+      io,
+      override: ({ jsonSchema: s }) => {
+        if (s.minimum === Number.MIN_SAFE_INTEGER) delete s.minimum;
+        if (s.maximum === Number.MAX_SAFE_INTEGER) delete s.maximum;
+        if (s.minLength === 1) delete s.minLength;
+        if (s.propertyNames && Object.keys(s.propertyNames).join() === 'type') delete s.propertyNames;
+      },
+    });
+    return json;
+  };
+  const tools: Tool[] = rows.map((row) => ({
+    name: row.name,
+    description: row.description,
+    inputSchema: (row.inputSchema ? schema(row.inputSchema, 'input') : { type: 'object', properties: {} }) as Tool['inputSchema'],
+    ...(row.outputSchema ? { outputSchema: schema(row.outputSchema, 'output') as Tool['outputSchema'] } : {}),
+    ...(row.annotations ? { annotations: row.annotations } : {}),
+  }));
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
 }

@@ -31,14 +31,9 @@ const executeCodeResult = z.object({
 export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
 
 const executeCodeArgs = z.object({
-  session_id: z.string().min(1).describe('The notebook session id, from list_sessions.'),
-  code: z.string().describe('Python source to run in the scratchpad.'),
-  timeout_seconds: z
-    .number()
-    .positive()
-    .max(3600)
-    .optional()
-    .describe(`How long to wait before interrupting the run (default ${DEFAULT_EXECUTE_TIMEOUT_S}).`),
+  session_id: z.string().min(1),
+  code: z.string(),
+  timeout_seconds: z.number().positive().max(3600).optional().describe(`Default ${DEFAULT_EXECUTE_TIMEOUT_S}.`),
 });
 
 /** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
@@ -52,9 +47,7 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_sessions',
       access: 'read',
-      description:
-        'List the notebooks open in VS Code that have a kernel code can run in: name, path and session_id. ' +
-        'Pass a session_id to execute_code, or as "notebook" to the cell tools.',
+      description: 'Open notebooks with a kernel: name, path, session_id (for execute_code, or as "notebook").',
       outputSchema: listSessionsResult,
       annotations: { readOnlyHint: true },
       handle: async () => found({ sessions: (await ctx.host.sessions()).map(sessionEntry) }),
@@ -63,10 +56,8 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
       name: 'execute_code',
       access: 'execute',
       description:
-        "Run Python in a notebook's live kernel, as a scratchpad: notebook variables are readable, in-place " +
-        'mutations persist, new top-level names are discarded after the call; the value of a trailing expression ' +
-        'is returned as "output". Top-level await works. Runs of one notebook go one at a time. On timeout the run ' +
-        'is interrupted. To change the notebook durably, use the cell tools.',
+        "Run Python in a notebook's kernel as a scratchpad: variables readable, in-place mutations persist, new names " +
+        'are discarded; a trailing expression is "output". Interrupted on timeout or cancel: put long work in a cell.',
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
       handle: async (args, extra) => {

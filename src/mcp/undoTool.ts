@@ -9,10 +9,7 @@ export const undoTool = (ctx: Pick<BridgeServices, 'checkpoints'>) =>
     name: 'undo_last_change',
     access: 'edit',
     description:
-      'Undo your own newest change to a notebook (an edit, a batch or a code-mode flush) as one undo step: ' +
-      'created cells go, edited cells get their old code, deleted cells come back, moved cells go back. ' +
-      'Refused whole, naming the cells and who changed them, when someone changed those cells since. ' +
-      '"notebook" (optional) limits it to your newest change there.',
+      'Undo your own newest change (in "notebook" when given); refused, naming who, when someone changed those cells since.',
     inputSchema: notebookBody,
     annotations: { destructiveHint: true },
     handle: ({ notebook }) => answer(() => ctx.checkpoints.undoOwn(notebook)),

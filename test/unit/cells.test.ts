@@ -603,15 +603,19 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(docs.codes(A.uri)[0], 'x = 1');
     });
 
-    it('runs cells after applying, and can wait for them', async () => {
-      const res = await edits({ ops: [{ op: 'create', code: 'print("hi")', index: 0 }], run: [0], wait: true });
+    it('runs cells after applying, and can wait for them; a run cell is shown once', async () => {
+      const res = await edits({ ops: [{ op: 'create', code: 'print("hi")', index: 0 }], run: [0, ids[0]], wait: true });
       assert.equal(res.status, 200, res.raw);
-      assert.equal(res.body.runs.length, 1);
+      assert.equal(res.body.runs.length, 2);
       assert.equal(res.body.runs[0].success, true);
-      assert.equal(res.body.runs[0].cell.outputs[0].items[0].text, 'hi\n');
-      // The batch's own cells show the state after the run, not the edit's.
+      // The batch's own cells show the state after the run, not the edit's; their runs name them.
+      assert.deepEqual(Object.keys(res.body.runs[0]), ['cellId', 'done', 'success', 'status']);
+      assert.equal(res.body.runs[0].cellId, res.body.cells[0].id);
       assert.equal(res.body.cells[0].outputs[0].items[0].text, 'hi\n');
       assert.equal(res.body.cells[0].execution.status, 'succeeded');
+      // A cell the batch ran but did not change is carried by its run.
+      assert.equal(res.body.cells.length, 1);
+      assert.equal(res.body.runs[1].cell.id, ids[0]);
     });
 
     it('checks the cells to run before applying anything', async () => {

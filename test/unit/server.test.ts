@@ -364,7 +364,7 @@ describe('HTTP contract (fake notebook host)', () => {
       const res = await request(port, { path: '/notebooks/cells?__proto__=x&notebook=a', headers: auth() });
       assert.deepEqual(
         [res.status, JSON.parse(res.body).detail],
-        [400, 'Invalid query: (root): Unrecognized key: "__proto__" (allowed: notebook, outputs)'],
+        [400, 'Invalid query: (root): Unrecognized key: "__proto__" (allowed: notebook, outputs, view)'],
       );
     });
     it('logs a long path from an unauthenticated client cut, with how much was left out', async () => {
