@@ -15,6 +15,7 @@ import { EditSpans } from './core/editSpans';
 import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
+import { confirmWithPerson } from './access/prompt';
 import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
@@ -103,6 +104,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     analyzer,
+    confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });

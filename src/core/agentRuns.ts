@@ -123,6 +123,7 @@ class CappedCells implements CellService {
   move: CellService['move'] = (notebook, ref, to) => this.cells.move(notebook, ref, to);
   clearOutputs: CellService['clearOutputs'] = (notebook, selection) => this.cells.clearOutputs(notebook, selection);
   save: CellService['save'] = (notebook) => this.cells.save(notebook);
+  persistIds: CellService['persistIds'] = (notebook) => this.cells.persistIds(notebook);
   interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
   restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
   as: CellService['as'] = (reader) => cappedCells(this.cells.as(reader), this.activity, this.maxRunMs);

@@ -37,10 +37,14 @@ export interface NotebookInfo {
   readonly kernelStateNote?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
+  /** Whether the file keeps the cells' ids (nbformat 4.5+): else they last while the notebook is open in this window. */
+  readonly idsPersist: boolean;
+  /** When they do not: why, and how to make them last (cellIdPersistence.ts). */
+  readonly idsNote?: string;
 }
 
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
-export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote'>;
+export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote' | 'idsNote'>;
 
 /** Where a run is, as the editor reports it. */
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
@@ -278,6 +282,11 @@ export interface CellService {
   /** What stopping the running cell took: SIGINT, or (builtin kernel, SIGINT ignored for 2 s) a restart. */
   interrupt(notebook: string | undefined): Promise<InterruptHow>;
   restart(notebook: string | undefined): Promise<void>;
+  /**
+   * Upgrades an .ipynb older than nbformat 4.5 to 4.5, its cells' current ids written into it, once
+   * the person agrees (cellIdPersistence.ts); a notebook that keeps its ids already is left as it is.
+   */
+  persistIds(notebook: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }>;
   /** The raw bytes of one output item (`url` of an item view). */
   outputItem(
     notebook: string | undefined,
@@ -396,6 +405,8 @@ export interface OpenNotebooks {
   clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
   /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */
   save(uri: string): Promise<void>;
+  /** Makes an .ipynb nbformat 4.5 with its cells' current ids in the file (one edit; saved with the notebook). */
+  persistIds(uri: string): Promise<void>;
   interrupt(uri: string): Promise<InterruptHow>;
   restart(uri: string): Promise<void>;
 }

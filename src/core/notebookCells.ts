@@ -36,6 +36,7 @@ import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOu
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
+import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -46,6 +47,8 @@ export interface NotebookCellsOptions {
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
+  /** Puts a yes-or-no question to the person (none: every such question is answered no). */
+  confirm?: (question: { message: string; yes: string }) => Promise<'yes' | 'no' | 'no-answer'>;
 }
 
 const single = () => '';
@@ -267,6 +270,19 @@ export class NotebookCells implements CellService {
       }),
     );
     return { saved };
+  }
+
+  async persistIds(ref: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }> {
+    const entry = this.notebook(ref);
+    if (entry.notebookType !== 'jupyter-notebook') throw cannotPersist(entry);
+    if (!entry.idsPersist) {
+      const answer = (await this.options.confirm?.(persistIdsQuestion(this.reader.label, entry))) ?? 'no';
+      if (answer !== 'yes') throw persistRefused(entry, answer);
+      await this.writes.run(entry.uri, () => this.docs.persistIds(entry.uri));
+      this.touched.add(entry.uri);
+    }
+    const now = this.notebook(entry.uri);
+    return { notebook: withKernel(now, await this.docs.kernel(now.uri)), upgraded: !entry.idsPersist };
   }
 
   interrupt(ref: string | undefined): Promise<InterruptHow> {
@@ -532,9 +548,11 @@ export function cellView(
 const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
 
 function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
-  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const ids = idsNote(entry);
+  const info = { ...entry, ...(ids && { idsNote: ids }) };
+  if (!('kind' in kernel)) return { ...info, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
   const { state, note } = kernel.status;
-  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+  return { ...info, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
 }
 
 /**

@@ -124,23 +124,25 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 
 /** The text an HTML output shows: no styles, scripts or comments; a line per row or block, cells apart. */
 export function htmlText(html: string): string {
-  return html
-    .replace(/<(style|script)\b[\s\S]*?<\/\1\s*>/gi, '')
-    .replace(/<!--[\s\S]*?-->/g, '')
-    // Line breaks in the source are spaces, but in a <pre>.
-    .replace(/(<pre\b[^>]*>[\s\S]*?<\/pre\s*>)|\s+/gi, (_space, pre?: string) => pre ?? ' ')
-    .replace(/<\/(td|th)\s*>/gi, ' ')
-    .replace(/<(br|\/tr|\/p|\/pre|\/div|\/li|\/h[1-6]|\/caption)\b[^>]*>/gi, '\n')
-    .replace(/<[^>]*>/g, '')
-    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (all, name: string) => {
-      if (name[0] !== '#') return ENTITIES[name.toLowerCase()] ?? all;
-      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : Number(name.slice(1));
-      return Number.isSafeInteger(code) && code <= 0x10ffff ? String.fromCodePoint(code) : all;
-    })
-    .split('\n')
-    .map((line) => line.replace(/[ \t]+/g, ' ').trim())
-    .filter(Boolean)
-    .join('\n');
+  return (
+    html
+      .replace(/<(style|script)\b[\s\S]*?<\/\1\s*>/gi, '')
+      .replace(/<!--[\s\S]*?-->/g, '')
+      // Line breaks in the source are spaces, but in a <pre>.
+      .replace(/(<pre\b[^>]*>[\s\S]*?<\/pre\s*>)|\s+/gi, (_space, pre?: string) => pre ?? ' ')
+      .replace(/<\/(td|th)\s*>/gi, ' ')
+      .replace(/<(br|\/tr|\/p|\/pre|\/div|\/li|\/h[1-6]|\/caption)\b[^>]*>/gi, '\n')
+      .replace(/<[^>]*>/g, '')
+      .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (all, name: string) => {
+        if (name[0] !== '#') return ENTITIES[name.toLowerCase()] ?? all;
+        const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : Number(name.slice(1));
+        return Number.isSafeInteger(code) && code <= 0x10ffff ? String.fromCodePoint(code) : all;
+      })
+      .split('\n')
+      .map((line) => line.replace(/[ \t]+/g, ' ').trim())
+      .filter(Boolean)
+      .join('\n')
+  );
 }
 
 /**

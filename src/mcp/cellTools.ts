@@ -86,21 +86,21 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_notebooks',
       access: 'read',
-      description: 'The notebooks open in the editor: session id, path, kernel and its state, cell count.',
+      description: 'Open notebooks: session id, path, kernel and its state, cell count, idsPersist.',
       annotations: readOnly,
       handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
     }),
     tool({
       name: 'get_active_notebook',
       access: 'read',
-      description: 'The notebook the person is looking at, with their selected and visible cells.',
+      description: 'The notebook the person is looking at; their selected and visible cells.',
       annotations: readOnly,
       handle: () => answer(() => cells.active()),
     }),
     tool({
       name: 'list_cells',
       access: 'read',
-      description: 'Every cell of a notebook with its output summaries; view "brief": id, kind, status, stale, first line only.',
+      description: 'Every cell with output summaries; view "brief": id, kind, status, stale, first line.',
       inputSchema: listArgs,
       annotations: readOnly,
       handle: ({ notebook, ...shown }) => answer(() => listAnswer(cells, notebook, shown)),
@@ -237,6 +237,13 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       handle: (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
     }),
     tool({
+      name: 'persist_cell_ids',
+      access: 'edit',
+      description: 'Ask the person to upgrade an nbformat < 4.5 notebook so its cell ids last (idsPersist).',
+      inputSchema: notebookBody,
+      handle: ({ notebook }) => answer(() => cells.persistIds(notebook)),
+    }),
+    tool({
       name: 'interrupt',
       access: 'run',
       description: "Interrupt what the notebook's kernel runs.",
@@ -261,7 +268,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'start_kernel',
       access: 'run',
-      description: 'Select and start a kernel for a notebook that has none running, as the person would in the kernel picker.',
+      description: 'Select and start a kernel for a notebook with none running, as the kernel picker would.',
       inputSchema: startKernelBody,
       handle: ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
     }),

@@ -129,8 +129,9 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
  * Answers `tools/list` with the rows' schemas as compact JSON Schema: every byte of the list is
  * read by the model at the start of each session. What says nothing to a model is left out: the
  * `$schema` line of each schema, integers' safe-integer bounds, `propertyNames` of string keys,
- * strings' `minLength: 1` (an empty one is refused with a 400 that says so), and the SDK's
- * `execution` (tasks are not supported, which is also what its absence says).
+ * and the SDK's `execution` (tasks are not supported, which is also what its absence says); nor
+ * what the arguments' check says better when it refuses them: strings' `minLength: 1` and
+ * objects' `additionalProperties: false` (an empty string or an unknown key is refused naming it).
  */
 export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]): void {
   const schema = (zod: z.ZodType, io: 'input' | 'output') => {
@@ -142,6 +143,7 @@ export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]
         if (s.maximum === Number.MAX_SAFE_INTEGER) delete s.maximum;
         if (s.minLength === 1) delete s.minLength;
         if (s.propertyNames && Object.keys(s.propertyNames).join() === 'type') delete s.propertyNames;
+        if (s.additionalProperties === false) delete s.additionalProperties;
       },
     });
     return json;

@@ -9,6 +9,7 @@ import { notebookLabel, resolveNotebook } from '../core/refs';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/notebookHost';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
 import { freshId } from '../core/ids';
+import { keepsFileIds } from './cellIds';
 
 /**
  * The registry of open notebooks: each has a session id (marimo-style), minted when it opens and
@@ -149,6 +150,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
         notebookType: notebook.notebookType,
         cellCount: notebook.cellCount,
         dirty: notebook.isDirty,
+        idsPersist: keepsFileIds(notebook),
       };
     });
   }

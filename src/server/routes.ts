@@ -207,6 +207,13 @@ export const routes: readonly Route<RouteContext>[] = [
   }),
   route({
     method: 'post',
+    path: '/notebooks/persist-ids',
+    activity: 'keep cell ids in the file',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.cells.persistIds(body.notebook),
+  }),
+  route({
+    method: 'post',
     path: '/notebooks/interrupt',
     access: 'run',
     activity: 'interrupt',

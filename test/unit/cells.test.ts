@@ -14,6 +14,7 @@ const B = {
   notebookType: 'jupyter-notebook',
   kernel: null,
   kernelUnavailable: 'no kernel is selected',
+  idsPersist: false,
 };
 const PNG = PNG_BYTES;
 
@@ -24,6 +25,9 @@ describe('cell routes (fake notebooks)', () => {
   let server: RunningServer;
   let port = 0;
   let docs: FakeNotebooks;
+  /** The person's answers to the bridge's questions, in order, and the questions put. */
+  let answers: ('yes' | 'no' | 'no-answer')[];
+  let questions: string[];
   let ids: string[];
 
   async function api(
@@ -87,7 +91,15 @@ describe('cell routes (fake notebooks)', () => {
       { code: 'y = x + 1', outputs: [{ items: [{ mime: 'text/plain', data: new TextEncoder().encode('2') }] }] },
     ]);
     docs.add(B, [{ code: 'z = 3' }]);
-    server = await startTestServer({ notebooks: docs });
+    answers = [];
+    questions = [];
+    server = await startTestServer({
+      notebooks: docs,
+      confirm: (q) => {
+        questions.push(q.message);
+        return Promise.resolve(answers.shift() ?? 'no');
+      },
+    });
     port = server.port;
   });
   afterEach(() => server.close());
@@ -96,10 +108,36 @@ describe('cell routes (fake notebooks)', () => {
     it('GET /notebooks lists every open notebook with its kernel, cell count and dirty flag', async () => {
       const res = await api('GET', '/notebooks');
       assert.equal(res.status, 200);
+      const { idsNote, ...b } = res.body.notebooks[1];
       assert.deepEqual(res.body.notebooks, [
         { ...A, kernelState: 'idle', cellCount: 4, dirty: false },
-        { ...B, kernelState: null, cellCount: 1, dirty: false },
+        { ...b, idsNote },
       ]);
+      assert.deepEqual(b, { ...B, kernelState: null, cellCount: 1, dirty: false });
+      assert.match(idsNote, /nbformat is older than 4\.5.*POST \/notebooks\/persist-ids/);
+    });
+
+    it('POST /notebooks/persist-ids asks the person: "Upgrade" keeps the ids in the file, no is a 403 and changes nothing', async () => {
+      answers.push('no', 'no-answer', 'yes');
+      const refused = await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId });
+      assert.equal(refused.status, 403, refused.raw);
+      assert.match(refused.body.detail, /declined to upgrade untitled:Untitled-1\.ipynb/);
+      assert.match(questions[0]!, /asks to upgrade untitled:Untitled-1\.ipynb to nbformat 4\.5/);
+      assert.match(
+        (await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId })).body.detail,
+        /did not answer in time/,
+      );
+      assert.equal(docs.calls.filter((c) => c.method === 'persistIds').length, 0);
+      const upgraded = await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId });
+      assert.equal(upgraded.status, 200, upgraded.raw);
+      assert.deepEqual(
+        [upgraded.body.upgraded, upgraded.body.notebook.idsPersist, upgraded.body.notebook.idsNote],
+        [true, true, undefined],
+      );
+      // Kept already: nothing asked, nothing changed.
+      const again = await api('POST', '/notebooks/persist-ids', { notebook: A.sessionId });
+      assert.deepEqual([again.status, again.body.upgraded], [200, false]);
+      assert.equal(questions.length, 3);
     });
 
     it("GET /notebooks says where each kernel is, and why when the kernel's API cannot tell", async () => {
@@ -645,9 +683,7 @@ describe('cell routes (fake notebooks)', () => {
         const res = await run(ids[0]!, body, query);
         assert.equal(res.status, 200, res.raw);
         assert.equal(res.body.success, true);
-        assert.deepEqual(res.body.cell.outputs, [
-          { items: [{ type: 'stdout', text: 'hi\n', bytes: 3 }] },
-        ]);
+        assert.deepEqual(res.body.cell.outputs, [{ items: [{ type: 'stdout', text: 'hi\n', bytes: 3 }] }]);
         assert.equal(res.body.status, 'succeeded');
         assert.equal(res.body.cell.execution.status, 'succeeded');
       }

@@ -118,11 +118,18 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       const res = await request(port, {
         method: 'POST',
         path: '/mcp/server',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
       });
       assert.equal(res.status, 200);
-      const data = res.body.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+      const data = res.body
+        .split('\n')
+        .find((l) => l.startsWith('data: '))!
+        .slice(6);
       const bytes = Buffer.byteLength(data);
       assert.ok(bytes <= 12 * 1024, `tools/list is ${bytes} bytes`);
     });

@@ -14,8 +14,7 @@ function pandasHtml(rows: number, shown = rows): string {
     `  <tbody>\n${body}  </tbody>\n</table>\n${rows > shown ? `<p>${rows} rows × 2 columns</p>\n` : ''}</div>`
   );
 }
-const pandasText = (rows: number) =>
-  ['   a    b', ...Array.from({ length: rows }, (_, i) => `${i}  ${i}  x${i}`)].join('\n');
+const pandasText = (rows: number) => ['   a    b', ...Array.from({ length: rows }, (_, i) => `${i}  ${i}  x${i}`)].join('\n');
 
 const text = (type: string, t: string): OutputItemView => ({ type, text: t, bytes: Buffer.byteLength(t) });
 const cell = (items: OutputItemView[]): CellView => ({

@@ -7,7 +7,7 @@ import type { NotebookHost } from '../../../src/core/notebookHost';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
-import { NotebookCells } from '../../../src/core/notebookCells';
+import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/notebookCells';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -32,6 +32,7 @@ export function startTestServer(options: {
   log?: Log;
   access?: Gate;
   analyzer?: CodeAnalyzer;
+  confirm?: NotebookCellsOptions['confirm'];
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
@@ -39,6 +40,7 @@ export function startTestServer(options: {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
+    ...(options.confirm && { confirm: options.confirm }),
   });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
