@@ -12,8 +12,11 @@ import '../core/inputErrors';
 
 type Fields = Record<string, unknown>;
 
-/** What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop Agents"). */
-export type ToolExtra = { signal: AbortSignal };
+/**
+ * What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop
+ * Agents"), and the Host the request was sent to (to give urls the client can reach).
+ */
+export type ToolExtra = { signal: AbortSignal; host?: string | undefined };
 
 export type ImageContent = { type: 'image'; data: string; mimeType: string };
 
@@ -83,7 +86,9 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
     };
     const guarded = async (...params: unknown[]): Promise<CallToolResult> => {
       // The SDK passes (args, extra), or (extra) alone to a tool without an input schema.
-      const extra = params[params.length - 1] as ToolExtra;
+      const sdkExtra = params[params.length - 1] as { signal: AbortSignal; requestInfo?: { headers?: Record<string, unknown> } };
+      const host = sdkExtra.requestInfo?.headers?.['host'];
+      const extra: ToolExtra = { signal: sdkExtra.signal, host: typeof host === 'string' ? host : undefined };
       const args = params.length > 1 ? (params[0] as Fields) : {};
       const { notebook, session_id: session, code, ...rest } = args;
       let activity;
@@ -108,7 +113,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
       const unlisten = activity.onStop(() => stop.abort());
       try {
         const author = { client: activity.action.client, action: activity.action.id };
-        const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
+        const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
         const answer = await asAuthor(author, () => row.handle(args, own));
         activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
         activity.end(answer.outcome.kind, answer.outcome.detail);

@@ -26,7 +26,8 @@ import {
   toSelection,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
-import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
+import { serveExecute } from './execute';
+import { SCRATCHPAD_OUTPUT_PATH } from '../core/scratchpadOutputs';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';

@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { EXECUTE_OUTPUT_CAP } from '../../src/mcp/tools';
+import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputCap';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
@@ -162,15 +163,23 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(value.isError, undefined);
     });
 
-    it('keeps the head and tail of huge output within the cap, saying how much was cut', async () => {
+    it('caps huge output as HTTP does: head and tail, a note with the url of the whole, which serves it', async () => {
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'flood' });
-      const content = result.structuredContent as { stdout: string[]; output: string; errors: string[] };
+      const content = result.structuredContent as { stdout: string[]; stderr: string[]; output: string; errors: string[] };
       const stdout = content.stdout.join('');
-      assert.ok(stdout.length < EXECUTE_OUTPUT_CAP + 200, `${stdout.length} characters of stdout`);
+      const stderr = content.stderr.join('');
+      assert.ok(stdout.length <= SCRATCHPAD_OUTPUT_CAP, `${stdout.length} characters of stdout`);
       assert.ok(stdout.startsWith('line 0\nline 0\n'));
       assert.ok(stdout.endsWith('line 999\n'));
-      const total = Array.from({ length: 1000 }, (_, i) => `line ${i}\n`.length * 1000).reduce((a, b) => a + b);
-      assert.ok(stdout.includes(`[agent-bridge: ${total - EXECUTE_OUTPUT_CAP} characters cut here]`));
+      const note =
+        /\[agent-bridge: (\d+) characters cut here, after character \d+; the whole output \((\d+) characters\) is at (http:\/\/127\.0\.0\.1:\d+\/notebooks\/scratchpad\/outputs\/[\w-]+) for \d+ minutes/.exec(
+          stderr,
+        );
+      assert.ok(note, stderr.slice(0, 400));
+      const whole = await request(port, { path: new URL(note[3]!).pathname, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(whole.status, 200);
+      assert.equal(whole.body.length, Number(note[2]));
+      assert.ok(whole.body.startsWith('line 0\n') && whole.body.includes('MemoryError: x'));
       assert.ok(content.output.length < EXECUTE_OUTPUT_CAP + 200);
       assert.deepEqual(content.errors, ['MemoryError: x']);
     });
