@@ -100,8 +100,12 @@ export const DIFFERENCES = {
     accounts: (m, b) =>
       when(isCutOf(b.stdout ?? '', m.stdout ?? '', b.stderr ?? '', m.stderr ?? ''), ['stdout', 'stderr', 'events']),
   },
+  heartbeat: {
+    title: "A silent run's event stream says it is alive every 5 s",
+    accounts: (m, b) => when(m.extra?.['alive'] === false && b.extra?.['alive'] === true, ['extra']),
+  },
   healthNamesServer: {
-    title: '/health also names the server and its version',
+    title: "/health also names the server and the bridge's own version",
     accounts: (m, b) => {
       const [mj, bj] = [m.json as Record<string, unknown>, b.json as Record<string, unknown>];
       return when(Object.keys(mj ?? {}).every((k) => bj?.[k] === mj[k]) && bj?.['server'] === 'string', ['json']);

@@ -47,12 +47,18 @@ function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }):
   );
 }
 
-const health = () => ({ status: 'healthy', server: 'agent-bridge' });
+/** marimo's `/health`, with the server named: its `version` is a marimo version (core/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
+const health = (ctx: RouteContext) => ({
+  status: 'healthy',
+  server: 'agent-bridge',
+  version: ctx.marimoVersion(),
+  bridgeVersion: ctx.version,
+});
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
 export const routes: readonly Route<RouteContext>[] = [
-  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
-  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
+  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => health(ctx) }),
+  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => health(ctx) }),
 
   route({
     method: 'get',

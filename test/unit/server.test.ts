@@ -6,6 +6,7 @@ import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
 import { sleep } from '../../src/core/sleep';
+import { MARIMO_PROTOCOL_VERSION } from '../../src/core/marimoVersion';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
@@ -65,6 +66,13 @@ describe('HTTP contract (fake notebook host)', () => {
         assert.match(res.headers['content-type'] ?? '', /^application\/json/);
         assert.ok(res.body.includes('"healthy"'));
         assert.equal(JSON.parse(res.body).status, 'healthy');
+        // marimo-pair's skill reads `version` as marimo's (code mode since 0.21.1); the bridge's is its own key.
+        assert.deepEqual(JSON.parse(res.body), {
+          status: 'healthy',
+          server: 'agent-bridge',
+          version: MARIMO_PROTOCOL_VERSION,
+          bridgeVersion: '0.0.0-test',
+        });
       });
     }
   });

@@ -8,6 +8,7 @@ import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/notebookCells';
+import { MARIMO_PROTOCOL_VERSION } from '../../../src/core/marimoVersion';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -49,6 +50,7 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
+    marimoVersion: () => MARIMO_PROTOCOL_VERSION,
     access: options.access ?? Gate.open(),
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
