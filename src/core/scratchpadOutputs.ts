@@ -57,8 +57,13 @@ export class OutputRecording {
   }
 }
 
+/** How many ids of outputs no longer kept are remembered, to tell "expired" from "no such id". */
+const GONE_REMEMBERED = 1000;
+
 export class ScratchpadOutputs {
   private readonly entries = new Map<string, KeptOutput>();
+  /** Ids of outputs that were kept and are gone (expired, or pushed out by newer ones), oldest first. */
+  private readonly gone = new Set<string>();
 
   constructor(
     readonly bounds: OutputBounds = DEFAULT_OUTPUT_BOUNDS,
@@ -85,20 +90,30 @@ export class ScratchpadOutputs {
     // Oldest first (a Map iterates in insertion order); the new entry stays, it is within runChars.
     for (const [id, e] of this.entries) {
       if (total <= this.bounds.totalChars || id === entry.id) break;
-      this.entries.delete(id);
+      this.drop(id);
       total -= e.text.length;
     }
     return entry;
   }
 
-  get(id: string): KeptOutput | undefined {
+  /** The kept output, `gone` when it was kept and no longer is, undefined when no output had this id. */
+  get(id: string): KeptOutput | 'gone' | undefined {
     this.expire();
-    return this.entries.get(id);
+    return this.entries.get(id) ?? (this.gone.has(id) ? 'gone' : undefined);
   }
 
   private expire(): void {
     const now = this.now();
-    for (const [id, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(id);
+    for (const [id, e] of this.entries) if (e.expiresAt <= now) this.drop(id);
+  }
+
+  private drop(id: string): void {
+    this.entries.delete(id);
+    this.gone.add(id);
+    for (const old of this.gone) {
+      if (this.gone.size <= GONE_REMEMBERED) break;
+      this.gone.delete(old);
+    }
   }
 }
 

@@ -55,7 +55,13 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   async kernelFor(sessionId: string): Promise<Kernel> {
     const notebook = this.notebookById.get(sessionId);
-    if (!notebook) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
+    if (!notebook) {
+      const open = this.entries().map((n) => `${n.sessionId} (${notebookLabel(n)})`);
+      throw new BridgeError(
+        'not_found',
+        `Invalid session id: ${sessionId}; ${open.length ? `the open notebooks are ${open.join(', ')}` : 'no notebook is open'} (GET /api/sessions lists those a kernel serves)`,
+      );
+    }
     const kernel = await this.resolveKernel(notebook);
     if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.outcome, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;

@@ -85,10 +85,15 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'scratchpad output',
     handle: ({ params, res }, ctx) => {
       const kept = ctx.outputs.get(params['id']!);
+      if (kept === 'gone')
+        throw new BridgeError(
+          'not_found',
+          `Output ${params['id']} has expired: scratchpad outputs are kept for ${ctx.outputs.bounds.keepMs / 60_000} minutes (fewer when newer ones need the room); run the code again to get a new URL`,
+        );
       if (!kept)
         throw new BridgeError(
           'not_found',
-          'No such output: scratchpad outputs are kept for a while only (run the code again to get a new URL)',
+          `No output has the id ${params['id']}: check the URL against the one the capped run's note gave (the id is the last part)`,
         );
       res.writeHead(200, {
         'Content-Type': 'text/plain; charset=utf-8',

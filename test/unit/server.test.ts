@@ -272,10 +272,21 @@ describe('HTTP contract (fake notebook host)', () => {
         assert.match(JSON.parse(res.body).detail, /token is off/);
       }
     });
-    it('answers unknown routes with a JSON 404', async () => {
-      const res = await request(port, { path: '/nope', headers: auth() });
+    it('answers unknown routes with a JSON 404 listing the routes (GET / too)', async () => {
+      for (const path of ['/nope', '/']) {
+        const res = await request(port, { path, headers: auth() });
+        assert.equal(res.status, 404);
+        const body = JSON.parse(res.body);
+        assert.match(body.detail, new RegExp(`No route GET ${path}; the routes are listed in "routes"`));
+        for (const route of ['GET /health', 'POST /api/kernel/execute', 'GET /notebooks/cells', 'POST /mcp/server'])
+          assert.ok(body.routes.includes(route), `${route} in ${res.body}`);
+      }
+    });
+
+    it('tells an expired scratchpad output from an id no output had', async () => {
+      const res = await request(port, { path: '/notebooks/scratchpad/outputs/nope', headers: auth() });
       assert.equal(res.status, 404);
-      assert.match(JSON.parse(res.body).detail, /No route GET \/nope/);
+      assert.match(JSON.parse(res.body).detail, /No output has the id nope: check the URL/);
     });
   });
 
