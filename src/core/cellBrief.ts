@@ -37,7 +37,11 @@ export function briefCell(cell: CellView): CellBrief {
   };
 }
 
-/** A list of cells as asked: brief (not a read), or whole at an output detail (default summary). */
+/**
+ * A list of cells as asked: brief (not a read), or whole at an output detail (default summary).
+ * A brief list names its notebook briefly too: its session id, its kernel and whether its ids
+ * last (GET /notebooks has the rest).
+ */
 export async function listAnswer(
   cells: CellService,
   notebook: string | undefined,
@@ -45,5 +49,6 @@ export async function listAnswer(
 ): Promise<object> {
   if (view !== 'brief') return answerAt(await cells.list(notebook), outputs ?? 'summary');
   const listed = await cells.list(notebook, { read: false });
-  return { notebook: listed.notebook, cells: listed.cells.map(briefCell) };
+  const { uri: _uri, path: _path, notebookType: _type, cellCount: _count, dirty: _dirty, ...brief } = listed.notebook;
+  return { notebook: brief, cells: listed.cells.map(briefCell) };
 }

@@ -15,9 +15,9 @@ export const PERSIST_IDS_HOW = 'POST /notebooks/persist-ids (MCP persist_cell_id
 /** Why the cells' ids of `entry` do not last, and how to make them; undefined when they do. */
 export function idsNote(entry: Pick<NotebookEntry, 'notebookType' | 'idsPersist'>): string | undefined {
   if (entry.idsPersist) return undefined;
-  const only = 'the cell ids last while it is open in this window';
+  const only = 'these ids last while it is open';
   if (entry.notebookType !== 'jupyter-notebook') return `Its file format keeps no cell ids: ${only}.`;
-  return `Its nbformat is older than 4.5, whose files keep no cell ids: ${only}. ${PERSIST_IDS_HOW} asks the person to upgrade it to 4.5, which keeps them.`;
+  return `nbformat < 4.5 keeps no cell ids: ${only}; ${PERSIST_IDS_HOW} asks to upgrade it.`;
 }
 
 /** The question put to the person, and its answer button. */

@@ -114,7 +114,7 @@ describe('cell routes (fake notebooks)', () => {
         { ...b, idsNote },
       ]);
       assert.deepEqual(b, { ...B, kernelState: null, cellCount: 1, dirty: false });
-      assert.match(idsNote, /nbformat is older than 4\.5.*POST \/notebooks\/persist-ids/);
+      assert.match(idsNote, /nbformat < 4\.5 keeps no cell ids.*POST \/notebooks\/persist-ids/);
     });
 
     it('POST /notebooks/persist-ids asks the person: "Upgrade" keeps the ids in the file, no is a 403 and changes nothing', async () => {
