@@ -144,6 +144,7 @@ export const CORPUS: readonly Case[] = [
   },
   {
     name: 'execute-code.sh: --session that does not exist',
+    intended: ['unknownSessionNamesNotebooks'],
     observe: async (t, env) => observeScript(await exec(t, env, ['--session', 'no-such-session', '-c', 'print(1)'])),
   },
   {

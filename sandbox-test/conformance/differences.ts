@@ -100,6 +100,15 @@ export const DIFFERENCES = {
     accounts: (m, b) =>
       when(isCutOf(b.stdout ?? '', m.stdout ?? '', b.stderr ?? '', m.stderr ?? ''), ['stdout', 'stderr', 'events']),
   },
+  unknownSessionNamesNotebooks: {
+    title: 'An unknown session id is answered with the open notebooks',
+    accounts: (m, b) =>
+      when(
+        /Invalid session id: /.test(m.stderr ?? '') &&
+          (b.stderr ?? '').replace(/(Invalid session id: [^;\n]*); the open notebooks are [^\n]*/, '$1') === m.stderr,
+        ['stderr'],
+      ),
+  },
   heartbeat: {
     title: "A silent run's event stream says it is alive every 5 s",
     accounts: (m, b) => when(m.extra?.['alive'] === false && b.extra?.['alive'] === true, ['extra']),
