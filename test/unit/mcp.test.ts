@@ -44,6 +44,19 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     return { ...result, body: result.structuredContent ?? (text.startsWith('{') ? JSON.parse(text) : undefined) };
   }
 
+  /** `tools/list` as a raw POST: its status, headers and event-stream body. */
+  const toolsListRaw = () =>
+    request(port, {
+      method: 'POST',
+      path: '/mcp/server',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+
   beforeEach(async () => {
     clients = [];
     kernel = new FakeKernel({
@@ -116,16 +129,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     });
 
     it('tools/list takes at most 12 KB (the long text is in the skill)', async () => {
-      const res = await request(port, {
-        method: 'POST',
-        path: '/mcp/server',
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      });
+      const res = await toolsListRaw();
       assert.equal(res.status, 200);
       const data = res.body
         .split('\n')
@@ -429,16 +433,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     });
 
     it('replies to a POST as an event stream', async () => {
-      const res = await request(port, {
-        method: 'POST',
-        path: '/mcp/server',
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      });
+      const res = await toolsListRaw();
       assert.equal(res.status, 200);
       assert.match(String(res.headers['content-type']), /^text\/event-stream/);
       assert.equal(res.headers['mcp-session-id'], undefined);
