@@ -140,6 +140,22 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(questions.length, 3);
     });
 
+    it('every notebook view says whether its ids last, and when not, why and what to do', async () => {
+      const views = async (notebook: string) => [
+        (await api('GET', '/notebooks')).body.notebooks.find((n: Json) => n.sessionId === notebook),
+        ...(await Promise.all(
+          ['', '?outputs=none', '?outputs=full', '?view=brief'].map(
+            async (query) => (await api('GET', q(`/notebooks/cells${query}`, notebook))).body.notebook,
+          ),
+        )),
+      ];
+      for (const view of await views(A.sessionId)) assert.deepEqual([view.idsPersist, view.idsNote], [true, undefined]);
+      for (const view of await views(B.sessionId)) {
+        assert.equal(view.idsPersist, false);
+        assert.match(view.idsNote, /nbformat < 4\.5 keeps no cell ids.*POST \/notebooks\/persist-ids/);
+      }
+    });
+
     it("GET /notebooks says where each kernel is, and why when the kernel's API cannot tell", async () => {
       docs.kernelStatus(A.uri, { state: 'unknown', note: 'marimo reports every kernel as idle' });
       const [a] = (await api('GET', '/notebooks')).body.notebooks;
