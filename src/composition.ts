@@ -114,6 +114,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
   // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
@@ -128,6 +129,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();

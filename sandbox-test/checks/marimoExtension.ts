@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
-import { MARIMO_FIXTURE } from '../marimoExtension';
+import { MARIMO_FIXTURE, openPickingKernel } from '../marimoExtension';
 import { MARKER_VAR } from '../vscode';
 import { screenshot } from './access';
 import { checkRun, context, expectWellFramed } from './context';
@@ -60,28 +60,11 @@ export function marimoExtensionChecks(): void {
     const ctx = context();
     client = ctx.client;
     file = path.join(ctx.workspace, MARIMO_FIXTURE);
-    const opening = client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
-    // With one marimo controller VS Code takes it; with several it shows its kernel picker.
-    const input = ctx.sandbox.page.locator('.quick-input-widget input');
-    const picker = input.waitFor({ state: 'visible', timeout: 140_000 }).then(() => 'picker' as const);
-    picker.catch(() => undefined);
-    if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
-      // VS Code's picker may first list kernel sources ("Select Another Kernel...", an extension's
-      // group): a lone item that is not the kernel is opened, as the person would.
-      const rows = ctx.sandbox.page.locator('.quick-input-widget .monaco-list-row');
-      for (let level = 0; ; level++) {
-        let texts: string[] = [];
-        for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
-          texts = await rows.allInnerTexts();
-          if (texts.some((t) => t.includes(ctx.marimo.pick))) break;
-        }
-        const at = texts.findIndex((t) => t.includes(ctx.marimo.pick));
-        ok(at >= 0 || (texts.length === 1 && level < 3), `no "${ctx.marimo.pick}" among the picker's items: ${show(texts)}`);
-        await rows.nth(at >= 0 ? at : 0).click();
-        if (at >= 0) break;
-      }
-    }
-    const r = await opening;
+    const r = await openPickingKernel(
+      ctx.sandbox.page,
+      client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 }),
+      ctx.marimo.pick,
+    );
     eq(r.status, 200, `POST /notebooks/open ${MARIMO_FIXTURE} with kernel "marimo" (body ${show(r.text, 400)})`);
     sid = r.json().session.id;
     eq(r.json().session.notebookType, 'marimo-notebook', 'notebook type');
@@ -324,6 +307,60 @@ export function marimoExtensionChecks(): void {
     eq(seen.health.version, kernelVersion, '/health version');
     eq(seen.entry.version, kernelVersion, 'registry entry version');
     eq(seen.health.bridgeVersion, ctx.advert.bridgeVersion, '/health bridgeVersion');
+  });
+
+  it("marimo extension: a cell that changes a list in place (rows.append(…)) re-runs none of its readers in marimo; the bridge marks them stale, the run's answer names them, and run-stale re-runs them", async function () {
+    this.timeout(120_000);
+    const { signal, note } = checkRun();
+    const name = `rows_${Date.now().toString(36)}`;
+    const made = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', name: 'make', code: `${name} = [1, 2]` },
+          { op: 'create', name: 'grow', code: `${name}.append(3)`, after: 'make' },
+          { op: 'create', name: 'count', code: `print(len(${name}))`, after: 'grow' },
+        ],
+      },
+      { signal },
+    );
+    eq(made.status, 200, `create three cells (body ${show(made.text, 300)})`);
+    const ids = made.json<{ names: Record<string, string> }>().names;
+    const [make, grow, count] = [ids['make']!, ids['grow']!, ids['count']!];
+    for (const id of [make, grow, count]) eq((await runCell(id, signal)).success, true, `first run of ${id}`);
+    const printed = async () =>
+      ((await cells(signal)).find((c) => c.id === count)?.outputs ?? [])
+        .flatMap((o) => (o.items ?? []).map((i) => i.text ?? ''))
+        .join('')
+        .trim();
+    eq(await printed(), '3', 'the count after the first runs');
+    const again = await runCell(grow, signal);
+    note(`alsoRan: ${show(again.alsoRan?.map((r) => r.cell.id) ?? [])}`);
+    eq(await printed(), '3', 'marimo did not re-run the reader: it still counts 3');
+    const caused = (again as RunAnswer & { stale?: { id: string; reason: string }[] }).stale ?? [];
+    deepEq(
+      caused.map((s) => s.id),
+      [count],
+      `the run's answer names the reader it left stale (${show(caused)})`,
+    );
+    match(caused[0]!.reason, new RegExp(`changes ${name} in place \\(${name}\\.append\\(…\\)\\), ran again`), 'its reason');
+    await sleep(1000); // the editor's marks follow once changes settle
+    await screenshot(context().sandbox.page, 'marimo-stale.png', note);
+    const rerun = await client.post(
+      '/notebooks/run-stale',
+      { notebook: sid, wait: true, outputs: 'full' },
+      { signal, timeoutMs: 35_000 },
+    );
+    eq(rerun.status, 200, `run-stale (body ${show(rerun.text, 300)})`);
+    deepEq(
+      rerun.json<{ runs: RunAnswer[] }>().runs.map((r) => r.cell.id),
+      [count],
+      'run-stale re-ran the reader',
+    );
+    eq(await printed(), '4', 'which now counts 4');
+    for (const id of [count, grow, make])
+      await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}&force=true`, signal });
   });
 
   it('marimo extension: MCP execute_code runs there; list_sessions lists it', async function () {

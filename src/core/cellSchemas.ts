@@ -163,6 +163,7 @@ export const runManyBody = z
 export const runStaleBody = z.strictObject({
   notebook,
   cell: ref.optional(),
+  rebuild: z.boolean().optional(),
   ...wait,
 });
 

@@ -53,13 +53,14 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     body: { notebook?: string | undefined; wait?: boolean | undefined; timeoutMs?: number | undefined },
     series: SeriesHandle,
     outputs: OutputDetail | undefined,
+    about: object = {},
   ) => {
-    if (body.wait === false) return { queued: series.cellIds };
+    if (body.wait === false) return { ...about, queued: series.cellIds };
     const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
     const result = await series.wait({ timeoutMs });
     // A wait that runs out is a result to read (the series goes on), not a failure.
     const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-    return found(answerAt({ ...detail, ...result }, outputs ?? 'summary'), waitedKind(result));
+    return found(answerAt({ ...about, ...detail, ...result }, outputs ?? 'summary'), waitedKind(result));
   };
   /** An answer with these cells' images as image content too, when asked. */
   const shown = async (
@@ -76,7 +77,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
   ) => {
     const options = { wait: true, timeoutMs: args.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
     const { body, kind } = await waitRuns({}, [handle], options);
-    const run = body.runs![0]!;
+    const run = { ...body.runs![0]!, ...(body.stale && { stale: body.stale }) };
     // A run with no `cells` beside it carries its cell (cellRuns.ts).
     const views = [run, ...(run.alsoRan ?? [])].flatMap((r) => (r.cell ? [r.cell] : []));
     const answer = answerAt(body.detail ? { detail: body.detail, ...run } : run, args.outputs ?? 'summary');
@@ -130,14 +131,14 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'edit',
       description: 'Insert a cell at "index" or "before"/"after" a cell (default: the end).',
       inputSchema: createBody,
-      handle: ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
+      handle: ({ notebook, ...cell }) => answer(() => cells.create(notebook, cell)),
     }),
     tool({
       name: 'edit_cell',
       access: 'edit',
       description: "Replace a cell's whole text (or kind, language, tags, metadata); read-before-write.",
       inputSchema: editBody.extend(withRef),
-      handle: ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
+      handle: ({ notebook, ref, ...change }) => answer(() => cells.edit(notebook, ref, change)),
     }),
     tool({
       name: 'delete_cell',
@@ -152,7 +153,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'edit',
       description: 'Move a cell "to" an index or "before"/"after" a cell.',
       inputSchema: moveBody.extend(withRef),
-      handle: ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
+      handle: ({ notebook, ref, ...to }) => answer(() => cells.move(notebook, ref, to)),
     }),
     tool({
       name: 'run_cell',
@@ -201,9 +202,14 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'run_stale',
       access: 'run',
-      description: 'Run the stale cells in order (or "cell" and the cells downstream of it), stopping at a failure.',
+      description:
+        'Run the stale cells in order (or "cell" and the cells downstream of it); "rebuild": also the cells they read that have not run in this kernel. Stops at a failure.',
       inputSchema: runStaleBody,
-      handle: (body) => answer(async () => seriesAnswer(body, await cells.runStale(body.notebook, body.cell), 'summary')),
+      handle: (body) =>
+        answer(async () => {
+          const { series, ...about } = await cells.runStale(body.notebook, body.cell, body.rebuild);
+          return seriesAnswer(body, series, body.outputs, about);
+        }),
     }),
     tool({
       name: 'list_variables',
