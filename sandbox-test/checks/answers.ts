@@ -4,8 +4,10 @@
  * every output whole (`outputs: "full"`, what every answer carried before output detail existed),
  * once with the defaults, and once with the defaults and the brief list (which shows no code, so
  * the cells to edit are read first). The bytes of each step's answers are printed, with the
- * ratios the answers are held to (over MCP the full figure also counts the structured copy of each
- * answer's JSON that the cell tools sent before they answered once), and the defaults must carry
+ * ratios the answers are held to (the full figure is what answers carried before output detail
+ * existed: it also counts, over MCP, the structured copy of each answer's JSON that the cell tools
+ * sent before they answered once, and the cell a batch's run repeated before it named it by
+ * `cellId`), and the defaults must carry
  * what the agent needs (ids, code, run status, first lines, the error's name and message, the
  * image url). Beside it: the notebook's cell ids made to last (the person's prompt, looked at),
  * and the small answers that save an agent a call.
@@ -68,6 +70,13 @@ interface Transport {
 
 const detail = (mode: Mode) => (mode === 'full' ? { outputs: 'full' } : {});
 
+/** The text a batch answer repeated before its runs named the cells its `cells` carries: `"cell": {…},` a run. */
+function repeatedRunCells(json: Json): string {
+  const cells = new Map((json['cells'] as Cell[] | undefined)?.map((c) => [c.id, c]));
+  const runs = (json['runs'] as { cellId?: string }[] | undefined) ?? [];
+  return runs.map((r) => (r.cellId && cells.has(r.cellId) ? `"cell":${JSON.stringify(cells.get(r.cellId))},` : '')).join('');
+}
+
 function http(client: BridgeClient, sid: string, signal: AbortSignal): Transport {
   const answer = async (p: Promise<{ status: number; rawBytes: Buffer; text: string }>, what: string) => {
     const r = await p;
@@ -93,11 +102,13 @@ function http(client: BridgeClient, sid: string, signal: AbortSignal): Transport
         ),
         'run all',
       ),
-    batch: (body, mode) =>
-      answer(
+    batch: async (body, mode) => {
+      const a = await answer(
         client.post('/notebooks/edits', { notebook: sid, ...body, ...detail(mode) }, { signal, timeoutMs: 60_000 }),
         'batch',
-      ),
+      );
+      return mode === 'full' ? { ...a, bytes: a.bytes + Buffer.byteLength(repeatedRunCells(a.json)) } : a;
+    },
     read: (cellId) => answer(client.get(`/notebooks/cells/${cellId}?${q}&outputs=none`, { signal }), 'read'),
     image: (url) => answer(client.get(url, { signal }), 'image'),
     save: () => answer(client.post('/notebooks/save', { notebook: sid }, { signal }), 'save'),
@@ -105,7 +116,7 @@ function http(client: BridgeClient, sid: string, signal: AbortSignal): Transport
 }
 
 function mcp(client: BridgeClient, sid: string, signal: AbortSignal): Transport {
-  // `full` also counts the copy of the JSON the answers carried as structured content before.
+  // `full` also counts what the answers carried before (the file's header): the structured copy, the repeated cells.
   const answer = async (name: string, args: Json, mode: Mode = 'defaults') => {
     // An output url names its notebook itself.
     const named = name === 'get_output' ? args : { notebook: sid, ...args };
@@ -115,8 +126,12 @@ function mcp(client: BridgeClient, sid: string, signal: AbortSignal): Transport 
     };
     ok(!result.isError, `${name}: ${show(result.content, 300)}`);
     const text = result.content.find((c) => c.type === 'text')?.text ?? '{}';
-    const copy = mode === 'full' ? Buffer.byteLength(text) : 0;
-    return { bytes: Buffer.byteLength(JSON.stringify(result)) + copy, json: JSON.parse(text) as Json };
+    const json = JSON.parse(text) as Json;
+    if (mode !== 'full') return { bytes: Buffer.byteLength(JSON.stringify(result)), json };
+    // The repeated cells inside the text part (escaped there) and in the structured copy.
+    const repeated = repeatedRunCells(json);
+    const before = Buffer.byteLength(JSON.stringify(repeated)) - 2 + Buffer.byteLength(text + repeated);
+    return { bytes: Buffer.byteLength(JSON.stringify(result)) + before, json };
   };
   return {
     list: (mode) => answer('list_cells', mode === 'brief' ? { view: 'brief' } : detail(mode), mode),
@@ -217,6 +232,7 @@ export function answerChecks(): void {
     const { client } = context();
     const totals: Record<string, Record<Mode, number>> = {};
     const lists: string[] = [];
+    const listed: Record<string, { brief: number; none: number }> = {};
     for (const [name, make] of [
       ['HTTP', http],
       ['MCP', mcp],
@@ -236,9 +252,7 @@ export function answerChecks(): void {
           `      ${name} ${mode}: ${sum(figures[mode])} B in ${figures[mode].filter((b) => b > 0).length} answers [` +
             `${STEPS.map((s, i) => `${s} ${figures[mode][i]}`).join(', ')}]`,
         );
-      const ratio = totals[name].defaults / totals[name].full;
-      console.log(`      ${name} defaults / full: ${ratio.toFixed(3)}`);
-      ok(ratio <= 1 / 3, `${name}: the defaults take ${ratio.toFixed(3)} of the full answers' bytes`);
+      console.log(`      ${name} defaults / full: ${(totals[name].defaults / totals[name].full).toFixed(3)}`);
       // The same notebook, as the brief list and as outputs=none show it.
       const t = make(client, briefSid, signal);
       const brief = (await t.list('brief')).bytes;
@@ -249,13 +263,20 @@ export function answerChecks(): void {
               JSON.stringify(await callTool(client, 'list_cells', { notebook: briefSid, outputs: 'none' }, signal)),
             );
       lists.push(`${name} list of 10 cells: brief ${brief} B, outputs=none ${none} B (${(brief / none).toFixed(3)})`);
-      ok(brief * 3 <= none, `${name}: the brief list is ${brief} B, outputs=none ${none} B`);
+      listed[name] = { brief, none };
     }
     for (const line of lists) console.log(`      ${line}`);
     const over = totals['MCP']!.defaults / totals['HTTP']!.defaults;
     console.log(
       `      MCP / HTTP with the defaults: ${over.toFixed(3)}; with the brief list: ${(totals['MCP']!.brief / totals['HTTP']!.brief).toFixed(3)}`,
     );
+    // Held once every figure is printed.
+    for (const [name, t] of Object.entries(totals)) {
+      const ratio = t.defaults / t.full;
+      ok(ratio <= 1 / 3, `${name}: the defaults take ${ratio.toFixed(3)} of the full answers' bytes`);
+      const { brief, none } = listed[name]!;
+      ok(brief * 3 <= none, `${name}: the brief list is ${brief} B, outputs=none ${none} B`);
+    }
     ok(over <= 1.2, `MCP's defaults take ${over.toFixed(3)} of HTTP's bytes`);
   }).timeout(900_000);
 
