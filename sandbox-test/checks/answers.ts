@@ -280,7 +280,7 @@ export function answerChecks(): void {
     ok(over <= 1.2, `MCP's defaults take ${over.toFixed(3)} of HTTP's bytes`);
   }).timeout(900_000);
 
-  it('answers: an nbformat 4.4 notebook says its ids last only while open; persist-ids upgrades it once the person clicks Upgrade, and the file keeps the ids agents were given', async () => {
+  it('answers: an nbformat 4.4 notebook says its ids are not kept in the file; persist-ids upgrades it once the person clicks Upgrade, and the file keeps the ids agents were given', async () => {
     const { signal, note } = checkRun();
     const { client, sandbox } = context();
     const page = sandbox.page;

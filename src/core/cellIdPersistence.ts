@@ -5,8 +5,9 @@ import { notebookLabel } from './refs';
 /**
  * Whether the ids agents are given for a notebook's cells outlast the window. An .ipynb of
  * nbformat 4.5 or later keeps them in its file; one of an earlier version (many public notebooks
- * are 4.4) and a marimo notebook keep none, so their ids are minted for the window and are gone
- * when it closes. Every notebook view says which (`idsPersist`), and when not, why and what to do.
+ * are 4.4) and a marimo notebook keep none: their ids are minted and kept by this VS Code, which
+ * finds them again after a restart by each cell's place and text (cellIds.ts), and are nowhere in
+ * the file. Every notebook view says which (`idsPersist`), and when not, why and what to do.
  */
 
 /** How an agent asks for an .ipynb's ids to last. */
@@ -15,7 +16,7 @@ export const PERSIST_IDS_HOW = 'POST /notebooks/persist-ids (MCP persist_cell_id
 /** Why the cells' ids of `entry` do not last, and how to make them; undefined when they do. */
 export function idsNote(entry: Pick<NotebookEntry, 'notebookType' | 'idsPersist'>): string | undefined {
   if (entry.idsPersist) return undefined;
-  const only = 'these ids last while it is open';
+  const only = "these ids are kept by this VS Code, not in the file (after a restart, found again by each cell's place and text)";
   if (entry.notebookType !== 'jupyter-notebook') return `Its file format keeps no cell ids: ${only}.`;
   return `nbformat < 4.5 keeps no cell ids: ${only}; ${PERSIST_IDS_HOW} asks to upgrade it.`;
 }
@@ -34,7 +35,7 @@ export function persistIdsQuestion(who: string, entry: NotebookEntry): { message
 export function cannotPersist(entry: NotebookEntry): BridgeError {
   return new BridgeError(
     'conflict',
-    `${notebookLabel(entry)} is a ${entry.notebookType}: its file format keeps no cell ids, so there is nothing to upgrade; its cell ids last while it is open in this window`,
+    `${notebookLabel(entry)} is a ${entry.notebookType}: its file format keeps no cell ids, so there is nothing to upgrade; its cell ids are kept by this VS Code, not in the file`,
   );
 }
 
@@ -43,7 +44,7 @@ export function persistRefused(entry: NotebookEntry, answer: 'no' | 'no-answer')
   return new BridgeError(
     'refused',
     answer === 'no'
-      ? `The person declined to upgrade ${notebookLabel(entry)} to nbformat 4.5: its cell ids last while it is open in this window. Nothing was changed.`
+      ? `The person declined to upgrade ${notebookLabel(entry)} to nbformat 4.5: its cell ids stay out of the file. Nothing was changed.`
       : `The person did not answer in time: ${notebookLabel(entry)} was not upgraded, nothing was changed. Ask again when they are there.`,
   );
 }

@@ -38,7 +38,7 @@ export interface NotebookInfo {
   readonly kernelStateNote?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
-  /** Whether the file keeps the cells' ids (nbformat 4.5+): else they last while the notebook is open in this window. */
+  /** Whether the file keeps the cells' ids (nbformat 4.5+): else this VS Code keeps them (found again after a restart by each cell's place and text). */
   readonly idsPersist: boolean;
   /** When they do not: why, and how to make them last (cellIdPersistence.ts). */
   readonly idsNote?: string;

@@ -24,6 +24,7 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
+  undoBody,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
 import { serveExecute } from './execute';
@@ -168,11 +169,18 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/changes',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.checkpoints.mine(query.notebook),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/undo',
     activity: 'undo',
-    body: notebookBody,
-    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+    body: undoBody,
+    describe: ({ body }, ctx, author) => ctx.checkpoints.describeUndo(author, body.checkpoint),
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook, body.checkpoint),
   }),
   route({
     method: 'post',

@@ -43,6 +43,8 @@ export function startTestServer(options: {
     ...(options.analyzer && { analyzer: options.analyzer }),
     ...(options.confirm && { confirm: options.confirm }),
   });
+  const access = options.access ?? Gate.open();
+  access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
     cells,
@@ -51,7 +53,7 @@ export function startTestServer(options: {
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
     marimoVersion: () => MARIMO_PROTOCOL_VERSION,
-    access: options.access ?? Gate.open(),
+    access,
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
