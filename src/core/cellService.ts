@@ -38,10 +38,14 @@ export interface NotebookInfo {
   readonly kernelStateNote?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
+  /** Whether the file keeps the cells' ids (nbformat 4.5+): else this VS Code keeps them (found again after a restart by each cell's place and text). */
+  readonly idsPersist: boolean;
+  /** When they do not: why, and how to make them last (cellIdPersistence.ts). */
+  readonly idsNote?: string;
 }
 
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
-export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote'>;
+export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote' | 'idsNote'>;
 
 /** Where a run is, as the editor reports it. */
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
@@ -71,7 +75,6 @@ export interface ExecutionView {
 /** One item of an output, typed: stdout/stderr/error, else its mime type. */
 export interface OutputItemView {
   readonly type: string;
-  readonly mime: string;
   /** Text of textual items, cut at the configured limit. */
   readonly text?: string;
   /** For `error` items. */
@@ -284,7 +287,8 @@ export interface CellService {
   as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
-  list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
+  /** `read: false`: the answer does not count as a read of the cells (a brief list, which shows no code). */
+  list(notebook: string | undefined, options?: { read?: boolean }): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
   create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellChanged>;
   edit(
@@ -322,6 +326,11 @@ export interface CellService {
   /** What stopping the running cell took: SIGINT, or (builtin kernel, SIGINT ignored for 2 s) a restart. */
   interrupt(notebook: string | undefined): Promise<InterruptHow>;
   restart(notebook: string | undefined): Promise<void>;
+  /**
+   * Upgrades an .ipynb older than nbformat 4.5 to 4.5, its cells' current ids written into it, once
+   * the person agrees (cellIdPersistence.ts); a notebook that keeps its ids already is left as it is.
+   */
+  persistIds(notebook: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }>;
   /** The raw bytes of one output item (`url` of an item view). */
   outputItem(
     notebook: string | undefined,
@@ -444,6 +453,8 @@ export interface OpenNotebooks {
   clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
   /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */
   save(uri: string): Promise<void>;
+  /** Makes an .ipynb nbformat 4.5 with its cells' current ids in the file (one edit; saved with the notebook). */
+  persistIds(uri: string): Promise<void>;
   interrupt(uri: string): Promise<InterruptHow>;
   restart(uri: string): Promise<void>;
 }

@@ -41,6 +41,7 @@ import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOu
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
+import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -57,6 +58,8 @@ export interface NotebookCellsOptions {
   onApplying?: (notebook: string, before: readonly CellSnapshot[], planned: readonly CellLook[]) => Promise<Journal | undefined>;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
+  /** Puts a yes-or-no question to the person (none: every such question is answered no). */
+  confirm?: (question: { message: string; yes: string }) => Promise<'yes' | 'no' | 'no-answer'>;
 }
 
 const single = () => '';
@@ -112,13 +115,14 @@ export class NotebookCells implements CellService {
     };
   }
 
-  async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
+  async list(ref: string | undefined, { read = true } = {}): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
     const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const status = kernelStatus(kernel);
     const graph = await this.graph(entry, snapshots, status);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    const view = read ? this.show.bind(this) : this.view.bind(this);
+    const cells = snapshots.map((c, i) => ({ ...view(entry, c, i, status), ...graph?.get(c.id) }));
     return { notebook: withKernel(entry, kernel), cells };
   }
 
@@ -317,6 +321,19 @@ export class NotebookCells implements CellService {
       }),
     );
     return { saved };
+  }
+
+  async persistIds(ref: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }> {
+    const entry = this.notebook(ref);
+    if (entry.notebookType !== 'jupyter-notebook') throw cannotPersist(entry);
+    if (!entry.idsPersist) {
+      const answer = (await this.options.confirm?.(persistIdsQuestion(this.reader.label, entry))) ?? 'no';
+      if (answer !== 'yes') throw persistRefused(entry, answer);
+      await this.writes.run(entry.uri, () => this.docs.persistIds(entry.uri));
+      this.touched.add(entry.uri);
+    }
+    const now = this.notebook(entry.uri);
+    return { notebook: withKernel(now, await this.docs.kernel(now.uri)), upgraded: !entry.idsPersist };
   }
 
   interrupt(ref: string | undefined): Promise<InterruptHow> {
@@ -616,9 +633,11 @@ export function cellView(
 const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
 
 function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
-  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const ids = idsNote(entry);
+  const info = { ...entry, ...(ids && { idsNote: ids }) };
+  if (!('kind' in kernel)) return { ...info, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
   const { state, note } = kernel.status;
-  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+  return { ...info, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
 }
 
 /**

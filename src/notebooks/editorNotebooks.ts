@@ -18,7 +18,7 @@ import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
 import { changeSteps } from '../core/changeSteps';
 import { rollbackPlan } from '../core/rollbackPlan';
-import { CellIds } from './cellIds';
+import { CellIds, keepsFileIds } from './cellIds';
 import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
@@ -334,6 +334,23 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     });
   }
 
+  /**
+   * nbformat 4.5 for an .ipynb of an earlier minor version, as one edit (one undo step): the
+   * notebook's format, and each cell's current id as its nbformat `id`, so the ids agents were
+   * given are the ones the file keeps once saved.
+   */
+  async persistIds(uri: string): Promise<void> {
+    const notebook = this.notebook(uri);
+    const edit = new vscode.WorkspaceEdit();
+    edit.set(notebook.uri, [
+      vscode.NotebookEdit.updateNotebookMetadata({ ...notebook.metadata, nbformat: 4, nbformat_minor: 5 }),
+      ...notebook
+        .getCells()
+        .map((cell) => vscode.NotebookEdit.updateCellMetadata(cell.index, { ...cell.metadata, id: this.ids.id(cell) })),
+    ]);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError('stale', CHANGED_MEANWHILE);
+  }
+
   async save(uri: string): Promise<void> {
     const notebook = this.notebook(uri);
     const label = this.sessions.label(notebook);
@@ -510,12 +527,4 @@ function editorMetadata(cell: vscode.NotebookCell, metadata: CellMetadata): Reco
   const current = cell.metadata as { metadata?: Record<string, unknown> };
   const kept = Object.fromEntries(Object.entries(current.metadata ?? {}).filter(([k]) => EDITOR_KEYS.includes(k)));
   return { ...current, metadata: { ...metadata, ...kept } };
-}
-
-/** nbformat 4.5 gave cells an `id`; VS Code writes a cell's metadata `id` into the file. */
-function keepsFileIds(notebook: vscode.NotebookDocument): boolean {
-  if (notebook.notebookType !== 'jupyter-notebook') return false;
-  const meta = notebook.metadata as { nbformat?: number; nbformat_minor?: number };
-  const major = meta.nbformat ?? 0;
-  return major > 4 || (major === 4 && (meta.nbformat_minor ?? 0) >= 5);
 }

@@ -19,6 +19,7 @@ import {
 } from '../../src/core/outcome';
 import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
 import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
+import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
 import { KeyedQueue } from '../../src/core/keyedQueue';
 import { ended } from '../../src/server/guardRoutes';
 import { Reply } from '../../src/server/route';
@@ -166,7 +167,7 @@ describe('transports answer by kind, never by the words of a message', () => {
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel: silent },
     ]);
     const { gate, ends } = recordingGate();
-    const ctx = { host, runs: new KeyedQueue() } as unknown as BridgeServices;
+    const ctx = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs() } as unknown as BridgeServices;
     const client = await callTools(codeTools(ctx), gate);
     const result = (await client.callTool({
       name: 'execute_code',

@@ -7,7 +7,8 @@ import type { NotebookHost } from '../../../src/core/notebookHost';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
-import { NotebookCells } from '../../../src/core/notebookCells';
+import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/notebookCells';
+import { MARIMO_PROTOCOL_VERSION } from '../../../src/core/marimoVersion';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -32,6 +33,7 @@ export function startTestServer(options: {
   log?: Log;
   access?: Gate;
   analyzer?: CodeAnalyzer;
+  confirm?: NotebookCellsOptions['confirm'];
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
@@ -39,6 +41,7 @@ export function startTestServer(options: {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
+    ...(options.confirm && { confirm: options.confirm }),
   });
   const access = options.access ?? Gate.open();
   access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
@@ -49,6 +52,7 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
+    marimoVersion: () => MARIMO_PROTOCOL_VERSION,
     access,
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };

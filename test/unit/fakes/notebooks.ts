@@ -36,7 +36,7 @@ interface FakeCell {
 }
 
 /** A notebook as a test opens it: the kernel's kind, or why there is none. */
-export type FakeNotebookInfo = Omit<NotebookInfo, 'cellCount' | 'dirty' | 'kernelState' | 'kernelStateNote'>;
+export type FakeNotebookInfo = Omit<NotebookInfo, 'cellCount' | 'dirty' | 'kernelState' | 'kernelStateNote' | 'idsNote'>;
 
 interface FakeNotebook {
   info: FakeNotebookInfo;
@@ -268,6 +268,13 @@ export class FakeNotebooks implements OpenNotebooks {
       }
   }
 
+  async persistIds(uri: string): Promise<void> {
+    const book = this.book(uri);
+    this.calls.push({ method: 'persistIds', uri });
+    book.info = { ...book.info, idsPersist: true };
+    book.dirty = true;
+  }
+
   async save(uri: string): Promise<void> {
     const book = this.book(uri);
     const failure = this.failSave.get(uri);
@@ -356,6 +363,7 @@ export const NOTEBOOK_A: FakeNotebookInfo = {
   path: '/work/a.ipynb',
   notebookType: 'jupyter-notebook',
   kernel: 'builtin',
+  idsPersist: true,
 };
 /** A PNG signature and two bytes: enough for a binary output item. */
 export const PNG_BYTES = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
