@@ -15,11 +15,13 @@ import { EditSpans } from './core/editSpans';
 import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
+import { confirmWithPerson } from './access/prompt';
 import { JsonCheckpointFile } from './access/checkpointFile';
 import { asAuthor, Checkpoints } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { MarimoKernels } from './kernels/marimoKernels';
+import { MARIMO_SOURCE, MarimoKernels } from './kernels/marimoKernels';
+import { MarimoVersions } from './core/marimoVersion';
 import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { lazyMcp } from './mcp/lazy';
@@ -101,7 +103,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
   });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
-  const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const checkpoints: Checkpoints = new Checkpoints(() => cells, checkpointFile);
   const presence = new Presence((named) => {
     try {
       return resolveNotebook(notebooks.list(), named).uri;
@@ -113,8 +115,15 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    // A batch applied in steps: its checkpoint and audit line are on disk before its first step.
+    onApplying: async (notebook, before, planned) => {
+      const journal = checkpoints.begin(notebook, before, planned);
+      if (journal) await access.applying(journal);
+      return journal;
+    },
     analyzer,
     presence,
+    confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
@@ -126,8 +135,9 @@ export function compose({ context, log, settings, bridge, version }: Composition
       sessions.onDidChange,
     ),
   );
-  // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
+  // One per window, across server restarts: the credentials minted (an agent's changes stay its own) and the token's bytes.
   const identities = new ClientRegistry();
+  identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const bearer = new BearerCheck();
   const access = createAgentAccess({
     identities,
@@ -165,14 +175,24 @@ export function compose({ context, log, settings, bridge, version }: Composition
   // Kernels are resolved once per change (for Jupyter that is an API call), then shared; what
   // is published (discovery files, atomically written; terminals' environment) is written only
   // when it changed, since a notebook's runs signal the sessions may have changed many times a second.
+  // One run at a time per notebook, whoever asks (an agent over HTTP or MCP, the version read).
+  const runs = new KeyedQueue();
+  const marimoVersions = new MarimoVersions(runs, () => refreshing.soon());
   let told = '';
   const republish = async () => {
     const connection = bridge.connection;
     const open = await sessions.sessions();
-    const now = JSON.stringify([connection?.url, connection?.token, open]);
+    marimoVersions.learn(
+      open.filter((s) => s.notebookType === MARIMO_SOURCE.notebookType),
+      async (id) => {
+        const kernel = await sessions.kernelFor(id);
+        return kernel.kind === MARIMO_SOURCE.name ? kernel : undefined;
+      },
+    );
+    const now = JSON.stringify([connection?.url, connection?.token, open, marimoVersions.current()]);
     if (now === told) return;
     told = now;
-    bridge.publish(open);
+    bridge.publish(open, marimoVersions.current());
     status.update(connection, open.length);
     mcp.update();
     terminalEnv.clear();
@@ -218,9 +238,10 @@ export function compose({ context, log, settings, bridge, version }: Composition
           host: sessions,
           cells,
           checkpoints,
-          runs: new KeyedQueue(),
+          runs,
           outputs: new ScratchpadOutputs(),
           version,
+          marimoVersion: () => marimoVersions.current(),
           access: access.gate,
           serveMcp: lazyMcp,
           inspectProgram,

@@ -255,7 +255,7 @@ export function presenceChecks(): void {
       .catch(() => fail('the person was not told that an agent forced a write over their typing'));
     const text = await told.first().innerText();
     note(`the person is told: ${show(text, 300)}`);
-    includes(text, `says it is ${RUNNER}`, 'the notice names the agent');
+    includes(text, `${RUNNER} (unverified)`, 'the notice names the agent');
     includes(text, 'cell 3', 'the notice names the cell');
     // Expanded, so the screenshot shows the whole notice.
     await told.first().hover();
@@ -288,7 +288,7 @@ export function presenceChecks(): void {
     note(`presence: ${show(answer, 500)}`);
     const listed = answer.agents.find((a) => a.name.includes(impostor));
     ok(listed, `the impostor is not listed among the agents: ${show(answer.agents)}`);
-    includes(listed.name, `says it is ${impostor}`, 'it is shown as a claim');
+    includes(listed.name, `${impostor} (unverified)`, 'it is shown as a claim');
     ok(!answer.person.cells.some((c) => c.id === cell.id), `its write shows as the person's: ${show(answer.person)}`);
     eq((await get(cell.id, RUNNER, signal)).personEditing, undefined, 'personEditing after the impostor wrote');
     // Another agent's write to that cell is not held up by it.

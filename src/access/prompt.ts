@@ -4,6 +4,7 @@ import type { AgentAction, Answer } from '../core/accessPolicy';
 const ALLOW = 'Allow';
 const ALLOW_10 = 'Allow for 10 Minutes';
 const DENY = 'Deny';
+const NOT_NOW = 'Not Now';
 const SHOW = 'Show Code';
 const EXPIRED = Symbol('expired');
 const WITHDRAWN = Symbol('withdrawn');
@@ -15,8 +16,9 @@ const WITHDRAWN = Symbol('withdrawn');
  */
 export async function askPerson(action: AgentAction, where: string, timeoutMs: number, gone?: AbortSignal): Promise<Answer> {
   const deadline = Date.now() + timeoutMs;
-  const who = action.client.charAt(0).toUpperCase() + action.client.slice(1);
-  const message = `${who} wants a ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
+  // The name as the client gave it (never re-cased), with what it is worth; the long form is in the audit log.
+  const a = /^([aeiou]|mcp )/i.test(action.label) ? 'an' : 'a';
+  const message = `${action.client} wants ${a} ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) return 'no-answer';
@@ -50,4 +52,24 @@ export async function askPerson(action: AgentAction, where: string, timeoutMs: n
     });
     await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true });
   }
+}
+
+/**
+ * A yes-or-no question from the bridge itself (not an agent action under the access mode), as a
+ * notification with one button for yes; closing it is no, and so is silence past `timeoutMs`.
+ */
+export async function confirmWithPerson(
+  question: { message: string; yes: string },
+  timeoutMs: number,
+): Promise<'yes' | 'no' | 'no-answer'> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof EXPIRED>((resolve) => (timer = setTimeout(() => resolve(EXPIRED), timeoutMs)));
+  const notAnswered = `(no answer in ${Math.round(timeoutMs / 1000)} s: no)`;
+  const choice = await Promise.race([
+    vscode.window.showWarningMessage(`Agent Bridge: ${question.message} ${notAnswered}`, question.yes, NOT_NOW),
+    expired,
+  ]);
+  clearTimeout(timer);
+  if (choice === EXPIRED) return 'no-answer';
+  return choice === question.yes ? 'yes' : 'no';
 }

@@ -1,4 +1,6 @@
-import { MAX_BATCH_OPS, planBatch } from './batch';
+import { MAX_BATCH_OPS, planBatch, type PlannedCell } from './batch';
+import { inSteps } from './changeSteps';
+import type { CellLook, Journal } from './checkpoints';
 import type {
   ActiveNotebook,
   BatchOp,
@@ -40,6 +42,7 @@ import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { Presence, type PresenceAnswer } from './presence';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
+import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -48,10 +51,18 @@ export interface NotebookCellsOptions {
   analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
+  /**
+   * Hears of a change about to be applied in steps (uri, cells before, the cells it plans) before
+   * its first step, so a record of it outlives an editor stopped in between; its `end` is then
+   * told the cells after it (or after its failure) instead of `onApplied`.
+   */
+  onApplying?: (notebook: string, before: readonly CellSnapshot[], planned: readonly CellLook[]) => Promise<Journal | undefined>;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
   /** Where agents and the person are (the cells requests read, write and run are noted there). */
   presence?: Presence;
+  /** Puts a yes-or-no question to the person (none: every such question is answered no). */
+  confirm?: (question: { message: string; yes: string }) => Promise<'yes' | 'no' | 'no-answer'>;
 }
 
 const single = () => '';
@@ -111,15 +122,22 @@ export class NotebookCells implements CellService {
     };
   }
 
-  async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
+  async list(ref: string | undefined, { read = true } = {}): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
     const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const status = kernelStatus(kernel);
     const graph = await this.graph(entry, snapshots, status);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    const view = read ? this.show.bind(this) : this.view.bind(this);
+    const cells = snapshots.map((c, i) => ({ ...view(entry, c, i, status), ...graph?.get(c.id) }));
     this.whereabouts.read(this.reader, entry.uri, null);
     return { notebook: withKernel(entry, kernel), cells };
+  }
+
+  /** A notebook's cells as they are, not shown to anyone (no read is recorded): what reverts plan against. */
+  states(ref: string | undefined): { uri: string; cells: CellSnapshot[] } {
+    const { uri } = this.notebook(ref);
+    return { uri, cells: this.docs.cells(uri) };
   }
 
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
@@ -274,7 +292,9 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
     await this.checkKernel(notebook);
-    const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
+    // All queued at once: with "stop", the kernel drops the rest after a failure, or (where it
+    // cannot) only the first is queued and the series queues each next one.
+    const first = await this.start(notebook, ids, onError === 'stop');
     return new CellSeries(
       ids,
       first,
@@ -315,6 +335,19 @@ export class NotebookCells implements CellService {
       }),
     );
     return { saved };
+  }
+
+  async persistIds(ref: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }> {
+    const entry = this.notebook(ref);
+    if (entry.notebookType !== 'jupyter-notebook') throw cannotPersist(entry);
+    if (!entry.idsPersist) {
+      const answer = (await this.options.confirm?.(persistIdsQuestion(this.reader.label, entry))) ?? 'no';
+      if (answer !== 'yes') throw persistRefused(entry, answer);
+      await this.writes.run(entry.uri, () => this.docs.persistIds(entry.uri));
+      this.touched.add(entry.uri);
+    }
+    const now = this.notebook(entry.uri);
+    return { notebook: withKernel(now, await this.docs.kernel(now.uri)), upgraded: !entry.idsPersist };
   }
 
   interrupt(ref: string | undefined): Promise<InterruptHow> {
@@ -410,14 +443,23 @@ export class NotebookCells implements CellService {
         plan.layout.filter((c) => c.touched).map((c) => c.id),
       );
 
+      let journal: Journal | undefined;
       if (!plan.empty) {
-        await this.docs.apply(notebook.uri, plan.change, span);
+        if (inSteps(plan.change))
+          journal = await this.options.onApplying?.(notebook.uri, cells, plannedCells(cells, plan.layout));
+        try {
+          await this.docs.apply(notebook.uri, plan.change, span);
+        } catch (error) {
+          journal?.end(this.docs.list().some((n) => n.uri === notebook.uri) ? this.docs.cells(notebook.uri) : cells);
+          throw error;
+        }
         this.touched.add(notebook.uri);
       }
       if (plan.overTyping.length) this.whereabouts.overTyping(this.reader, notebook.uri, plan.overTyping);
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
-      if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
+      if (journal) journal.end(after);
+      else if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
       // The host answers others between the snapshot and the views of up to 1,000 cells.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
@@ -482,10 +524,10 @@ export class NotebookCells implements CellService {
     return code;
   }
 
-  private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+  private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
     const before = this.docs.cells(notebook.uri);
-    const tickets = await this.docs.execute(notebook.uri, cellIds);
+    const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     this.whereabouts.ran(this.reader, notebook.uri, tickets);
     return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
   }
@@ -568,6 +610,19 @@ export class NotebookCells implements CellService {
 
 const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
 
+/** The cells as a batch plans to leave them (metadata and outputs as they are; new cells have none). */
+function plannedCells(cells: readonly CellSnapshot[], layout: readonly PlannedCell[]): CellLook[] {
+  const byId = new Map(cells.map((c) => [c.id, c]));
+  return layout.map(({ id, kind, language, code }) => ({
+    id,
+    kind,
+    language,
+    code,
+    metadata: byId.get(id)?.metadata ?? {},
+    outputs: byId.get(id)?.outputs ?? [],
+  }));
+}
+
 function checkCode(cell: { id: string; kind: string }, where: string): void {
   if (cell.kind !== 'code') throw new BridgeError('bad_input', `${where}cell ${cell.id} is a markup cell; only code cells run`);
 }
@@ -602,9 +657,11 @@ export function cellView(
 const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
 
 function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
-  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const ids = idsNote(entry);
+  const info = { ...entry, ...(ids && { idsNote: ids }) };
+  if (!('kind' in kernel)) return { ...info, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
   const { state, note } = kernel.status;
-  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+  return { ...info, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { AccessKind } from '../core/accessPolicy';
+import type { Author } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { describeZodError } from '../core/inputErrors';
 import { httpStatus, type OutcomeKind } from '../core/outcome';
@@ -48,6 +49,8 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   access?: AccessKind;
   /** The activity view's name for it (default: `METHOD path`). */
   activity?: string;
+  /** What it does, for the person's prompt and the record, where its inputs do not say (default: them, as JSON). */
+  describe?(input: RouteInput<B, Q>, ctx: Ctx, author: Author): string;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
 }
 
@@ -101,10 +104,13 @@ export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router 
   router.use((req: Request) => {
     const allow = allowed.get(req);
     if (allow) throw new MethodNotAllowed(allow, `${req.method} ${req.path} is not supported: use ${allow.join(' or ')}`);
-    // Under a family of routes, the way forward is the family.
+    // Under a family of routes, the way forward is the family; elsewhere (`GET /`), every route.
     const family = `/${req.path.split('/')[1] ?? ''}/`;
     const routes = family.length > 2 ? under(family) : [];
-    if (!routes.length) throw new BridgeError('not_found', `No route ${req.method} ${req.path}`);
+    if (!routes.length)
+      throw new BridgeError('not_found', `No route ${req.method} ${req.path}; the routes are listed in "routes"`, {
+        routes: rows.map((r) => `${r.method.toUpperCase()} ${r.path}`),
+      });
     throw new BridgeError('not_found', `No route ${req.method} ${req.path}; the routes under ${family} are listed in "routes"`, {
       routes,
     });

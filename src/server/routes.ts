@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
 import { answerAt } from '../core/outputDetail';
+import { listAnswer } from '../core/cellBrief';
 import type { BridgeServices } from '../core/services';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
@@ -13,6 +14,7 @@ import {
   editBody,
   editsBody,
   followBody,
+  listQuery,
   moveBody,
   notebookBody,
   notebookQuery,
@@ -22,9 +24,11 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
+  undoBody,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
-import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
+import { serveExecute } from './execute';
+import { SCRATCHPAD_OUTPUT_PATH } from '../core/scratchpadOutputs';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';
@@ -44,12 +48,18 @@ function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }):
   );
 }
 
-const health = () => ({ status: 'healthy', server: 'agent-bridge' });
+/** marimo's `/health`, with the server named: its `version` is a marimo version (core/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
+const health = (ctx: RouteContext) => ({
+  status: 'healthy',
+  server: 'agent-bridge',
+  version: ctx.marimoVersion(),
+  bridgeVersion: ctx.version,
+});
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
 export const routes: readonly Route<RouteContext>[] = [
-  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
-  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
+  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => health(ctx) }),
+  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => health(ctx) }),
 
   route({
     method: 'get',
@@ -76,10 +86,15 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'scratchpad output',
     handle: ({ params, res }, ctx) => {
       const kept = ctx.outputs.get(params['id']!);
+      if (kept === 'gone')
+        throw new BridgeError(
+          'not_found',
+          `Output ${params['id']} has expired: scratchpad outputs are kept for ${ctx.outputs.bounds.keepMs / 60_000} minutes (fewer when newer ones need the room); run the code again to get a new URL`,
+        );
       if (!kept)
         throw new BridgeError(
           'not_found',
-          'No such output: scratchpad outputs are kept for a while only (run the code again to get a new URL)',
+          `No output has the id ${params['id']}: check the URL against the one the capped run's note gave (the id is the last part)`,
         );
       res.writeHead(200, {
         'Content-Type': 'text/plain; charset=utf-8',
@@ -136,8 +151,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/cells',
-    query: cellsQuery,
-    handle: async ({ query }, ctx) => answerAt(await ctx.cells.list(query.notebook), query.outputs ?? 'summary'),
+    query: listQuery,
+    handle: ({ query }, ctx) => listAnswer(ctx.cells, query.notebook, query),
   }),
   route({
     method: 'post',
@@ -161,11 +176,18 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/changes',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.checkpoints.mine(query.notebook),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/undo',
     activity: 'undo',
-    body: notebookBody,
-    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+    body: undoBody,
+    describe: ({ body }, ctx, author) => ctx.checkpoints.describeUndo(author, body.checkpoint),
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook, body.checkpoint),
   }),
   route({
     method: 'post',
@@ -212,6 +234,13 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'notebook save',
     body: saveBody,
     handle: ({ body }, ctx) => ctx.cells.save(body.all ? 'all' : body.notebook),
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/persist-ids',
+    activity: 'keep cell ids in the file',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.cells.persistIds(body.notebook),
   }),
   route({
     method: 'post',

@@ -18,9 +18,11 @@ function entry(code: string, kind: AccessKind = 'execute', outcome: ActionOutcom
     action: {
       id: 1,
       transport: 'http',
-      client: 'unit-agent',
+      client: 'unit-agent (unverified)',
+      about: 'an agent that says it is unit-agent, with no credential of the bridge: its name is only a claim',
       claim: 'unit-agent',
       credential: undefined,
+      owner: undefined,
       kind,
       label: kind === 'execute' ? 'scratchpad run' : 'cell edit',
       notebook: 's_aaaaaa',
@@ -45,6 +47,7 @@ describe('audit log (JSON Lines file)', () => {
     log.append(entry('print(1)'));
     log.append(entry(`token = "${TOKEN}"`));
     await log.flushed();
+    log.dispose();
     const text = fs.readFileSync(path.join(dir, AUDIT_FILE), 'utf8');
     assert.ok(!text.includes(TOKEN));
     const [first, second] = text
@@ -54,9 +57,33 @@ describe('audit log (JSON Lines file)', () => {
     assert.equal(first!.sha256, createHash('sha256').update('print(1)').digest('hex'));
     assert.deepEqual(
       [first!.client, first!.notebookUri, first!.outcome, first!.durationMs, first!.time],
-      ['unit-agent', URI, 'succeeded', 1, '2026-11-23T12:00:00.000Z'],
+      ['unit-agent (unverified)', URI, 'succeeded', 1, '2026-11-23T12:00:00.000Z'],
     );
+    assert.match(first!.about ?? '', /says it is unit-agent, with no credential/);
     assert.equal(second!.code, 'token = "[token]"');
+  });
+
+  it('writes through one open file, and creates it again when someone removed it', async () => {
+    const log = new AuditLog(dir, () => null, silentLog, 0);
+    log.append(entry('first()'));
+    await log.flushed();
+    fs.rmSync(path.join(dir, AUDIT_FILE));
+    log.append(entry('second()'));
+    await log.flushed();
+    assert.deepEqual(
+      (await readAudit(dir)).map((r) => r.code),
+      ['second()'],
+    );
+    log.dispose();
+    assert.equal((fs.statSync(path.join(dir, AUDIT_FILE)).mode & 0o777).toString(8), '600');
+  });
+
+  it('writes the batch still gathering when the window closes (dispose), before it returns', () => {
+    const log = new AuditLog(dir, () => null, silentLog);
+    log.append(entry('last()'));
+    log.dispose();
+    const text = fs.readFileSync(path.join(dir, AUDIT_FILE), 'utf8');
+    assert.equal((JSON.parse(text) as AuditRecord).code, 'last()');
   });
 
   it('rotates past the size limit, keeping two older files, and reads them back in order', async () => {
@@ -66,6 +93,7 @@ describe('audit log (JSON Lines file)', () => {
       log.append(entry(big(n)));
       await log.flushed();
     }
+    log.dispose();
     const files = fs.readdirSync(dir).sort();
     assert.deepEqual(files, ['agent-activity.1.jsonl', 'agent-activity.2.jsonl', 'agent-activity.jsonl']);
     for (const f of files) assert.ok(fs.statSync(path.join(dir, f)).size <= ROTATE_AT_BYTES);

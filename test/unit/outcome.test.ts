@@ -19,6 +19,7 @@ import {
 } from '../../src/core/outcome';
 import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
 import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
+import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
 import { KeyedQueue } from '../../src/core/keyedQueue';
 import { ended } from '../../src/server/guardRoutes';
 import { Reply } from '../../src/server/route';
@@ -45,6 +46,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   kernel_error: 502,
   kernel_timeout: 504,
   unavailable: 503,
+  too_many_requests: 429,
   internal: 500,
 };
 
@@ -58,9 +60,7 @@ function recordingGate(): { gate: Gate; ends: ActionEnd[] } {
 
 const action = {
   transport: 'mcp' as const,
-  client: 'unit',
-  claim: 'unit',
-  credential: undefined,
+  ...new ClientRegistry().identify(undefined, 'unit'),
   kind: 'execute' as const,
   label: 'test',
   notebook: undefined,
@@ -124,7 +124,7 @@ describe('transports answer by kind, never by the words of a message', () => {
 
   async function callTools(rows: ReturnType<typeof tool>[], gate: Gate): Promise<Client> {
     const server = new McpServer({ name: 'unit', version: '0' });
-    registerTools(server, gate, { client: 'unit', claim: 'unit', credential: undefined }, rows);
+    registerTools(server, gate, new ClientRegistry().identify(undefined, 'unit'), rows);
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(a);
     const client = new Client({ name: 'unit', version: '0' });
@@ -167,7 +167,7 @@ describe('transports answer by kind, never by the words of a message', () => {
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel: silent },
     ]);
     const { gate, ends } = recordingGate();
-    const ctx = { host, runs: new KeyedQueue() } as unknown as BridgeServices;
+    const ctx = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs() } as unknown as BridgeServices;
     const client = await callTools(codeTools(ctx), gate);
     const result = (await client.callTool({
       name: 'execute_code',

@@ -219,13 +219,13 @@ describe('presence over HTTP and MCP (fake notebooks)', () => {
     assert.deepEqual(
       r.body.agents.map((a: Json) => [a.name, a.you, a.verb, a.cell]),
       [
-        ['an agent that says it is alice', false, 'running', { id: ids[2], index: 2 }],
-        ['an agent that says it is bob', true, 'reading', { id: ids[0], index: 0 }],
+        ['alice (unverified)', false, 'running', { id: ids[2], index: 2 }],
+        ['bob (unverified)', true, 'reading', { id: ids[0], index: 0 }],
       ],
     );
     assert.equal(r.body.running.length, 1);
     assert.deepEqual(r.body.running[0].cell, { id: ids[2], index: 2 });
-    assert.equal(r.body.running[0].for, 'an agent that says it is alice');
+    assert.equal(r.body.running[0].for, 'alice (unverified)');
   });
 
   it('a write to a cell the person typed in within 10 s is refused (409, nothing changed); force writes; after 10 s it goes', async () => {
@@ -248,7 +248,7 @@ describe('presence over HTTP and MCP (fake notebooks)', () => {
     assert.equal(forced.status, 200, JSON.stringify(forced.body));
     assert.deepEqual(
       told,
-      [{ notebook: NOTEBOOK_A.uri, agent: 'an agent that says it is bob', cells: [{ id: ids[0], index: 0, ms: 2_000 }] }],
+      [{ notebook: NOTEBOOK_A.uri, agent: 'bob (unverified)', cells: [{ id: ids[0], index: 0, ms: 2_000 }] }],
       'the person is told of the forced write, who and where',
     );
     type(1, 'y = "person"');

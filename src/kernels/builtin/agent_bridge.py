@@ -84,7 +84,7 @@ class Cell(object):
     "running" | "succeeded" | "failed" | "interrupted"; None for markup), success (of the last
     run: True/False, or None before one ended), execution_count, and
     outputs: a list of dicts, one per output item: {"type": "stdout" | "stderr" | "error" | <mime
-    type>, "mime", "text"?, "name"?, "message"?, "traceback"?, "url"?, "truncated"?}.
+    type>, "text"?, "name"?, "message"?, "traceback"?, "url"?, "truncated"?}.
     """
 
     __slots__ = ("id", "index", "kind", "language", "code", "version", "status", "success", "execution_count", "outputs")

@@ -7,8 +7,9 @@ import type { NotebookHost } from '../../../src/core/notebookHost';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
-import { NotebookCells } from '../../../src/core/notebookCells';
+import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/notebookCells';
 import type { Presence } from '../../../src/core/presence';
+import { MARIMO_PROTOCOL_VERSION } from '../../../src/core/marimoVersion';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -34,6 +35,7 @@ export function startTestServer(options: {
   access?: Gate;
   analyzer?: CodeAnalyzer;
   presence?: Presence;
+  confirm?: NotebookCellsOptions['confirm'];
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
@@ -42,7 +44,10 @@ export function startTestServer(options: {
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
     ...(options.presence && { presence: options.presence }),
+    ...(options.confirm && { confirm: options.confirm }),
   });
+  const access = options.access ?? Gate.open();
+  access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
     cells,
@@ -50,7 +55,8 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
-    access: options.access ?? Gate.open(),
+    marimoVersion: () => MARIMO_PROTOCOL_VERSION,
+    access,
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
