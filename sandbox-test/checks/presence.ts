@@ -105,7 +105,7 @@ export function presenceChecks(): void {
       nbformat_minor: 5,
     };
     fs.writeFileSync(file, `${JSON.stringify(nb, null, 1)}\n`);
-    const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 60_000 });
+    const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 60_000, headers: as(RUNNER) });
     eq(r.status, 200, `open presence.ipynb (${show(r.text, 300)})`);
     sid = r.json<{ session: { id: string } }>().session.id;
     // The kernel started before anything is timed (as the runner: no third agent in the notebook).
