@@ -4,9 +4,10 @@
  * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
-import { ClientRegistry, type Caller } from './clients';
+import { ClientRegistry, readerOf, type Caller } from './clients';
 import { BridgeError } from './bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from './outcome';
+import type { Reader } from './versions';
 
 export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
 export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
@@ -46,6 +47,11 @@ export interface AgentAction extends ActionRequest {
   readonly id: number;
   /** Its credential was minted for it: the client sent none (so it owns no earlier change). */
   readonly minted?: true;
+  /**
+   * Who the request is to the cell service and presence: its client as the request came
+   * (`readerOf`), never a credential minted for it now, which its other requests may not carry.
+   */
+  readonly reader: Reader;
   /** Epoch milliseconds. */
   readonly startedAt: number;
   /** One line for lists. */
@@ -252,6 +258,7 @@ export class Gate {
       ...request,
       ...caller,
       ...(issue && { minted: true as const }),
+      reader: readerOf(request),
       id: this.nextId++,
       startedAt: at,
       summary: summarize(request.label, request.code),

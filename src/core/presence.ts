@@ -8,7 +8,6 @@
  */
 import type { ActionEnd, ActivitySink, AgentAction } from './accessPolicy';
 import { BridgeError } from './bridgeError';
-import { readerOf } from './clients';
 import type { ExecutionStatus } from './cellService';
 import type { PersonTyping } from './batch';
 import type { RunPhase, RunTicket } from './runTicket';
@@ -201,7 +200,7 @@ export class Presence implements ActivitySink {
     if (action.kind !== 'execute') return;
     const notebook = this.resolve(action.notebook);
     if (notebook === undefined) return;
-    const agent = this.touch(readerOf(action), notebook, 'running', null, false);
+    const agent = this.touch(action.reader, notebook, 'running', null, false);
     agent.scratchpads.add(action.id);
     this.changed(notebook);
   }
@@ -381,6 +380,12 @@ export class Presence implements ActivitySink {
     const { agents } = this.state(notebook);
     const last = { verb, cell, at: this.now() };
     let agent = agents.get(reader.key);
+    // A client newly holding a credential is the one its name stood for until then (readerOf's `earlier`).
+    const before = agent || reader.earlier === undefined ? undefined : agents.get(reader.earlier);
+    if (before) {
+      agents.delete(reader.earlier!);
+      agent = { ...before, key: reader.key };
+    }
     if (agent) {
       agent.name = reader.label;
       agent.last = last;

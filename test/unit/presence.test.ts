@@ -2,7 +2,8 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { AgentAction } from '../../src/core/accessPolicy';
+import { Gate, type AgentAction } from '../../src/core/accessPolicy';
+import { ClientRegistry } from '../../src/core/clients';
 import {
   ACTIVE_MS,
   type ForcedWrite,
@@ -16,6 +17,7 @@ import { KERNEL_READER } from '../../src/core/versions';
 import { sleep } from '../../src/core/sleep';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
@@ -141,6 +143,7 @@ describe('presence (who is where in a notebook)', () => {
       client: 'bob',
       claim: 'bob',
       credential: undefined,
+      reader: bob,
     } as unknown as AgentAction;
     presence.started(action);
     clock += ACTIVE_MS * 2;
@@ -149,6 +152,15 @@ describe('presence (who is where in a notebook)', () => {
     assert.deepEqual(answer.running, [{ cell: null, for: 'bob', you: false, phase: 'running', scratchpad: true }]);
     presence.ended(action, { outcome: 'succeeded', durationMs: 1, detail: '', output: '' });
     assert.deepEqual(presence.agents(NB), [], 'it ended long after its start');
+  });
+
+  it('a client handed a credential stays one agent: what it did under its name is carried over', () => {
+    presence.ran(bob, NB, [new Ticket('run_1', 'c2')]);
+    presence.read({ key: 'credential-of-bob', label: 'bob', earlier: bob.key }, NB, 'c1');
+    assert.deepEqual(
+      presence.agents(NB).map((a) => [a.key, a.verb, a.cell, a.running]),
+      [['credential-of-bob', 'reading', 'c1', ['c2']]],
+    );
   });
 
   it('what runs: an agent run for its agent, a run started in the editor for nobody (null)', () => {
@@ -199,10 +211,18 @@ describe('presence over HTTP and MCP (fake notebooks)', () => {
   beforeEach(async () => {
     clients = [];
     clock = Date.now();
-    presence = new Presence(undefined, () => clock);
+    presence = new Presence(
+      (named) => (named === NOTEBOOK_A.sessionId ? NOTEBOOK_A.uri : undefined),
+      () => clock,
+    );
     docs = new FakeNotebooks({ 'sleep()': { steps: [{ waitMs: 400 }] } });
     ids = docs.add(NOTEBOOK_A, [{ code: 'x = 1' }, { code: 'y = 2' }, { code: 'sleep()' }]);
-    server = await startTestServer({ notebooks: docs, presence });
+    // Presence hears of scratchpad runs from the activity record, as in the extension.
+    const full = { mode: () => 'full' as const, ask: () => Promise.resolve('allow' as const), maxRunMs: () => 0 };
+    const kernel = new FakeKernel({});
+    const { sessionId: id, path, uri, notebookType } = NOTEBOOK_A;
+    const host = new FakeNotebookHost([{ info: { id, path, uri, notebookType }, kernel }]);
+    server = await startTestServer({ notebooks: docs, presence, host, access: new Gate(full, [presence], new ClientRegistry()) });
   });
   afterEach(async () => {
     for (const c of clients) await c.close();
@@ -226,6 +246,28 @@ describe('presence over HTTP and MCP (fake notebooks)', () => {
     assert.equal(r.body.running.length, 1);
     assert.deepEqual(r.body.running[0].cell, { id: ids[2], index: 2 });
     assert.equal(r.body.running[0].for, 'alice (unverified)');
+  });
+
+  it('an HTTP agent that does not send back the credential it was handed counts once (its scratchpad run and its reads)', async () => {
+    const res = await request(server.port, {
+      method: 'POST',
+      path: '/api/kernel/execute',
+      headers: {
+        authorization: `Bearer ${TEST_TOKEN}`,
+        'content-type': 'application/json',
+        'marimo-session-id': 's_aaaaaa',
+        'x-agent-bridge-client': 'bob',
+      },
+      body: JSON.stringify({ code: 'None' }),
+    });
+    assert.equal(res.status, 200, res.body);
+    assert.ok(res.headers['x-agent-bridge-credential'], 'the run was handed a credential (bob keeps it to himself)');
+    assert.equal((await read(ids[0]!)).status, 200);
+    const r = await api('GET', '/notebooks/presence?notebook=s_aaaaaa');
+    assert.deepEqual(
+      r.body.agents.map((a: Json) => [a.name, a.you, a.verb]),
+      [['bob (unverified)', true, 'reading']],
+    );
   });
 
   it('a write to a cell the person typed in within 10 s is refused (409, nothing changed); force writes; after 10 s it goes', async () => {
