@@ -8,8 +8,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
-import { checkRun, context } from './context';
+import { deepEq, eq, includes, match, ok, show } from '../assert';
+import { auditLines, checkRun, context } from './context';
 
 const FIXTURE = 'nbformat44.ipynb';
 
@@ -34,23 +34,6 @@ interface SavedCell {
 }
 
 const joined = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join('') : (v ?? ''));
-
-/** The newest line of the audit log in the sandbox's workspace storage. */
-function lastAuditLine(root: string): string {
-  const found: string[] = [];
-  const walk = (dir: string, depth: number) => {
-    if (depth > 8) return;
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, e.name);
-      if (e.isDirectory()) walk(full, depth + 1);
-      else if (e.name === 'agent-activity.jsonl') found.push(full);
-    }
-  };
-  walk(root, 0);
-  const newest = found.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-  if (!newest) return fail(`no agent-activity.jsonl under ${root}`);
-  return fs.readFileSync(newest, 'utf8').trim().split('\n').at(-1) ?? '';
-}
 
 export function cellStateChecks(): void {
   it('cell state: an nbformat 4.4 notebook shows saved counts as saved, names cells in tracebacks by count, saves as 4.4 and logs a save', async () => {
@@ -132,7 +115,7 @@ export function cellStateChecks(): void {
     match(traceback, new RegExp(`Cell In ?\\[${defCount}\\], line 2, in ratio`), 'and the cell that defined ratio by its count');
     ok(!/cell id|index \d/.test(traceback), 'no id or index in the traceback');
 
-    const audit = lastAuditLine(sandbox.dirs.userData);
+    const audit = auditLines(sandbox.dirs.userData).at(-1) ?? '';
     note(`audit: ${show(audit, 600)}`);
     includes(audit, '"kind":"save","action":"notebook save"', 'the save is logged as a save');
 

@@ -10,7 +10,7 @@ import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode } from './access';
-import { type CheckContext, checkRun, context, readJson } from './context';
+import { auditLines, type CheckContext, checkRun, context, readJson } from './context';
 import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
 
@@ -103,6 +103,55 @@ export function guardChecks(): void {
       workspaceSettings(ctx, undefined);
       await pickMode(page(), 'full');
       await sleep(500);
+    }
+  }).timeout(90_000);
+
+  it('guard: a scratchpad run\'s lingering thread that creates and runs cells through code mode is refused after "Stop Agents": no cell is created after the click, and the refusal is in the log', async () => {
+    const { signal, note } = checkRun();
+    const tag = `lingering-${Date.now()}`;
+    // The thread outlives its run: every second it makes a cell that names the time it was made.
+    const lingering = [
+      'import threading, time, agent_bridge',
+      'def _linger():',
+      '    while True:',
+      '        time.sleep(1)',
+      '        try:',
+      '            with agent_bridge.get_context() as ctx:',
+      `                ctx.run_cell(ctx.create_cell("print(%r, %r)" % (${JSON.stringify(tag)}, time.time())))`,
+      '        except Exception as e:',
+      '            print("lingering thread:", type(e).__name__, e)',
+      'threading.Thread(target=_linger, daemon=True).start()',
+      'print("thread started")',
+    ].join('\n');
+    const tagged = async () => {
+      const r = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
+      eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 200)})`);
+      const cells = r.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(tag));
+      return cells.map((c) => ({ id: c.id, madeAt: Number(/, ([\d.]+)\)/.exec(c.code)?.[1]) * 1000 }));
+    };
+    const started = await client.run(sid, lingering, { signal, timeoutMs: 30_000 });
+    eq(started.stdout, 'thread started\n', `the scratchpad run (${show(started.raw, 300)})`);
+    await sleep(3_500);
+    note(`cells the thread made before the click: ${(await tagged()).length}`);
+    const clicked = Date.now();
+    await runCommand(page(), 'Agent Bridge: Stop Agents');
+    await page().locator('.notification-toast', { hasText: 'stopped' }).first().waitFor({ state: 'visible', timeout: 10_000 });
+    try {
+      await sleep(6_000);
+      await pickMode(page(), 'full'); // to read the cells again; the thread is still there
+      await sleep(3_000);
+      const after = (await tagged()).filter((c) => c.madeAt > clicked);
+      eq(after.length, 0, `cells the thread made after "Stop Agents": ${after.map((c) => c.id).join(', ')}`);
+      const refused = auditLines(ctx.sandbox.dirs.userData)
+        .map((l) => JSON.parse(l) as { time: string; outcome: string; action: string; detail: string })
+        .filter((r) => r.outcome === 'refused' && Date.parse(r.time) > clicked && /code mode/.test(r.action));
+      ok(refused.length > 0, 'no refused code-mode call in the audit log after the click');
+      note(`the log: ${refused[0]?.action}: ${refused[0]?.detail}`);
+    } finally {
+      await pickMode(page(), 'full');
+      await client.post('/notebooks/restart', { notebook: sid }, { timeoutMs: 30_000 }); // ends the thread
+      for (const { id } of await tagged())
+        await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
     }
   }).timeout(90_000);
 
