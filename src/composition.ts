@@ -27,7 +27,7 @@ import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
 import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
-import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
+import { WorkspaceSandbox } from './kernels/builtin/workspaceSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 /** How long a burst of session changes is gathered before the sessions are published again. */
@@ -59,6 +59,13 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const inspectFile = context.asAbsolutePath(join('dist', 'kernel_inspect.py'));
   let inspectSource: string | undefined;
   const inspectProgram = () => (inspectSource ??= readFileSync(inspectFile, 'utf8'));
+  const sandboxStatus = new KernelSandboxStatus();
+  const sandbox = new WorkspaceSandbox(
+    () => settings.current.kernelSandbox,
+    (check) => sandboxStatus.update(check),
+    log,
+  );
+  const wrap = sandbox.wrap.bind(sandbox);
   const builtin = new BuiltinKernels({
     extensionId: context.extension.id,
     python: () => settings.current.pythonPath,
@@ -78,7 +85,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       };
     },
     codeModeInCells: () => settings.current.codeModeInCells,
-    sandbox: () => settings.current.kernelSandbox,
+    wrap,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
@@ -95,6 +102,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const kernel = notebook && (await builtin.kernelFor(notebook));
       return kernel ?? undefined;
     },
+    wrap,
     log,
   });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
@@ -128,18 +136,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();
-  const sandboxStatus = new KernelSandboxStatus();
-  // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
-  let sandboxShown: boolean | undefined;
-  const showSandbox = () => {
-    if (sandboxShown === settings.current.kernelSandbox) return;
-    sandboxShown = settings.current.kernelSandbox;
-    const check = sandboxShown ? checkBubblewrap() : undefined;
-    sandboxStatus.update(check);
-    if (check && !check.ok) log.warn(`agentBridge.kernel.sandbox is on, but ${check.reason}: the builtin kernel will not start`);
-    else if (check) log.info(`builtin kernels run sandboxed (${check.detail})`);
-  };
-  setImmediate(showSandbox);
+  setImmediate(() => sandbox.refresh());
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);
   push(mcp, builtin, jupyter, sessions, notebooks, status, sandboxStatus);
 
@@ -180,7 +177,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     sessions.onDidChange(() => refreshing.soon()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
-      showSandbox();
+      sandbox.refresh();
     }),
   );
   const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));

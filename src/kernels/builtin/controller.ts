@@ -1,12 +1,11 @@
 import * as vscode from 'vscode';
-import { homedir } from 'node:os';
 import { BridgeError } from '../../core/bridgeError';
 import type { InterruptHow, Kernel } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { EditorCellRun } from './editorCellRun';
 import { KernelProcess, type CallHandler } from './kernelProcess';
-import { sandboxedKernel } from './kernelSandbox';
+import type { KernelCommand } from './kernelCommand';
 import { BuiltinScratchpad } from './scratchpad';
 import { errorMessage } from '../../core/errorMessage';
 
@@ -30,8 +29,8 @@ export interface BuiltinOptions {
   codeModeInCells?: () => boolean;
   /** The bridge's stable id of a cell: messages about a cell's run name it. */
   cellId?: (cell: vscode.NotebookCell) => string;
-  /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
-  sandbox?: () => boolean;
+  /** The kernel as it starts (the sandbox, workspaceSandbox.ts), or as it is when undefined; asked at each kernel start. */
+  wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv, cwd?: string) => KernelCommand | undefined;
 }
 
 /**
@@ -151,16 +150,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         script: this.options.script,
         cwd: folder,
         env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
-        wrap: (argv) =>
-          this.options.sandbox?.()
-            ? sandboxedKernel(argv, {
-                writable: (vscode.workspace.workspaceFolders ?? [])
-                  .filter((f) => f.uri.scheme === 'file')
-                  .map((f) => f.uri.fsPath),
-                home: homedir(),
-                cwd: folder,
-              })
-            : undefined,
+        wrap: (argv, env) => this.options.wrap?.(argv, env, folder),
         onCall: (method, params, ctx) => {
           const handler = this.options.calls?.(notebook);
           return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));
