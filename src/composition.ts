@@ -16,7 +16,9 @@ import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
 import { JsonCheckpointFile } from './access/checkpointFile';
-import { asAuthor, Checkpoints } from './core/checkpoints';
+import { Checkpoints } from './core/checkpoints';
+import { Activity } from './core/accessPolicy';
+import { answerCall } from './core/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MarimoKernels } from './kernels/marimoKernels';
@@ -71,19 +73,29 @@ export function compose({ context, log, settings, bridge, version }: Composition
     python: () => settings.current.pythonPath,
     script: context.asAbsolutePath(join('dist', 'kernel.py')),
     log,
-    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
-    // `cells` and `notebooks` exist by the time a kernel calls.
+    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules, as
+    // the run that calls (kernelCalls.ts). `cells`, `notebooks` and `access` exist by the time a kernel calls.
     calls: (notebook): CallHandler => {
       // Loaded with the first call (its zod schemas are not needed before).
-      const handler = import('./kernels/builtin/codeMode').then((m) =>
-        m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
-      );
-      // Its changes are the agent's whose run called (a kernel call carries no request context).
+      const codeMode = import('./kernels/builtin/codeMode').then((m) => ({
+        kind: m.codeModeKind,
+        handle: m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+      }));
+      const rules = { gate: access.gate, inCells: () => settings.current.codeModeInCells };
       return async (method, params, ctx) => {
-        const run = await handler;
-        return asAuthor(access.codeAuthor(notebook), () => run(method, params, ctx));
+        const { kind, handle } = await codeMode;
+        const call = {
+          method,
+          ...kind(method, params),
+          notebook: notebook.uri.toString(),
+          code: JSON.stringify(params) ?? '',
+          run: ctx.run,
+        };
+        return answerCall(rules, call, ctx.signal, (signal) => handle(method, params, { ...ctx, signal }));
       };
     },
+    // Whom a kernel run is for: the agent action whose request queued it, if any.
+    owner: () => Activity.current(),
     codeModeInCells: () => settings.current.codeModeInCells,
     wrap,
     cellId: (cell): string => notebooks.cellId(cell),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
+import type { AgentAction } from '../core/accessPolicy';
 import type { Entry } from './record';
 import { errorMessage } from '../core/errorMessage';
 
@@ -14,7 +15,7 @@ const KEPT_FILES = 2;
 export interface AuditRecord {
   time: string;
   client: string;
-  transport: 'http' | 'mcp';
+  transport: AgentAction['transport'];
   notebook: string | null;
   notebookUri: string | null;
   kind: string;

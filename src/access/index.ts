@@ -2,13 +2,13 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService } from '../core/cellService';
-import type { Author, Checkpoints } from '../core/checkpoints';
+import type { Checkpoints } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
-import { accessCommands, ModeStatus } from './controls';
+import { accessCommands, ModeStatus, stopOnModeChange } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
@@ -27,8 +27,6 @@ export interface AccessDeps {
   identities: ClientRegistry;
 }
 
-const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
-
 /**
  * The VS Code side of the person's say over agents: builds the gate every transport passes
  * (mode from the settings, `ask` as a notification), and what it records into (the activity
@@ -36,8 +34,6 @@ const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
  */
 export function createAgentAccess(deps: AccessDeps): {
   gate: Gate;
-  /** Who code run in this notebook acts for: the agent's scratchpad run under way there, else a cell the person ran. */
-  codeAuthor: (notebook: vscode.NotebookDocument) => Author;
   disposables: vscode.Disposable[];
 } {
   const store = new ActivityStore(deps.notebooks);
@@ -72,6 +68,7 @@ export function createAgentAccess(deps: AccessDeps): {
     view,
     new ReviewView(deps.checkpoints),
     new ModeStatus(deps.settings),
+    stopOnModeChange(deps.settings, { gate, cells: deps.cells, log: deps.log }),
     deps.settings.onDidChange(() => view.schedule()),
   ];
   for (const [id, run] of Object.entries(
@@ -79,9 +76,5 @@ export function createAgentAccess(deps: AccessDeps): {
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
-  const codeAuthor = (notebook: vscode.NotebookDocument): Author => {
-    const run = store.newest().find((e) => !e.end && e.notebook === notebook && e.action.kind === 'execute');
-    return run ? { client: run.action.client, action: run.action.id } : { client: CELL_RUN_AUTHOR };
-  };
-  return { gate, codeAuthor, disposables };
+  return { gate, disposables };
 }

@@ -25,6 +25,8 @@ export interface BuiltinOptions {
   log: Log;
   /** Answers the host calls of a notebook's kernel (code mode: `agent_bridge`); read at each call. */
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
+  /** Whom a run is for, read when it is queued (kernelProcess.ts: its calls' `run.owner`). */
+  owner?: () => unknown;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
   /** The bridge's stable id of a cell: messages about a cell's run name it. */
@@ -151,6 +153,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         cwd: folder,
         env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
         wrap: (argv, env) => this.options.wrap?.(argv, env, folder),
+        owner: this.options.owner,
         onCall: (method, params, ctx) => {
           const handler = this.options.calls?.(notebook);
           return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));
