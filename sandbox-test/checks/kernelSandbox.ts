@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { checkBubblewrap } from '../../src/kernels/builtin/kernelSandbox';
+import { checkSandbox } from '../../src/kernels/builtin/kernelSandbox';
 import { eq, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { screenshot } from './access';
@@ -48,7 +48,7 @@ const SYSTEM_PYTHON = '/usr/bin/python3';
 
 /** The `kernel sandbox` suite's checks. */
 export function kernelSandboxChecks(): void {
-  const check = checkBubblewrap();
+  const check = checkSandbox();
   if (!check.ok) return skipped(Object.values(NAMES), check.reason);
   let ctx: CheckContext;
   let client: BridgeClient;
