@@ -145,6 +145,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();

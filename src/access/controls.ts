@@ -39,6 +39,8 @@ export class ModeStatus implements vscode.Disposable {
 export interface ControlDeps {
   gate: Gate;
   cells: CellService;
+  /** Interrupts the kernel runs agents started that go on after their request (a cell run not waited for). */
+  interruptAgentRuns: () => Promise<void>;
   audit: AuditLog;
   auditDir: string;
   log: Log;
@@ -46,21 +48,23 @@ export interface ControlDeps {
   mode: () => AccessMode;
 }
 
+type StopDeps = Pick<ControlDeps, 'gate' | 'cells' | 'log' | 'interruptAgentRuns'>;
+
 /**
  * Stops every agent action under way (their transports and code-mode calls hear it) and the cell
- * runs they started, which go on in the kernel after their request; returns them.
+ * runs agents started, which go on in the kernel after their request; returns the actions.
  */
-export async function stopAgentRuns(deps: Pick<ControlDeps, 'gate' | 'cells' | 'log'>): Promise<AgentAction[]> {
+export async function stopAgentRuns(deps: StopDeps): Promise<AgentAction[]> {
   const stopped = deps.gate.stopAll();
+  const warn = (e: unknown) => deps.log.warn(`stopping agent runs: ${String(e)}`);
   const notebooks = new Set(stopped.filter((a) => a.kind === 'run' || a.kind === 'edit').map((a) => a.notebook));
-  for (const notebook of notebooks) {
-    await deps.cells.interrupt(notebook).catch((e: unknown) => deps.log.warn(`stopping agent runs: ${String(e)}`));
-  }
+  for (const notebook of notebooks) await deps.cells.interrupt(notebook).catch(warn);
+  await deps.interruptAgentRuns().catch(warn);
   return stopped;
 }
 
 /** A switch to `read-only` or `off` (the person's, or "Stop Agents") stops the agent runs under way, as "Stop Agents" does. */
-export function stopOnModeChange(settings: Settings, deps: Pick<ControlDeps, 'gate' | 'cells' | 'log'>): vscode.Disposable {
+export function stopOnModeChange(settings: Settings, deps: StopDeps): vscode.Disposable {
   let mode = settings.current.accessMode;
   return settings.onDidChange(() => {
     const before = mode;

@@ -25,6 +25,8 @@ export interface AccessDeps {
   checkpoints: Checkpoints;
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
+  /** Interrupts the kernel runs agents started that go on after their request. */
+  interruptAgentRuns: () => Promise<void>;
 }
 
 /**
@@ -68,11 +70,19 @@ export function createAgentAccess(deps: AccessDeps): {
     view,
     new ReviewView(deps.checkpoints),
     new ModeStatus(deps.settings),
-    stopOnModeChange(deps.settings, { gate, cells: deps.cells, log: deps.log }),
+    stopOnModeChange(deps.settings, { gate, cells: deps.cells, log: deps.log, interruptAgentRuns: deps.interruptAgentRuns }),
     deps.settings.onDidChange(() => view.schedule()),
   ];
   for (const [id, run] of Object.entries(
-    accessCommands({ gate, cells: deps.cells, audit, auditDir, log: deps.log, mode: () => settings().accessMode }),
+    accessCommands({
+      gate,
+      cells: deps.cells,
+      interruptAgentRuns: deps.interruptAgentRuns,
+      audit,
+      auditDir,
+      log: deps.log,
+      mode: () => settings().accessMode,
+    }),
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }

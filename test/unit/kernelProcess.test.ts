@@ -343,6 +343,20 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.deepEqual(seen.slice(1), [undefined]);
   });
 
+  it('says whether a run for an owner is queued or in flight (Stop Agents finds the agents\' runs by it)', async () => {
+    let owner = 'the person';
+    make({ owner: () => owner });
+    await run('None');
+    owner = 'an agent';
+    const agents = (o: unknown) => o === 'an agent';
+    assert.equal(kernel.runsFor(agents), false);
+    const busy = run('import time\nwhile True:\n    time.sleep(0.05)');
+    assert.equal(kernel.runsFor(agents), true);
+    await kernel.interrupt();
+    await busy;
+    assert.equal(kernel.runsFor(agents), false);
+  });
+
   it('answers calls from Python into the host, and reports their errors', async () => {
     make({
       onCall: async (method, params) => {

@@ -121,6 +121,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return (await stopping) ?? 'sigint';
   }
 
+  /** Interrupts the notebooks whose kernel runs (or has queued) a run for an owner `of` takes: the agents' runs, for "Stop Agents". */
+  async interruptRunsFor(of: (owner: unknown) => boolean): Promise<void> {
+    const running = [...this.kernels].filter(([, kernel]) => kernel.process.runsFor(of)).map(([notebook]) => notebook);
+    await Promise.all(running.map((notebook) => this.interrupt(notebook)));
+  }
+
   async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
     if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);

@@ -203,6 +203,11 @@ export class KernelProcess implements KernelChildEvents {
     return this.restartCount;
   }
 
+  /** Whether a run queued or in flight is for an owner `of` takes (`KernelProcessOptions.owner`). */
+  runsFor(of: (owner: unknown) => boolean): boolean {
+    return [...this.active, ...this.queue].some((job) => of(job.owner));
+  }
+
   /** Resolves on `ready`; rejects with the reason (and stderr tail) if the kernel cannot start. */
   start(): Promise<void> {
     if (this.disposed) return Promise.reject(new Error('The kernel was disposed.'));
