@@ -36,6 +36,8 @@ const NAMES = {
   pth: 'kernel sandbox: a .pth file planted in the virtualenv the kernel runs, then a restart, runs nothing on the host',
   codeCheck:
     'kernel sandbox: the code check of a notebook whose kernel is not running runs sandboxed too (seen through a marker)',
+  refused:
+    "kernel sandbox: a Python whose prefix holds the workspace folder does not start; the run's error and the status bar say why",
   off: 'kernel sandbox: turned off again, the kernel runs with the network back',
 } as const;
 
@@ -281,6 +283,37 @@ export function kernelSandboxChecks(): void {
       fs.rmSync(marker, { force: true });
     }
   }).timeout(90_000);
+
+  it(NAMES.refused, async () => {
+    const { signal, note } = checkRun();
+    // A virtualenv made in the workspace folder itself: a sandboxed run could change that Python.
+    const made = spawnSync(SYSTEM_PYTHON, ['-m', 'venv', '--without-pip', ctx.workspace], { encoding: 'utf8' });
+    eq(made.status, 0, `making the virtualenv: ${made.stderr}`);
+    const venvFiles = ['bin', 'include', 'lib', 'lib64', 'pyvenv.cfg'].map((f) => path.join(ctx.workspace, f));
+    try {
+      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, path.join(ctx.workspace, 'bin', 'python'));
+      let said = '';
+      for (const t0 = Date.now(); Date.now() < t0 + 30_000 && !said.includes('writable workspace folder'); await sleep(500)) {
+        await client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 30_000 });
+        const r = await client.run(sid, 'print("ran")', { signal, timeoutMs: 30_000 });
+        said = `${r.stdout}${r.stderr}`;
+      }
+      note(said);
+      includes(said, `is the writable workspace folder ${ctx.workspace}`, "the run's error");
+      ok(!said.includes('ran\n'), 'the code ran');
+      const item = ctx.sandbox.page.locator('.statusbar-item', { hasText: 'Kernel sandbox: Python refused' }).first();
+      await item.waitFor({ state: 'visible', timeout: 10_000 });
+      await item.hover();
+      await ctx.sandbox.page
+        .locator('.monaco-hover', { hasText: 'is the writable workspace folder' })
+        .first()
+        .waitFor({ timeout: 10_000 });
+      await screenshot(ctx.sandbox.page, 'kernel-sandbox-refused.png', note);
+    } finally {
+      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
+      for (const f of venvFiles) fs.rmSync(f, { recursive: true, force: true });
+    }
+  }).timeout(120_000);
 
   it(NAMES.off, async () => {
     const { signal, note } = checkRun();

@@ -163,7 +163,7 @@ describe('the builtin kernel in a bubblewrap sandbox (kernelSandbox.ts)', functi
     const r = await runToEnd(sandboxed.command);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, new RegExp(`hold the writable workspace folder ${ws}.*The kernel does not run unsandboxed`));
+    assert.match(r.stderr, new RegExp(`is the writable workspace folder ${ws}.*The kernel does not run unsandboxed`));
   });
 
   it('a launcher script is asked for its interpreter inside a sandbox; one that names no interpreter is refused, its words not repeated', async () => {

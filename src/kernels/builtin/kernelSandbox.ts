@@ -245,16 +245,22 @@ function mountsFor(
   const isWritable = (dir: string) => writable.some((w) => inside(dir, w));
 
   // The Python and the extension's files stay as they are, even where the workspace lies over them.
-  for (const dir of [...python.prefixes.map(real), ...kernelFiles]) {
+  const kept = [
+    ...python.prefixes.map((dir) => ["the kernel's Python", real(dir)]),
+    ...kernelFiles.map((dir) => ["the extension's files", dir]),
+  ];
+  for (const [what, dir] of kept as [string, string][]) {
     const within = writable.find((w) => inside(w, dir));
     if (within)
       return {
         error:
-          `the kernel's Python or the extension's files (${dir}) hold the writable workspace folder ${within}, so a run could change what starts outside the sandbox: ` +
+          `${what} (${dir}) ${within === dir ? 'is' : 'holds'} the writable workspace folder ${within}, so a sandboxed run could change what the bridge starts: ` +
           'keep the virtualenv in a folder of its own inside the workspace (such as .venv), or outside it',
       };
     if (dir === '/' || (inside(home, dir) && !isWritable(home)))
-      return { error: `the kernel's Python lies in ${dir}, which holds your home folder: the sandbox would show all of it` };
+      return {
+        error: `${what} (${dir}) holds your home folder: the sandbox would show all of it; use a Python installed elsewhere`,
+      };
   }
   const fixed = [...SCRATCH, '/run', ...(layout.runtimeDir ? [layout.runtimeDir] : []), home].map(real);
   const sockets = socketFolders()
