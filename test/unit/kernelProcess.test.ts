@@ -343,7 +343,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.deepEqual(seen.slice(1), [undefined]);
   });
 
-  it('says whether a run for an owner is queued or in flight (Stop Agents finds the agents\' runs by it)', async () => {
+  it("says whether a run for an owner is queued or in flight (Stop Agents finds the agents' runs by it)", async () => {
     let owner = 'the person';
     make({ owner: () => owner });
     await run('None');
