@@ -30,6 +30,12 @@ function runToEnd(command: KernelCommand): Promise<{ code: number | null; stdout
   });
 }
 
+/** What the check with bubblewrap `program` says is missing ('' when it can make the whole sandbox). */
+function missing(program: string): { part: string; reason: string } {
+  const check = checkSandbox(program);
+  return check.ok ? { part: '', reason: '' } : check;
+}
+
 /** An executable shell script: a launcher, or a fake bubblewrap (named so where used). */
 function script(file: string, body: string): string {
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -190,9 +196,9 @@ describe('the builtin kernel in a bubblewrap sandbox (kernelSandbox.ts)', functi
       path.join(root, 'nested', 'bwrap'),
       'exec bwrap --unshare-user --disable-userns --ro-bind / / --dev /dev --proc /proc -- bwrap "$@"',
     );
-    const check = checkSandbox(nested);
-    assert.equal(!check.ok && check.part, 'no user namespace', !check.ok ? check.reason : '');
-    assert.match(!check.ok ? check.reason : '', /bubblewrap cannot make a sandbox with the user namespace: "bwrap: .+"/);
+    const { part, reason } = missing(nested);
+    assert.equal(part, 'no user namespace', reason);
+    assert.match(reason, /bubblewrap cannot make a sandbox with the user namespace: "bwrap: .+"/);
   });
 
   it('where a part cannot be made, the check names it: an old bubblewrap (a fake that refuses --disable-userns as 0.7 does), none at all', () => {
@@ -200,12 +206,12 @@ describe('the builtin kernel in a bubblewrap sandbox (kernelSandbox.ts)', functi
       path.join(root, 'old', 'bwrap'),
       'for a in "$@"; do [ "$a" = --disable-userns ] && { echo "bwrap: Unknown option --disable-userns" >&2; exit 1; }; done\nexec bwrap "$@"',
     );
-    const check = checkSandbox(old);
-    assert.equal(!check.ok && check.part, 'no --disable-userns (bubblewrap 0.8 or newer)', !check.ok ? check.reason : '');
-    assert.match(!check.ok ? check.reason : '', /Unknown option --disable-userns/);
-    const none = checkSandbox(path.join(root, 'nowhere', 'bwrap'));
-    assert.equal(!none.ok && none.part, 'no bubblewrap');
-    assert.match(!none.ok ? none.reason : '', /not installed/);
+    const { part, reason } = missing(old);
+    assert.equal(part, 'no --disable-userns (bubblewrap 0.8 or newer)', reason);
+    assert.match(reason, /Unknown option --disable-userns/);
+    const none = missing(path.join(root, 'nowhere', 'bwrap'));
+    assert.equal(none.part, 'no bubblewrap');
+    assert.match(none.reason, /not installed/);
   });
 
   it('a sandbox that cannot be made runs nothing: the command fails at once with the reason', async () => {
