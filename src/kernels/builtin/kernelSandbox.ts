@@ -263,9 +263,11 @@ function mountsFor(
       };
   }
   const fixed = [...SCRATCH, '/run', ...(layout.runtimeDir ? [layout.runtimeDir] : []), home].map(real);
+  // Not a folder of / itself (a socket right in /etc would hide all of /etc), nor one the kernel
+  // reads or writes: their sockets stay visible, and the seccomp filter keeps them unreachable.
   const sockets = socketFolders()
     .map(real)
-    .filter((d) => d !== '/' && !readable.some((r) => inside(d, r)) && !isWritable(d));
+    .filter((d) => depth(d) > 2 && !readable.some((r) => inside(d, r)) && !isWritable(d));
   // A home inside /tmp gets an empty folder of its own on top of the empty /tmp; a socket folder
   // inside another hidden one is hidden already.
   const hidden = byDepth([...fixed.filter((d) => !isWritable(d)), ...sockets]).filter(
