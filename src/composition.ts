@@ -18,7 +18,7 @@ import { createAgentAccess } from './access';
 import { JsonCheckpointFile } from './access/checkpointFile';
 import { Checkpoints } from './core/checkpoints';
 import { Activity } from './core/accessPolicy';
-import { answerCall } from './core/kernelCalls';
+import { KernelCalls } from './core/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MarimoKernels } from './kernels/marimoKernels';
@@ -74,14 +74,13 @@ export function compose({ context, log, settings, bridge, version }: Composition
     script: context.asAbsolutePath(join('dist', 'kernel.py')),
     log,
     // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules, as
-    // the run that calls (kernelCalls.ts). `cells`, `notebooks` and `access` exist by the time a kernel calls.
+    // the run that calls (kernelCalls.ts). `cells`, `notebooks` and `kernelCalls` exist by the time a kernel calls.
     calls: (notebook): CallHandler => {
       // Loaded with the first call (its zod schemas are not needed before).
       const codeMode = import('./kernels/builtin/codeMode').then((m) => ({
         kind: m.codeModeKind,
         handle: m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
       }));
-      const rules = { gate: access.gate, inCells: () => settings.current.codeModeInCells };
       return async (method, params, ctx) => {
         const { kind, handle } = await codeMode;
         const call = {
@@ -91,7 +90,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
           code: JSON.stringify(params) ?? '',
           run: ctx.run,
         };
-        return answerCall(rules, call, ctx.signal, (signal) => handle(method, params, { ...ctx, signal }));
+        return kernelCalls.answer(call, ctx.signal, (signal) => handle(method, params, { ...ctx, signal }));
       };
     },
     // Whom a kernel run is for: the agent action whose request queued it, if any.
@@ -148,6 +147,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
   push(...access.disposables, checkpointFile);
+  const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);
   const status = new BridgeStatus();
   setImmediate(() => sandbox.refresh());
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);

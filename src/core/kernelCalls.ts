@@ -8,6 +8,7 @@
  */
 import { Activity, ruleOn, type AccessKind, type Gate } from './accessPolicy';
 import { asAuthor, type Author } from './checkpoints';
+import { BridgeError } from './bridgeError';
 
 /** Who a call from the person's own cell run acts as. */
 const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
@@ -29,12 +30,6 @@ export interface KernelCall {
   readonly run: { readonly mode: 'cell' | 'scratchpad'; readonly owner: unknown } | undefined;
 }
 
-export interface CallRules {
-  readonly gate: Gate;
-  /** agentBridge.codeMode.inCells: cells may call too. */
-  readonly inCells: () => boolean;
-}
-
 const NO_RUN =
   'Agent Bridge refused this call: it came from no run in flight (a thread or subprocess that an earlier run left running, ' +
   'or code running between runs). The bridge answers code mode only while the run that calls it is running: ' +
@@ -49,26 +44,65 @@ const ENDED =
   'Agent Bridge refused this call: the request that started this run has already been answered (it did not wait for the run), ' +
   'so the run acts for no agent action any more.';
 
-/**
- * Runs `answer` for `call` when the rules let it through: inside the calling run's action, its
- * changes by that action's agent, aborted (through `signal`) when the person stops it. Otherwise
- * records the refusal and throws it (a BridgeError of kind `refused`: CallRefused in Python).
- */
-export async function answerCall<T>(
-  rules: CallRules,
-  call: KernelCall,
-  signal: AbortSignal,
-  answer: (signal: AbortSignal) => Promise<T>,
-): Promise<T> {
-  const { gate } = rules;
-  const activity = call.run?.owner instanceof Activity ? call.run.owner : undefined;
-  const refuse = (detail: string): never =>
-    gate.refuse(
+/** A refusal of the same kind from the same notebook is recorded at most this often (a looping thread would flood the record). */
+const RECORD_EVERY_MS = 1000;
+
+/** The rules over every kernel's calls in this window. */
+export class KernelCalls {
+  private readonly recorded = new Map<string, number>();
+
+  constructor(
+    private readonly gate: Gate,
+    /** agentBridge.codeMode.inCells: cells may call too. */
+    private readonly inCells: () => boolean,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Runs `answer` for `call` when the rules let it through: inside the calling run's action, its
+   * changes by that action's agent, aborted (through `signal`) when the person stops it.
+   * Otherwise records the refusal and throws it (a BridgeError of kind `refused`: CallRefused in
+   * Python).
+   */
+  async answer<T>(call: KernelCall, signal: AbortSignal, answer: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const activity = call.run?.owner instanceof Activity ? call.run.owner : undefined;
+    const refuse = (detail: string) => this.refuse(call, activity, detail);
+    if (!call.run) return refuse(NO_RUN);
+    if (call.run.mode === 'cell' && !this.inCells()) return refuse(IN_CELLS);
+    const ruling = ruleOn(this.gate.mode, call.kind, call.also);
+    // `ask` was answered when the run was allowed (or the person ran the cell themselves).
+    if (typeof ruling === 'object') return refuse(ruling.refuse);
+    if (!activity) {
+      if (call.run.mode === 'scratchpad') return refuse(NO_ACTION);
+      return asAuthor({ client: CELL_RUN_AUTHOR }, () => answer(signal));
+    }
+    if (activity.state === 'stopped') return refuse(STOPPED);
+    if (activity.state === 'ended') return refuse(ENDED);
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    signal.addEventListener('abort', abort, { once: true });
+    const unlisten = activity.onStop(abort);
+    const author: Author = { client: activity.action.client, action: activity.action.id };
+    try {
+      return await activity.within(() => asAuthor(author, () => answer(stop.signal)));
+    } finally {
+      unlisten();
+      signal.removeEventListener('abort', abort);
+    }
+  }
+
+  private refuse(call: KernelCall, activity: Activity | undefined, detail: string): never {
+    const key = `${call.notebook}\n${detail}`;
+    const at = this.now();
+    if (at - (this.recorded.get(key) ?? -Infinity) < RECORD_EVERY_MS) throw new BridgeError('refused', detail);
+    this.recorded.set(key, at);
+    const caller = activity
+      ? { client: activity.action.client, claim: activity.action.claim, credential: activity.action.credential }
+      : { client: `code in the kernel of ${call.notebook}`, claim: undefined, credential: undefined };
+    return this.gate.refuse(
       {
         transport: 'kernel',
-        ...(activity
-          ? pickCaller(activity)
-          : { client: `code in the kernel of ${call.notebook}`, claim: undefined, credential: undefined }),
+        ...caller,
         kind: call.kind,
         also: call.also,
         label: `code mode ${call.method}`,
@@ -77,28 +111,5 @@ export async function answerCall<T>(
       },
       detail,
     );
-  if (!call.run) return refuse(NO_RUN);
-  if (call.run.mode === 'cell' && !rules.inCells()) return refuse(IN_CELLS);
-  const ruling = ruleOn(gate.mode, call.kind, call.also);
-  // `ask` was answered when the run was allowed (or the person ran the cell themselves).
-  if (typeof ruling === 'object') return refuse(ruling.refuse);
-  if (!activity) {
-    if (call.run.mode === 'scratchpad') return refuse(NO_ACTION);
-    return asAuthor({ client: CELL_RUN_AUTHOR }, () => answer(signal));
-  }
-  if (activity.state === 'stopped') return refuse(STOPPED);
-  if (activity.state === 'ended') return refuse(ENDED);
-  const stop = new AbortController();
-  const abort = () => stop.abort();
-  signal.addEventListener('abort', abort, { once: true });
-  const unlisten = activity.onStop(abort);
-  const author: Author = { client: activity.action.client, action: activity.action.id };
-  try {
-    return await activity.within(() => asAuthor(author, () => answer(stop.signal)));
-  } finally {
-    unlisten();
-    signal.removeEventListener('abort', abort);
   }
 }
-
-const pickCaller = ({ action }: Activity) => ({ client: action.client, claim: action.claim, credential: action.credential });

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { Activity, Gate, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
 import { BridgeError } from '../../src/core/bridgeError';
 import { ClientRegistry } from '../../src/core/clients';
-import { answerCall, type KernelCall } from '../../src/core/kernelCalls';
+import { KernelCalls, type KernelCall } from '../../src/core/kernelCalls';
 import { FakePerson } from './fakes/person';
 import { Checkpoints } from '../../src/core/checkpoints';
 import { NotebookCells } from '../../src/core/notebookCells';
@@ -16,7 +16,8 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
   let gate: Gate;
   let records: { action: AgentAction; end: ActionEnd }[];
   let inCells: boolean;
-  const rules = () => ({ gate, inCells: () => inCells });
+  let now: number;
+  let calls: KernelCalls;
   const flush: Omit<KernelCall, 'run'> = {
     method: 'cells.flush',
     kind: 'edit',
@@ -40,7 +41,7 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
     return activity;
   };
   const call = (base: Omit<KernelCall, 'run'>, run: KernelCall['run'], signal = new AbortController().signal) =>
-    answerCall(rules(), { ...base, run }, signal, async () => answered());
+    calls.answer({ ...base, run }, signal, async () => answered());
   const refused = async (promise: Promise<unknown>, detail: RegExp) => {
     await assert.rejects(promise, (e: unknown) => e instanceof BridgeError && e.kind === 'refused' && detail.test(e.detail));
     const last = records.at(-1);
@@ -55,6 +56,12 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
     records = [];
     inCells = false;
     gate = new Gate(person, [{ started() {}, ended: (action, end) => records.push({ action, end }) }], new ClientRegistry());
+    now = 0;
+    calls = new KernelCalls(
+      gate,
+      () => inCells,
+      () => (now += 1000),
+    );
   });
 
   it('answers a scratchpad run in flight inside its action, as its agent', async () => {
@@ -74,7 +81,7 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
       onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     });
     const create = (run: KernelCall['run']) =>
-      answerCall(rules(), { ...flush, run }, new AbortController().signal, () =>
+      calls.answer({ ...flush, run }, new AbortController().signal, () =>
         cells.batch(NOTEBOOK_A.uri, [{ op: 'create', index: 0, code: 'made = 1' }], []),
       );
     const activity = await agentRun();
@@ -120,6 +127,21 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
     assert.deepEqual(await call(flush, { mode: 'cell', owner: activity }), { activity: activity.action.id });
   });
 
+  it('a caller that loops is refused every time, and recorded once a second per notebook and reason', async () => {
+    now = 5_000;
+    calls = new KernelCalls(
+      gate,
+      () => inCells,
+      () => now,
+    );
+    await refused(call(flush, undefined), /no run in flight/);
+    await assert.rejects(call(read, undefined), (e: unknown) => e instanceof BridgeError && e.kind === 'refused');
+    assert.equal(records.length, 1, 'the second refusal within the second is not recorded');
+    now += 1_000;
+    await refused(call(flush, undefined), /no run in flight/);
+    assert.equal(records.length, 2);
+  });
+
   it('a scratchpad run no agent action queued is refused', async () => {
     await refused(call(read, { mode: 'scratchpad', owner: undefined }), /no agent action/);
   });
@@ -127,8 +149,7 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
   it('"Stop Agents" aborts a call under way', async () => {
     const activity = await agentRun();
     let aborted = false;
-    const going = answerCall(
-      rules(),
+    const going = calls.answer(
       { ...flush, run: { mode: 'scratchpad', owner: activity } },
       new AbortController().signal,
       (signal) => {
