@@ -12,6 +12,8 @@ import { checkSandbox, sandboxCommand, type SandboxCheck } from './kernelSandbox
  */
 export class WorkspaceSandbox {
   private shown: boolean | undefined;
+  /** The last check: kept while it holds (a check blocks for a bubblewrap start), made again until then. */
+  private checked: SandboxCheck | undefined;
 
   constructor(
     private readonly enabled: () => boolean,
@@ -22,12 +24,14 @@ export class WorkspaceSandbox {
   /** `argv` as it runs now: in the sandbox (or a refusal saying why), or as it is when the setting is off. */
   wrap(argv: readonly string[], env: NodeJS.ProcessEnv, cwd?: string): KernelCommand | undefined {
     if (!this.enabled()) return undefined;
-    const { command, check } = sandboxCommand(argv, env, {
+    if (!this.checked?.ok) this.checked = checkSandbox();
+    const layout = {
       writable: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
       home: homedir(),
       cwd,
       runtimeDir: process.env['XDG_RUNTIME_DIR'],
-    });
+    };
+    const { command, check } = sandboxCommand(argv, env, layout, this.checked);
     this.report(check);
     return command;
   }
@@ -37,7 +41,7 @@ export class WorkspaceSandbox {
     const on = this.enabled();
     if (on === this.shown) return;
     this.shown = on;
-    const check = on ? checkSandbox() : undefined;
+    const check = on ? (this.checked = checkSandbox()) : undefined;
     this.report(check);
     if (check?.ok) this.log.info(`builtin kernels run sandboxed (${check.detail})`);
   }
