@@ -310,8 +310,11 @@ export function kernelSandboxChecks(): void {
         .waitFor({ timeout: 10_000 });
       await screenshot(ctx.sandbox.page, 'kernel-sandbox-refused.png', note);
     } finally {
-      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
       for (const f of venvFiles) fs.rmSync(f, { recursive: true, force: true });
+      // Away from the status bar: its hover would keep the command palette from opening.
+      await ctx.sandbox.page.mouse.move(600, 300);
+      await ctx.sandbox.page.keyboard.press('Escape');
+      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
     }
   }).timeout(120_000);
 
