@@ -144,6 +144,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
     interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
   push(...access.disposables, checkpointFile);
