@@ -53,6 +53,18 @@ export function guardChecks(): void {
     sid = ctx.analysis.session.id;
   });
   const page = () => ctx.sandbox.page;
+  /** A cell made through the cell routes, as an agent makes one; its id. */
+  const makeCell = async (code: string, signal: AbortSignal) => {
+    const r = await client.post('/notebooks/cells', { notebook: sid, code }, { signal });
+    eq(r.status, 201, `POST /notebooks/cells (${show(r.text, 200)})`);
+    return r.json<{ cell: { id: string } }>().cell.id;
+  };
+  const removeCell = (id: string) => client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
+  /** Refusals of code-mode calls the audit log records after `since`. */
+  const refusedCalls = (since: number) =>
+    auditLines(ctx.sandbox.dirs.userData)
+      .map((l) => JSON.parse(l) as { time: string; outcome: string; action: string; detail: string })
+      .filter((r) => r.outcome === 'refused' && Date.parse(r.time) >= since && /code mode/.test(r.action));
 
   it('guard: a workspace settings file that says "full" leaves the person\'s "ask" in force', async () => {
     const { note } = checkRun();
@@ -142,9 +154,7 @@ export function guardChecks(): void {
       await sleep(3_000);
       const after = (await tagged()).filter((c) => c.madeAt > clicked);
       eq(after.length, 0, `cells the thread made after "Stop Agents": ${after.map((c) => c.id).join(', ')}`);
-      const refused = auditLines(ctx.sandbox.dirs.userData)
-        .map((l) => JSON.parse(l) as { time: string; outcome: string; action: string; detail: string })
-        .filter((r) => r.outcome === 'refused' && Date.parse(r.time) > clicked && /code mode/.test(r.action));
+      const refused = refusedCalls(clicked);
       ok(refused.length > 0, 'no refused code-mode call in the audit log after the click');
       note(`the log: ${refused[0]?.action}: ${refused[0]?.detail}`);
     } finally {
@@ -154,6 +164,85 @@ export function guardChecks(): void {
         await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
     }
   }).timeout(90_000);
+
+  it('guard: a notebook cell that calls the bridge directly (import _agent_bridge_host) is refused by the bridge while code mode in cells is off: CallRefused, no cell made, the refusal in the log', async () => {
+    const { signal, note } = checkRun();
+    const tag = `direct-${Date.now()}`;
+    // What kernel.py's import guard of agent_bridge does not cover: the host module it is built on.
+    const attack = [
+      'import _agent_bridge_host as host',
+      'try:',
+      `    host.call("cells.flush", {"ops": [{"op": "create", "key": "k", "code": "# " + ${JSON.stringify(tag)} + "-made"}], "run": []})`,
+      '    print("answered")',
+      'except host.HostCallError as e:',
+      '    print("refused:", type(e).__name__, e)',
+    ].join('\n');
+    const since = Date.now();
+    const id = await makeCell(attack, signal);
+    try {
+      const r = await client.post(
+        `/notebooks/cells/${id}/run`,
+        { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
+        { signal, timeoutMs: 35_000 },
+      );
+      eq(r.status, 200, `the cell's run (${show(r.text, 300)})`);
+      const out = r
+        .json<{ cell: { outputs: { items: { text?: string }[] }[] } }>()
+        .cell.outputs.flatMap((o) => o.items.map((i) => i.text ?? ''))
+        .join('');
+      note(out.trim());
+      includes(out, 'refused: CallRefused', "the cell's call into the bridge");
+      const cells = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
+      const made = cells.json<{ cells: { code: string }[] }>().cells.filter((c) => c.code.includes(`${tag}-made`));
+      eq(made.length, 0, 'cells the direct call made');
+      ok(refusedCalls(since).length > 0, 'no refused code-mode call in the audit log');
+    } finally {
+      await removeCell(id);
+      const cells = await client.get(`/notebooks/cells?notebook=${sid}`);
+      for (const c of cells.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(`${tag}-made`)))
+        await removeCell(c.id);
+    }
+  }).timeout(90_000);
+
+  const stoppers: [string, () => Promise<void>][] = [
+    [
+      '"Stop Agents"',
+      async () => {
+        await runCommand(page(), 'Agent Bridge: Stop Agents');
+        await page()
+          .locator('.notification-toast', { hasText: 'stopped' })
+          .first()
+          .waitFor({ state: 'visible', timeout: 10_000 });
+        await pickMode(page(), 'full'); // to read the cell again
+      },
+    ],
+    ['a switch to read-only', () => pickMode(page(), 'read-only')],
+  ];
+  for (const [how, stop] of stoppers)
+    it(`guard: ${how} interrupts a cell run an agent started without waiting for it (it goes on in the kernel after its answer)`, async () => {
+      const { signal, note } = checkRun();
+      const id = await makeCell('import time\nprint("looping", flush=True)\nwhile True:\n    time.sleep(0.1)', signal);
+      const wait = async (timeoutMs: number) => {
+        const r = await client.post(`/notebooks/cells/${id}/wait`, { notebook: sid, timeoutMs, outputs: 'full' }, { signal });
+        ok(r.status === 200 || r.status === 504, `POST /notebooks/cells/${id}/wait (${show(r.text, 300)})`);
+        return r;
+      };
+      try {
+        const started = await client.post(`/notebooks/cells/${id}/run`, { notebook: sid }, { signal });
+        eq(started.status, 202, `the run, not waited for (${show(started.text, 200)})`);
+        for (const t0 = Date.now(); !(await wait(1_000)).text.includes('looping');)
+          ok(Date.now() < t0 + 30_000, 'the loop never printed');
+        await stop();
+        const ended = await wait(20_000);
+        eq(ended.status, 200, `the run after ${how}: it went on (${show(ended.text, 300)})`);
+        includes(ended.text, 'KeyboardInterrupt', 'how the run ended');
+        note(`the run ended ${ended.json<{ status: string }>().status}`);
+      } finally {
+        await pickMode(page(), 'full');
+        await client.post('/notebooks/interrupt', { notebook: sid });
+        await removeCell(id);
+      }
+    }).timeout(90_000);
 
   it('guard: "Allow for 10 Minutes" binds to the client approved; another process with the same name is asked', async () => {
     const { note } = checkRun();
