@@ -42,6 +42,7 @@ import { reviewChecks } from './checks/review';
 import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { staleChecks } from './checks/stale';
 import { terminalChecks } from './checks/terminal';
 import { twoWindowChecks } from './checks/twoWindows';
 import { guardChecks } from './checks/guard';
@@ -82,6 +83,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('cells', cellChecks);
   describe('answers', answerChecks);
   describe('cell state', cellStateChecks);
+  describe('stale', staleChecks);
   describe('scripts', scriptChecks);
   describe('security', securityChecks);
   describe('chaos', chaosChecks);

@@ -130,6 +130,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
   // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.

@@ -158,6 +158,12 @@ export const runManyBody = z
 export const runStaleBody = z.strictObject({
   notebook,
   cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
+  rebuild: z
+    .boolean()
+    .optional()
+    .describe(
+      'Also run first the cells they read from that have not run in this kernel (after a restart); the answer names them in "needs".',
+    ),
   ...wait,
 });
 

@@ -137,7 +137,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells',
     activity: 'cell create',
     body: createBody,
-    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, { cell: await ctx.cells.create(notebook, cell) }),
+    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, await ctx.cells.create(notebook, cell)),
   }),
   route({
     method: 'post',
@@ -180,13 +180,16 @@ export const routes: readonly Route<RouteContext>[] = [
     access: 'run',
     activity: 'stale cells run',
     body: runStaleBody,
-    handle: async ({ body, req, res }, ctx) =>
-      respondSeries(
-        await ctx.cells.runStale(body.notebook, body.cell),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
+    handle: async ({ body, req, res }, ctx) => {
+      const { series, ...about } = await ctx.cells.runStale(body.notebook, body.cell, body.rebuild);
+      return respondSeries(
+        series,
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
         req,
         res,
-      ),
+        about,
+      );
+    },
   }),
   route({
     method: 'post',
@@ -249,9 +252,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref',
     activity: 'cell edit',
     body: editBody,
-    handle: async ({ body: { notebook, ...change }, params }, ctx) => ({
-      cell: await ctx.cells.edit(notebook, params['ref']!, change),
-    }),
+    handle: ({ body: { notebook, ...change }, params }, ctx) => ctx.cells.edit(notebook, params['ref']!, change),
   }),
   route({
     method: 'delete',
@@ -265,7 +266,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref/move',
     activity: 'cell move',
     body: moveBody,
-    handle: async ({ body: { notebook, ...to }, params }, ctx) => ({ cell: await ctx.cells.move(notebook, params['ref']!, to) }),
+    handle: ({ body: { notebook, ...to }, params }, ctx) => ctx.cells.move(notebook, params['ref']!, to),
   }),
   route({
     method: 'post',
