@@ -231,7 +231,11 @@ export function guardChecks(): void {
       const { signal, note } = checkRun();
       const id = await makeCell('import time\nprint("looping", flush=True)\nwhile True:\n    time.sleep(0.1)', signal);
       const wait = async (timeoutMs: number) => {
-        const r = await client.post(`/notebooks/cells/${id}/wait`, { notebook: sid, timeoutMs, outputs: 'full' }, { signal });
+        const r = await client.post(
+          `/notebooks/cells/${id}/wait`,
+          { notebook: sid, timeoutMs, outputs: 'full' },
+          { signal, timeoutMs: timeoutMs + 5_000 },
+        );
         ok(r.status === 200 || r.status === 504, `POST /notebooks/cells/${id}/wait (${show(r.text, 300)})`);
         return r;
       };
