@@ -59,6 +59,12 @@ export function guardChecks(): void {
     eq(r.status, 201, `POST /notebooks/cells (${show(r.text, 200)})`);
     return r.json<{ cell: { id: string } }>().cell.id;
   };
+  /** The notebook's cells whose code holds `text`. */
+  const cellsWith = async (text: string) => {
+    const r = await client.get(`/notebooks/cells?notebook=${sid}`);
+    eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 200)})`);
+    return r.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(text));
+  };
   const removeCell = (id: string) => client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
   /** Refusals of code-mode calls the audit log records after `since`. */
   const refusedCalls = (since: number) =>
@@ -143,12 +149,8 @@ export function guardChecks(): void {
       'threading.Thread(target=_linger, daemon=True).start()',
       'print("thread started")',
     ].join('\n');
-    const tagged = async () => {
-      const r = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
-      eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 200)})`);
-      const cells = r.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(tag));
-      return cells.map((c) => ({ id: c.id, madeAt: Number(/, ([\d.]+)\)/.exec(c.code)?.[1]) * 1000 }));
-    };
+    const tagged = async () =>
+      (await cellsWith(tag)).map((c) => ({ id: c.id, madeAt: Number(/, ([\d.]+)\)/.exec(c.code)?.[1]) * 1000 }));
     const started = await client.run(sid, lingering, { signal, timeoutMs: 30_000 });
     eq(started.stdout, 'thread started\n', `the scratchpad run (${show(started.raw, 300)})`);
     await sleep(3_500);
@@ -167,8 +169,7 @@ export function guardChecks(): void {
     } finally {
       await pickMode(page(), 'full');
       await client.post('/notebooks/restart', { notebook: sid }, { timeoutMs: 30_000 }); // ends the thread
-      for (const { id } of await tagged())
-        await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
+      for (const { id } of await tagged()) await removeCell(id);
     }
   }).timeout(90_000);
 
@@ -199,16 +200,12 @@ export function guardChecks(): void {
         .join('');
       note(out.trim());
       includes(out, 'refused: CallRefused', "the cell's call into the bridge");
-      const cells = await client.get(`/notebooks/cells?notebook=${sid}`, { signal });
-      const made = cells.json<{ cells: { code: string }[] }>().cells.filter((c) => c.code.includes(`${tag}-made`));
-      eq(made.length, 0, 'cells the direct call made');
+      eq((await cellsWith(`${tag}-made`)).length, 0, 'cells the direct call made');
       const refused = await refusedCall(since);
       note(`the log: ${refused.action}: ${refused.detail}`);
     } finally {
       await removeCell(id);
-      const cells = await client.get(`/notebooks/cells?notebook=${sid}`);
-      for (const c of cells.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(`${tag}-made`)))
-        await removeCell(c.id);
+      for (const c of await cellsWith(`${tag}-made`)) await removeCell(c.id);
     }
   }).timeout(90_000);
 

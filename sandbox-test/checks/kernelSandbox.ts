@@ -87,6 +87,12 @@ export function kernelSandboxChecks(): void {
   const hostPid = () => ctx.advert.pid;
   /** The virtualenv in the workspace that the Python checks make the kernel's Python. */
   const venv = () => path.join(ctx.workspace, '.venv');
+  /** Sets agentBridge.pythonPath in the Settings editor; the editor as it was is saved when that fails. */
+  const setPython = (value: string, note: (m: string) => void) =>
+    setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, value).catch(async (e: unknown) => {
+      await screenshot(ctx.sandbox.page, 'kernel-sandbox-python-setting.png', note);
+      throw e;
+    });
   const sitePackages = () => {
     const lib = path.join(venv(), 'lib');
     const version = fs.readdirSync(lib).find((d) => d.startsWith('python'));
@@ -225,7 +231,7 @@ export function kernelSandboxChecks(): void {
       encoding: 'utf8',
     });
     eq(made.status, 0, `making the virtualenv: ${made.stderr}`);
-    await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, path.join(venv(), 'bin', 'python'));
+    await setPython(path.join(venv(), 'bin', 'python'), note);
     await restartUntil('import sys\nprint(sys.prefix)', (seen) => seen === venv(), signal, note);
     // Where the plant would write on the host: outside the sandbox's writable folders.
     const marker = path.join(ctx.sandbox.root, 'pth-ran-on-host');
@@ -291,7 +297,7 @@ export function kernelSandboxChecks(): void {
     eq(made.status, 0, `making the virtualenv: ${made.stderr}`);
     const venvFiles = ['bin', 'include', 'lib', 'lib64', 'pyvenv.cfg'].map((f) => path.join(ctx.workspace, f));
     try {
-      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, path.join(ctx.workspace, 'bin', 'python'));
+      await setPython(path.join(ctx.workspace, 'bin', 'python'), note);
       let said = '';
       for (const t0 = Date.now(); Date.now() < t0 + 30_000 && !said.includes('writable workspace folder'); await sleep(500)) {
         await client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 30_000 });
@@ -314,13 +320,13 @@ export function kernelSandboxChecks(): void {
       // Away from the status bar: its hover would keep the command palette from opening.
       await ctx.sandbox.page.mouse.move(600, 300);
       await ctx.sandbox.page.keyboard.press('Escape');
-      await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
+      await setPython('', note);
     }
   }).timeout(120_000);
 
   it(NAMES.off, async () => {
     const { signal, note } = checkRun();
-    await setText(ctx.sandbox.page, ctx.sandbox.dirs.userData, PYTHON_PATH, '');
+    await setPython('', note);
     fs.rmSync(venv(), { recursive: true, force: true });
     await setBoolean(ctx.sandbox.page, ctx.sandbox.dirs.userData, SETTING, false);
     await ctx.sandbox.page
