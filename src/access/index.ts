@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService, CellSnapshot } from '../core/cellService';
-import type { Checkpoints } from '../core/checkpoints';
+import type { Checkpoints, Journal } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
@@ -39,6 +39,8 @@ export interface AccessDeps {
  */
 export function createAgentAccess(deps: AccessDeps): {
   gate: Gate;
+  /** Writes the audit line of a batch about to be applied in steps, before its first step. */
+  applying: (journal: Journal) => Promise<void>;
   disposables: vscode.Disposable[];
 } {
   const store = new ActivityStore(deps.notebooks);
@@ -93,5 +95,13 @@ export function createAgentAccess(deps: AccessDeps): {
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
-  return { gate, disposables };
+  const applying = async ({ action, checkpoint }: Journal) => {
+    const entry = action === undefined ? undefined : store.get(action);
+    if (entry)
+      await audit.applying(
+        entry,
+        `applying ${checkpoint.summary} in steps (agent change ${checkpoint.id}); a line with its end follows unless the editor stopped first`,
+      );
+  };
+  return { gate, applying, disposables };
 }

@@ -60,6 +60,11 @@ export const runQuery = z.strictObject({
   outputs: outputsQuery.optional(),
 });
 export const notebookBody = z.strictObject({ notebook });
+/** An agent's undo: of the change it names (an id from GET /notebooks/changes), else of its newest. */
+export const undoBody = z.strictObject({
+  notebook,
+  checkpoint: z.number().int().min(1).optional().describe('The id of your change to undo (list_changes); omitted: your newest.'),
+});
 
 export const createBody = z.strictObject({
   notebook,

@@ -7,7 +7,7 @@
  * driver says which run called (kernelProcess.ts); this rules on it. No vscode here.
  */
 import { Activity, ruleOn, type AccessKind, type Gate } from './accessPolicy';
-import { asAuthor, type Author } from './checkpoints';
+import { asAuthor, authorOf } from './checkpoints';
 import { BridgeError } from './bridgeError';
 
 /** Who a call from the person's own cell run acts as. */
@@ -82,9 +82,8 @@ export class KernelCalls {
     const abort = () => stop.abort();
     signal.addEventListener('abort', abort, { once: true });
     const unlisten = activity.onStop(abort);
-    const author: Author = { client: activity.action.client, action: activity.action.id };
     try {
-      return await activity.within(() => asAuthor(author, () => answer(stop.signal)));
+      return await activity.within(() => asAuthor(authorOf(activity.action), () => answer(stop.signal)));
     } finally {
       unlisten();
       signal.removeEventListener('abort', abort);
@@ -96,13 +95,21 @@ export class KernelCalls {
     const at = this.now();
     if (at - (this.recorded.get(key) ?? -Infinity) < RECORD_EVERY_MS) throw new BridgeError('refused', detail);
     this.recorded.set(key, at);
-    const caller = activity
-      ? { client: activity.action.client, claim: activity.action.claim, credential: activity.action.credential }
-      : { client: `code in the kernel of ${call.notebook}`, claim: undefined, credential: undefined };
+    const { client, about, claim, credential, owner } = activity?.action ?? {
+      client: `code in the kernel of ${call.notebook}`,
+      about: `code running in the kernel of ${call.notebook} outside any run`,
+      claim: undefined,
+      credential: undefined,
+      owner: undefined,
+    };
     return this.gate.refuse(
       {
         transport: 'kernel',
-        ...caller,
+        client,
+        about,
+        claim,
+        credential,
+        owner,
         kind: call.kind,
         also: call.also,
         label: `code mode ${call.method}`,

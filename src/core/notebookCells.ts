@@ -1,4 +1,6 @@
-import { MAX_BATCH_OPS, planBatch } from './batch';
+import { MAX_BATCH_OPS, planBatch, type PlannedCell } from './batch';
+import { inSteps } from './changeSteps';
+import type { CellLook, Journal } from './checkpoints';
 import type {
   ActiveNotebook,
   BatchOp,
@@ -47,6 +49,12 @@ export interface NotebookCellsOptions {
   analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
+  /**
+   * Hears of a change about to be applied in steps (uri, cells before, the cells it plans) before
+   * its first step, so a record of it outlives an editor stopped in between; its `end` is then
+   * told the cells after it (or after its failure) instead of `onApplied`.
+   */
+  onApplying?: (notebook: string, before: readonly CellSnapshot[], planned: readonly CellLook[]) => Promise<Journal | undefined>;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
 }
@@ -112,6 +120,12 @@ export class NotebookCells implements CellService {
     const graph = await this.graph(entry, snapshots, status);
     const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
     return { notebook: withKernel(entry, kernel), cells };
+  }
+
+  /** A notebook's cells as they are, not shown to anyone (no read is recorded): what reverts plan against. */
+  states(ref: string | undefined): { uri: string; cells: CellSnapshot[] } {
+    const { uri } = this.notebook(ref);
+    return { uri, cells: this.docs.cells(uri) };
   }
 
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
@@ -389,13 +403,22 @@ export class NotebookCells implements CellService {
       );
       span?.checked();
 
+      let journal: Journal | undefined;
       if (!plan.empty) {
-        await this.docs.apply(notebook.uri, plan.change, span);
+        if (inSteps(plan.change))
+          journal = await this.options.onApplying?.(notebook.uri, cells, plannedCells(cells, plan.layout));
+        try {
+          await this.docs.apply(notebook.uri, plan.change, span);
+        } catch (error) {
+          journal?.end(this.docs.list().some((n) => n.uri === notebook.uri) ? this.docs.cells(notebook.uri) : cells);
+          throw error;
+        }
         this.touched.add(notebook.uri);
       }
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
-      if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
+      if (journal) journal.end(after);
+      else if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
       // The host answers others between the snapshot and the views of up to 1,000 cells.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
@@ -543,6 +566,19 @@ export class NotebookCells implements CellService {
 }
 
 const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
+
+/** The cells as a batch plans to leave them (metadata and outputs as they are; new cells have none). */
+function plannedCells(cells: readonly CellSnapshot[], layout: readonly PlannedCell[]): CellLook[] {
+  const byId = new Map(cells.map((c) => [c.id, c]));
+  return layout.map(({ id, kind, language, code }) => ({
+    id,
+    kind,
+    language,
+    code,
+    metadata: byId.get(id)?.metadata ?? {},
+    outputs: byId.get(id)?.outputs ?? [],
+  }));
+}
 
 function checkCode(cell: { id: string; kind: string }, where: string): void {
   if (cell.kind !== 'code') throw new BridgeError('bad_input', `${where}cell ${cell.id} is a markup cell; only code cells run`);

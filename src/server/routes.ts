@@ -22,6 +22,7 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
+  undoBody,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
 import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
@@ -154,11 +155,18 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/changes',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.checkpoints.mine(query.notebook),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/undo',
     activity: 'undo',
-    body: notebookBody,
-    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+    body: undoBody,
+    describe: ({ body }, ctx, author) => ctx.checkpoints.describeUndo(author, body.checkpoint),
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook, body.checkpoint),
   }),
   route({
     method: 'post',

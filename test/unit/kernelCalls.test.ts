@@ -30,8 +30,10 @@ describe('calls into the bridge from code in a kernel (kernelCalls.ts)', () => {
     const activity = await gate.enter({
       transport: 'http',
       client: 'an agent that says it is agent-1',
+      about: 'agent-1, a name no credential backs',
       claim: 'agent-1',
       credential: undefined,
+      owner: undefined,
       kind: 'execute',
       label: 'scratchpad run',
       notebook: 'nb',
