@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
+import type { InspectQuery } from '../../src/core/variables';
 import type { RunningServer } from '../../src/server/app';
 import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
@@ -96,5 +97,30 @@ describe('checks before code is written into a cell', function () {
     const clean = await api('POST', '/notebooks/cells', { code: 'print(x + y)', strict: true });
     assert.equal(clean.status, 201);
     assert.equal(clean.body.cell.warnings, undefined);
+  });
+});
+
+describe('the code-check cache', () => {
+  it('is bounded in characters: texts past the bound are analysed again, not kept', async () => {
+    const asked: string[] = [];
+    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
+    const kernel = {
+      kind: 'builtin',
+      executeScratchpad: () => Promise.reject(new Error('not used')),
+      status: () => ({ state: 'idle' as const }),
+      inspect: (query: InspectQuery) => {
+        const cells = query.kind === 'analyze' ? query.cells : [];
+        asked.push(...cells.map((c) => c.code));
+        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
+      },
+    };
+    const analyzer = new PythonAnalyzer({ python: () => 'python3', script: SCRIPT, builtinKernel: async () => kernel, log: silentLog });
+    const text = (k: number) => `x_${k} = ${'1 + '.repeat(1_000_000)}1`; // 4 M characters each
+    for (let k = 0; k < 12; k++) await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(k) }]);
+    asked.length = 0;
+    await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
+    assert.ok(asked.length === 1 && asked[0] === text(0), 'the first text (48 M characters ago) was let go, and analysed again');
+    await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
+    assert.equal(asked.length, 1, 'and is kept again');
   });
 });
