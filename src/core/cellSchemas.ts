@@ -111,18 +111,25 @@ const op = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('move'), ref, ...moveTarget }),
 ]);
 
+/**
+ * Most cells one selection may name: zod refuses a longer list before reading its items, so a
+ * body of hundreds of thousands of refs costs nothing; larger notebooks are run by range or all.
+ */
+export const MAX_SELECTION = 10_000;
+const refList = (more: string) => z.array(ref).max(MAX_SELECTION, `at most ${MAX_SELECTION} cells: ${more}`);
+
 export const editsBody = z.strictObject({
   notebook,
   ops: z.array(op).min(1, 'give at least one operation'),
   /** Cells to run once the edits are applied: ids, or indices in the edited notebook. */
-  run: z.array(ref).optional(),
+  run: refList('run more with POST /notebooks/run and "range" or "all"').optional(),
   strict: z.boolean().optional(),
   ...wait,
 });
 
 /** Which cells: a list of refs, a half-open index range, or all; exactly one of them. */
 const selection = {
-  cells: z.array(ref).min(1, 'give at least one cell').optional(),
+  cells: refList('select more with "range" or "all"').min(1, 'give at least one cell').optional(),
   range: z
     .strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) })
     .describe('Cell indices start (included) to end (excluded).')

@@ -114,7 +114,12 @@ describe('the code-check cache', () => {
         return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
       },
     };
-    const analyzer = new PythonAnalyzer({ python: () => 'python3', script: SCRIPT, builtinKernel: async () => kernel, log: silentLog });
+    const analyzer = new PythonAnalyzer({
+      python: () => 'python3',
+      script: SCRIPT,
+      builtinKernel: async () => kernel,
+      log: silentLog,
+    });
     const text = (k: number) => `x_${k} = ${'1 + '.repeat(1_000_000)}1`; // 4 M characters each
     for (let k = 0; k < 12; k++) await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(k) }]);
     asked.length = 0;
