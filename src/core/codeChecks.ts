@@ -80,10 +80,18 @@ export async function checkWrittenCode(
   return warnings;
 }
 
+/** Other cells a warning names; the rest are counted ("and 994 more"), so answers grow with the cells, not their square. */
+const NAMED_CELLS = 5;
+
 /** For each cell of `of`: names it uses that no cell defines, and names it defines that another cell defines too. */
 export function codeWarnings(analyses: readonly CellAnalysis[], of: ReadonlySet<string>): Map<string, string[]> {
   const definers = new Map<string, string[]>();
-  for (const a of analyses) for (const name of a.defines ?? []) definers.set(name, [...(definers.get(name) ?? []), a.id]);
+  for (const a of analyses)
+    for (const name of a.defines ?? []) {
+      const list = definers.get(name);
+      if (list) list.push(a.id);
+      else definers.set(name, [a.id]);
+    }
   const warnings = new Map<string, string[]>();
   for (const a of analyses) {
     if (!of.has(a.id)) continue;
@@ -91,8 +99,16 @@ export function codeWarnings(analyses: readonly CellAnalysis[], of: ReadonlySet<
     const undefinedNames = (a.uses ?? []).filter((n) => !definers.has(n));
     if (undefinedNames.length) found.push(`uses ${undefinedNames.join(', ')}, defined in no cell`);
     for (const name of a.defines ?? []) {
-      const others = definers.get(name)!.filter((id) => id !== a.id);
-      if (others.length) found.push(`defines ${name}, also defined in cell ${others.join(', ')}`);
+      const all = definers.get(name)!;
+      if (all.length < 2) continue;
+      const others: string[] = [];
+      for (const id of all) {
+        if (others.length > NAMED_CELLS) break;
+        if (id !== a.id) others.push(id);
+      }
+      const more = all.length - 1 - NAMED_CELLS;
+      const named = more > 0 ? `${others.slice(0, NAMED_CELLS).join(', ')} and ${more} more` : others.join(', ');
+      found.push(`defines ${name}, also defined in cell ${named}`);
     }
     if (found.length) warnings.set(a.id, found);
   }

@@ -110,7 +110,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
         const author = { client: activity.action.client, action: activity.action.id };
         const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
         const answer = await asAuthor(author, () => row.handle(args, own));
-        activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
+        activity.noteJson(answer.body ?? errorBody(answer.outcome));
         activity.end(answer.outcome.kind, answer.outcome.detail);
         return reply(answer);
       } catch (error) {

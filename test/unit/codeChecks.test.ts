@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
+import { codeWarnings } from '../../src/core/codeChecks';
 import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
 import type { InspectQuery } from '../../src/core/variables';
 import type { RunningServer } from '../../src/server/app';
@@ -127,5 +128,18 @@ describe('the code-check cache', () => {
     assert.ok(asked.length === 1 && asked[0] === text(0), 'the first text (48 M characters ago) was let go, and analysed again');
     await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
     assert.equal(asked.length, 1, 'and is kept again');
+  });
+});
+
+describe('code warnings', () => {
+  it('name at most 5 other cells, then how many more: 1,000 cells defining one name answer in linear size', () => {
+    const analyses = Array.from({ length: 1000 }, (_, i) => ({ id: `c${i}`, defines: ['y'], uses: [] }));
+    const warnings = codeWarnings(analyses, new Set(analyses.map((a) => a.id)));
+    assert.deepEqual(warnings.get('c0'), ['defines y, also defined in cell c1, c2, c3, c4, c5 and 994 more']);
+    assert.deepEqual(warnings.get('c3'), ['defines y, also defined in cell c0, c1, c2, c4, c5 and 994 more']);
+    const chars = [...warnings.values()].flat().join('').length;
+    assert.ok(chars < 1000 * 80, `${chars} characters of warnings for 1,000 cells`);
+    const two = codeWarnings(analyses.slice(0, 3), new Set(['c0']));
+    assert.deepEqual(two.get('c0'), ['defines y, also defined in cell c1, c2']);
   });
 });
