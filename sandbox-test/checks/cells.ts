@@ -322,12 +322,13 @@ export function cellChecks(): void {
     const cellCount = (await list(signal)).cells.length;
     const r = await client.get(`/notebooks/variables?${q}`, { signal, timeoutMs: 20_000 });
     eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
-    const vars = r.json<{ variables: { name: string; type: string; repr?: string; shape?: number[]; reprError?: true }[] }>()
-      .variables;
+    const vars = r.json<{
+      variables: { name: string; type: string; repr?: string | null; shape?: number[]; reprError?: string }[];
+    }>().variables;
     const byName = new Map(vars.map((v) => [v.name, v]));
     eq(byName.get(`vars_${tag}`)?.repr, '41', 'the int');
     deepEq(byName.get(`frame_${tag}`)?.shape, [2, 2], 'the DataFrame shape');
-    eq(byName.get(`hostile_${tag}`)?.reprError, true, 'a repr that never returns is cut off');
+    match(byName.get(`hostile_${tag}`)?.reprError ?? '', /took longer than 0\.5 s/, 'a repr that never returns is cut off');
     ok(!byName.has('pd'), 'modules are not listed');
     const one = await client.get(`/notebooks/variables/frame_${tag}?${q}`, { signal });
     eq(one.status, 200, `GET /notebooks/variables/:name (${show(one.text, 300)})`);
