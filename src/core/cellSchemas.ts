@@ -11,6 +11,12 @@ export const ref = z
   .union([z.string().min(1), z.number().int()], { error: 'a cell id or index' })
   .describe('A cell id, or an index (negative counts from the end).');
 export const kind = z.enum(['code', 'markup']);
+const strict = z
+  .boolean()
+  .optional()
+  .describe(
+    'true: refuse Python that uses a name no cell defines or defines one another cell does; false: write Python too deeply nested to check (refused by default).',
+  );
 const language = z.string().min(1);
 const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
 /** nbformat's cell metadata (for .ipynb): replaces the whole of it. */
@@ -63,7 +69,7 @@ export const notebookBody = z.strictObject({ notebook });
 
 export const createBody = z.strictObject({
   notebook,
-  strict: z.boolean().optional(),
+  strict,
   code: z.string().optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -72,7 +78,7 @@ export const createBody = z.strictObject({
 });
 export const editBody = z.strictObject({
   notebook,
-  strict: z.boolean().optional(),
+  strict,
   code: code.optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -123,7 +129,7 @@ export const editsBody = z.strictObject({
   ops: z.array(op).min(1, 'give at least one operation'),
   /** Cells to run once the edits are applied: ids, or indices in the edited notebook. */
   run: refList('run more with POST /notebooks/run and "range" or "all"').optional(),
-  strict: z.boolean().optional(),
+  strict,
   ...wait,
 });
 

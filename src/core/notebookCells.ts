@@ -306,7 +306,7 @@ export class NotebookCells implements CellService {
     ops: readonly BatchOp[],
     run: readonly CellRef[],
     where: (i: number) => string,
-    strict = false,
+    strict?: boolean,
   ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);

@@ -44,9 +44,9 @@ export class PythonAnalyzer implements CodeAnalyzer {
     const missing = [...new Set(cells.map((c) => c.code).filter((code) => !known.has(code)))];
     if (missing.length) {
       const query = { kind: 'analyze' as const, cells: missing.map((code, i) => ({ id: String(i), code })), ipython: true };
-      const answer = (await this.fromKernel(notebookUri, query)) ?? (await this.fromSubprocess(query));
-      const analysed = (answer as { cells?: (CellAnalysis & { id: string })[] } | undefined)?.cells;
-      if (!Array.isArray(analysed)) return undefined;
+      // The kernel may answer without cells (its inspector is stuck): the subprocess answers then.
+      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.fromSubprocess(query));
+      if (!analysed) return undefined;
       for (const { id, ...analysis } of analysed) {
         known.set(missing[Number(id)]!, analysis);
         this.keep(missing[Number(id)]!, analysis);
@@ -100,4 +100,9 @@ export class PythonAnalyzer implements CodeAnalyzer {
       child.stdin.end(JSON.stringify(query));
     });
   }
+}
+
+function cellsOf(answer: unknown): CellAnalysis[] | undefined {
+  const cells = (answer as { cells?: unknown } | undefined)?.cells;
+  return Array.isArray(cells) ? (cells as CellAnalysis[]) : undefined;
 }

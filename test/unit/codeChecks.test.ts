@@ -87,6 +87,24 @@ describe('checks before code is written into a cell', function () {
     assert.equal(r.status, 201, JSON.stringify(r.body));
   });
 
+  it('a cell too deeply nested to check leaves the other cells checked; writing one is a 400 unless strict is false', async () => {
+    const deep = `total = ${Array.from({ length: 5000 }, () => 'x').join(' + ')}`;
+    docs.type(NOTEBOOK_A.uri, 1, deep); // a cloned notebook can ship such a cell
+    const broken = await api('POST', '/notebooks/cells', { code: 'def broken(:' });
+    assert.equal(broken.status, 400, JSON.stringify(broken.body).slice(0, 300));
+    assert.match(broken.body.detail, /Syntax error/);
+    const warned = await api('POST', '/notebooks/cells', { code: 'print(nowhere)' });
+    assert.equal(warned.status, 201);
+    assert.match(warned.body.cell.warnings.join(), /uses nowhere, defined in no cell \(cell .* could not be checked\)/);
+    const written = await api('POST', '/notebooks/cells', { code: deep });
+    assert.equal(written.status, 400, JSON.stringify(written.body).slice(0, 300));
+    assert.match(written.body.detail, /could not be checked: too deeply nested to check.*"strict": false/);
+    assert.equal((await code()).length, 4, 'nothing was written');
+    const unchecked = await api('POST', '/notebooks/cells', { code: deep, strict: false });
+    assert.equal(unchecked.status, 201, JSON.stringify(unchecked.body).slice(0, 300));
+    assert.match(unchecked.body.cell.warnings.join(), /not checked: too deeply nested to check/);
+  });
+
   it('warns about names defined nowhere and names defined twice; strict refuses them', async () => {
     const r = await api('POST', '/notebooks/cells', { code: 'x = 2\nprint(zz)' });
     assert.equal(r.status, 201);
