@@ -144,11 +144,7 @@ export async function inspectKernel(
 }
 
 /** `GET /notebooks/variables`: the kernel's variables, sorted by name. */
-export async function listVariables(
-  kernel: Kernel,
-  sessionId: string,
-  deps: InspectDeps,
-): Promise<VariableList> {
+export async function listVariables(kernel: Kernel, sessionId: string, deps: InspectDeps): Promise<VariableList> {
   return (await inspectKernel(kernel, sessionId, { kind: 'variables' }, deps)) as unknown as VariableList;
 }
 

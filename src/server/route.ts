@@ -48,6 +48,8 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   access?: AccessKind;
   /** The activity view's name for it (default: `METHOD path`). */
   activity?: string;
+  /** Its answer can wait on a kernel, or stream: it counts against the client's held requests (heldRequests.ts). */
+  holds?: true;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
 }
 
