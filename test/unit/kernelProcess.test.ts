@@ -108,20 +108,22 @@ describe('KernelProcess (builtin Python kernel)', function () {
   });
 
   it('streams output before the run completes', async () => {
-    let resolved = false;
-    let firstAt = 0;
-    const started = Date.now();
-    const done = kernel.run('import time\nprint("early")\ntime.sleep(1)\nprint("late")', 'cell', (o) => {
-      if (o.kind === 'stream' && o.text.includes('early') && !firstAt) {
-        assert.equal(resolved, false);
-        firstAt = Date.now();
-      }
-    });
-    const r = await done;
-    resolved = true;
+    // "late" is printed only once the test has seen "early": output held back until the end never ends.
+    const gate = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kernel-gate-')), 'seen');
+    let early = false;
+    const r = await kernel.run(
+      `import os, time\nprint("early")\nwhile not os.path.exists(${JSON.stringify(gate)}): time.sleep(0.01)\nprint("late")`,
+      'cell',
+      (o) => {
+        if (o.kind === 'stream' && o.text.includes('early') && !early) {
+          early = true;
+          fs.writeFileSync(gate, '');
+        }
+      },
+    );
+    fs.rmSync(path.dirname(gate), { recursive: true, force: true });
     assert.equal(r.success, true);
-    assert.ok(firstAt > 0, 'early output arrived');
-    assert.ok(Date.now() - firstAt >= 500, `early output came ${firstAt - started} ms after start, before the sleep`);
+    assert.ok(early, 'early output arrived');
   });
 
   it('keeps the order of stdout and stderr', async () => {
@@ -261,8 +263,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(big.stdout, 'é✓日😀'.repeat(50000));
   });
 
-  it('streams 10 MB of prints quickly', async () => {
-    const started = Date.now();
+  it('streams 10 MB of prints, coalesced', async () => {
     let chars = 0;
     let messages = 0;
     const r = await kernel.run('for _i in range(100_000): print("x" * 99)', 'cell', (o) => {
@@ -274,7 +275,6 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.success, true);
     assert.equal(chars, 10_000_000);
     assert.ok(messages < 5000, `${messages} messages: output is coalesced`);
-    assert.ok(Date.now() - started < 5000);
   });
 
   it('never hangs when code that runs inside a flush prints (a GC callback, a finalizer, a warning)', async () => {
