@@ -21,7 +21,7 @@ export type InspectQuery =
 
 /**
  * One variable as listed: each part present only when reading it succeeded in time (each read
- * is stopped past 0.5 s, and a type whose read was that slow is skipped in later lists).
+ * is stopped past 0.5 s, and a type whose read was that slow is skipped in the next minute's lists).
  */
 export interface VariableSummary {
   readonly name: string;

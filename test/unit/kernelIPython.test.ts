@@ -11,7 +11,7 @@ import {
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { collectRun, IPYTHON_PYTHON as SYSTEM_PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
+import { collectRun, IPYTHON_PYTHON as SYSTEM_PYTHON, SCRIPT, SIGINT_GRACE, type Collected } from './support/kernelRuns';
 
 /** Everything each kernel printed, for `started`. */
 const printed = new WeakMap<KernelProcess, string>();
@@ -67,7 +67,7 @@ describe('builtin kernel through IPython', function () {
 
   function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
     kernel?.dispose();
-    kernel = new KernelProcess({ python: SYSTEM_PYTHON, script: SCRIPT, ...opts });
+    kernel = new KernelProcess({ python: SYSTEM_PYTHON, script: SCRIPT, ...SIGINT_GRACE, ...opts });
     return kernel;
   }
 
@@ -157,7 +157,7 @@ describe('builtin kernel through IPython', function () {
     await started(kernel);
     kernel.interrupt();
     const r = await running;
-    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
+    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt', `no traceback; stderr ${JSON.stringify(r.stderr)}`);
     assert.match(
       r.errors[0]?.traceback ?? '',
       /Cell In ?\[\d+\], line 5\n[\s\S]*Cell In ?\[\d+\], line 3, in wait\(\)\n[\s\S]*----> 3 +time\.sleep\(10\)/,

@@ -62,7 +62,7 @@ describe('kernel inspect (variables beside the runs)', function () {
         '    def __repr__(self): raise RuntimeError("no repr")',
         '    def __len__(self): raise ValueError("no len")',
         'class Huge:',
-        '    def __repr__(self): return "x" * 50_000_000',
+        '    def __repr__(self): return "x" * 1_000_000',
         'loops, raises, huge = Loops(), Raises(), Huge()',
       ].join('\n'),
     );

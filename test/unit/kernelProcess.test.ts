@@ -8,13 +8,14 @@ import {
   KERNEL_DIED,
   KERNEL_OUTPUT_TOO_LARGE,
   KERNEL_RESTARTED,
+  INTERRUPT_GRACE_MS,
   KERNEL_START_FAILED,
   KernelProcess,
   type KernelExitInfo,
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
+import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, SIGINT_GRACE, type Collected } from './support/kernelRuns';
 import { sleep } from '../../src/core/sleep';
 
 /** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
@@ -30,7 +31,13 @@ describe('KernelProcess (builtin Python kernel)', function () {
   function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
     kernel?.dispose();
     // The plain-Python path (the IPython path has its own suite, kernelIPython.test.ts).
-    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' }, ...opts });
+    kernel = new KernelProcess({
+      python: PYTHON,
+      script: SCRIPT,
+      env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' },
+      ...SIGINT_GRACE,
+      ...opts,
+    });
     return kernel;
   }
 
@@ -470,6 +477,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
       });
 
       it('restarts a kernel that ignores SIGINT after the grace period; queued runs say "restarted"', async () => {
+        make({ interruptGraceMs: INTERRUPT_GRACE_MS });
         await run('kept = 1');
         const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
         const queued = run('print("never")');
@@ -502,6 +510,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
       });
 
       it('stops an aborted run the same way (a client that went away)', async () => {
+        make({ interruptGraceMs: INTERRUPT_GRACE_MS });
         await run('None'); // started
         const gone = new AbortController();
         const stuck = run(

@@ -79,6 +79,8 @@ export type CallHandler = (method: string, params: unknown, ctx: CallContext) =>
 
 export interface KernelProcessOptions extends KernelChildOptions {
   onCall?: CallHandler;
+  /** How long a run may take to stop after SIGINT before the kernel is restarted (default INTERRUPT_GRACE_MS). */
+  interruptGraceMs?: number;
   /** Fires when a kernel that was ready exits (start failures reject start() instead). */
   onExit?: (info: KernelExitInfo) => void;
 }
@@ -391,23 +393,24 @@ export class KernelProcess implements KernelChildEvents {
     const again = setInterval(() => {
       if (this.active[this.active.length - 1] === job) this.sigint();
     }, SIGINT_COALESCE_MS);
+    const grace = this.opts.interruptGraceMs ?? INTERRUPT_GRACE_MS;
     job.stopping = new Promise<InterruptHow>((resolve) => {
       const timer = setTimeout(() => {
         clearInterval(again);
         job.onEnd = undefined;
         if (!this.active.includes(job)) return resolve('sigint');
-        this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
+        this.opts.log?.(`kernel: run ${job.id} did not stop within ${grace} ms of SIGINT; restarting the kernel`);
         this.restartCount++;
         this.lost = 'the kernel was restarted when an interrupt did not stop a run';
         this.killProc();
         this.failAll(
           KERNEL_RESTARTED,
-          `The run did not stop within ${INTERRUPT_GRACE_MS / 1000} s of an interrupt (SIGINT), so the kernel was restarted: its state (variables, imports) is lost.`,
+          `The run did not stop within ${grace / 1000} s of an interrupt (SIGINT), so the kernel was restarted: its state (variables, imports) is lost.`,
           true,
         );
         if (!this.disposed) this.ensureProc(); // the next run finds it ready
         resolve('restart');
-      }, INTERRUPT_GRACE_MS);
+      }, grace);
       job.onEnd = () => {
         clearTimeout(timer);
         clearInterval(again);

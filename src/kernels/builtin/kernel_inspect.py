@@ -12,7 +12,7 @@ Reading a user object runs its code (repr, len, shape, size): each such read is 
 deadline that a watchdog thread keeps. Past it the watchdog raises _Timeout in the reading thread
 (CPython's PyThreadState_SetAsyncExc), which stops Python code at its next bytecode even when it
 switched tracing off; the item is answered `"repr": null, "reprError": "took longer than 0.5 s"`,
-and a later list skips that part of objects of that type. C code that blocks cannot be stopped:
+and lists in the next minute skip that part of objects of that type. C code that blocks cannot be stopped:
 the reader is then stuck in it, and says so. Every field is capped (text, names, shape, numbers),
 and only str names are variables.
 
@@ -47,6 +47,7 @@ ANSWER_SECONDS = 4.0  # a list's reads; later variables are named only
 MAX_VARIABLES = 500
 MAX_COLUMNS = 200
 SLOW_PARTS = 1000  # (type, part) pairs remembered as too slow to read again
+SLOW_SKIP_SECONDS = 60.0  # ... for this long: a repr slow once on a loaded machine is tried again later
 _LARGEST = 2 ** 63  # numbers past it are left out (JSON readers, and Python's own int-to-text limit)
 # Names IPython binds in every namespace: neither variables nor dependencies between cells.
 _IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "display"}
@@ -100,15 +101,16 @@ class Reader:
         self._watchdog = None
         self._closed = False
         self._raise = _async_raiser()
-        self._slow = {}  # (type, part) -> the note a skipped read gets
+        self._slow = {}  # (type, part) -> (skipped until, the note a skipped read gets)
         self.stuck = None  # the item the reader is stuck in, while it is
 
     def read(self, name, value, part, fn, seconds=ITEM_SECONDS, retry=False):
         """(fn(), None), or (None, why): it raised, took longer than `seconds`, or its type's
         `part` did before (unless `retry`)."""
         key = (type(value), part)
-        if not retry and key in self._slow:
-            return None, self._slow[key]
+        slow = self._slow.get(key)
+        if slow is not None and not retry and time.monotonic() < slow[0]:
+            return None, slow[1]
         item = _Item(name, part, value, seconds)
         try:
             try:
@@ -121,10 +123,10 @@ class Reader:
                 self._done(item)
         except _Timeout:
             self._done(item)  # the interrupt may land in the finally above, before it ran
-            why = "took longer than %.1f s" % seconds
-            if len(self._slow) < SLOW_PARTS:
-                self._slow[key] = "skipped: reading the %s of a %s took longer than %.1f s before" % (part, _type_name(value), seconds)
-            return None, why
+            if key in self._slow or len(self._slow) < SLOW_PARTS:
+                note = "skipped: reading the %s of a %s took longer than %.1f s before" % (part, _type_name(value), seconds)
+                self._slow[key] = (time.monotonic() + SLOW_SKIP_SECONDS, note)
+            return None, "took longer than %.1f s" % seconds
 
     def close(self):
         with self._cond:

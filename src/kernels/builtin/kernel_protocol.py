@@ -63,6 +63,10 @@ run_id = None  # the innermost run executing on the main thread (None between ru
 executing = False  # user code may be interrupted; the runner sets it around the code it runs
 _io_busy = False  # the main thread is inside _lock: an interrupt now would tear a message
 _interrupt_pending = False
+# The run a KeyboardInterrupt was raised in. The host sends SIGINT again until the run ends (one
+# that lands while code compiles is dropped): once raised, later ones would cut into the report
+# of the first (IPython then prints a bare "KeyboardInterrupt" instead of the traceback).
+_interrupted_run = None
 _buf = []  # (stream name, text) items not yet sent
 _buf_size = 0
 _flush_armed = False
@@ -160,7 +164,13 @@ def _raise_deferred_interrupt():
     global _interrupt_pending
     _interrupt_pending = False
     if executing:
-        raise KeyboardInterrupt
+        _raise_interrupt()
+
+
+def _raise_interrupt():
+    global _interrupted_run
+    _interrupted_run = run_id
+    raise KeyboardInterrupt
 
 
 def send(obj):
@@ -257,12 +267,12 @@ def _flusher():
 
 def on_sigint(signum, frame):
     global _interrupt_pending
-    if not executing:
+    if not executing or _interrupted_run == run_id:
         return
     if _io_busy:
         _interrupt_pending = True  # raised by the writer once the message is complete
         return
-    raise KeyboardInterrupt
+    _raise_interrupt()
 
 
 def _exit_flushed(status):

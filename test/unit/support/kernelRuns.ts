@@ -5,6 +5,11 @@ import type { CellName, KernelOutput, KernelProcess, KernelRunResult, RunMode } 
 export const SCRIPT = path.resolve(__dirname, '../../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 export const PYTHON = process.env['AGENT_BRIDGE_TEST_PYTHON'] || 'python3';
+/**
+ * For kernels whose tests expect SIGINT to stop a run: a grace no load outlasts, so a slow
+ * machine cannot turn the interrupt into a restart (the tests of the restart set their own).
+ */
+export const SIGINT_GRACE = { interruptGraceMs: 60_000 };
 /** A Python with IPython (Debian's, with python3-ipython, -numpy, -pandas and -matplotlib: `npm run setup` installs them). */
 export const IPYTHON_PYTHON = process.env['AGENT_BRIDGE_TEST_IPYTHON_PYTHON'] || '/usr/bin/python3';
 
