@@ -15,13 +15,17 @@ export class PrintGate {
     this.dir = fs.mkdtempSync(path.join(parent, '.print-gate-'));
   }
 
-  /** Python that prints each of `lines` (flushed) and waits for the check to see it before the next. */
+  /**
+   * Python that prints each of `lines` (flushed) and waits for the check to see it before the next
+   * (or for the gate to be disposed: every wait then ends).
+   */
   code(lines: readonly string[]): string {
+    const dir = JSON.stringify(this.dir);
     return [
       'import os as _gate_os, time as _gate_time',
       `for _gate_i, _gate_line in enumerate(${JSON.stringify(lines)}):`,
       '    print(_gate_line, flush=True)',
-      `    while not _gate_os.path.exists(_gate_os.path.join(${JSON.stringify(this.dir)}, str(_gate_i))):`,
+      `    while _gate_os.path.isdir(${dir}) and not _gate_os.path.exists(_gate_os.path.join(${dir}, str(_gate_i))):`,
       '        _gate_time.sleep(0.01)',
     ].join('\n');
   }

@@ -618,7 +618,7 @@ export function cellChecks(): void {
     const done = r.done!.data as { success: boolean; cell: Cell };
     eq(done.success, true, 'done.success');
     eq(done.cell?.id, cell.id, 'done.cell.id');
-  });
+  }).timeout(120_000);
 
   // ------------------------------------------------------------------------------- batches
 
