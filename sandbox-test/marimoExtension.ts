@@ -7,6 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { sleep } from '../src/core/sleep';
 import { findExtension, packFixture, type GivenExtension } from './extensions';
 import { STACK, STACK_ROOT } from './stack';
 import { REPO_ROOT } from './vscode';
@@ -103,4 +105,42 @@ export function marimoFixture(workspace: string): string {
   const file = path.join(workspace, MARIMO_FIXTURE);
   if (!fs.existsSync(file)) throw new Error(`${MARIMO_FIXTURE} is missing from the workspace ${workspace}`);
   return file;
+}
+
+/**
+ * Opens a notebook through `opening` (a `POST /notebooks/open` or `/notebooks/kernel/start` with
+ * a kernel) and, when VS Code shows its kernel picker, picks the item whose text includes `pick`,
+ * as the person would. The picker may first list other choices ("Select Another Kernel..."
+ * beside a suggested controller, then kernel sources such as marimo's): an item that includes one
+ * of `via` is opened, else a lone item. Resolves with `opening`'s answer; throws naming the items
+ * when neither matches.
+ */
+export async function openPickingKernel<T>(
+  page: Page,
+  opening: Promise<T>,
+  pick: string,
+  via: readonly string[] = [],
+  timeoutMs = 140_000,
+): Promise<T> {
+  const input = page.locator('.quick-input-widget input');
+  const picker = input.waitFor({ state: 'visible', timeout: timeoutMs }).then(() => 'picker' as const);
+  picker.catch(() => undefined);
+  if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    const wanted = [pick, ...via];
+    for (let level = 0; ; level++) {
+      let texts: string[] = [];
+      for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
+        texts = await rows.allInnerTexts();
+        if (texts.some((t) => wanted.some((w) => t.includes(w)))) break;
+      }
+      const at = texts.findIndex((t) => t.includes(pick));
+      const next = at >= 0 ? at : texts.findIndex((t) => via.some((w) => t.includes(w)));
+      if (next < 0 && !(texts.length === 1 && level < 3))
+        throw new Error(`no "${pick}" among the kernel picker's items: ${JSON.stringify(texts).slice(0, 600)}`);
+      await rows.nth(next >= 0 ? next : 0).click();
+      if (at >= 0) break;
+    }
+  }
+  return opening;
 }

@@ -12,13 +12,12 @@ import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
 import type { BridgeClient, SseResult } from '../http';
-import { MARIMO_FIXTURE } from '../marimoExtension';
+import { MARIMO_FIXTURE, openPickingKernel } from '../marimoExtension';
 import { MARKER_VAR } from '../vscode';
 import { screenshot } from './access';
 import { checkRun, context, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
-import { sleep } from '../../src/core/sleep';
 
 interface Cell {
   id: string;
@@ -60,28 +59,11 @@ export function marimoExtensionChecks(): void {
     const ctx = context();
     client = ctx.client;
     file = path.join(ctx.workspace, MARIMO_FIXTURE);
-    const opening = client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 });
-    // With one marimo controller VS Code takes it; with several it shows its kernel picker.
-    const input = ctx.sandbox.page.locator('.quick-input-widget input');
-    const picker = input.waitFor({ state: 'visible', timeout: 140_000 }).then(() => 'picker' as const);
-    picker.catch(() => undefined);
-    if ((await Promise.race([opening.then(() => 'opened' as const), picker])) === 'picker') {
-      // VS Code's picker may first list kernel sources ("Select Another Kernel...", an extension's
-      // group): a lone item that is not the kernel is opened, as the person would.
-      const rows = ctx.sandbox.page.locator('.quick-input-widget .monaco-list-row');
-      for (let level = 0; ; level++) {
-        let texts: string[] = [];
-        for (const end = Date.now() + 30_000; Date.now() < end; await sleep(500)) {
-          texts = await rows.allInnerTexts();
-          if (texts.some((t) => t.includes(ctx.marimo.pick))) break;
-        }
-        const at = texts.findIndex((t) => t.includes(ctx.marimo.pick));
-        ok(at >= 0 || (texts.length === 1 && level < 3), `no "${ctx.marimo.pick}" among the picker's items: ${show(texts)}`);
-        await rows.nth(at >= 0 ? at : 0).click();
-        if (at >= 0) break;
-      }
-    }
-    const r = await opening;
+    const r = await openPickingKernel(
+      ctx.sandbox.page,
+      client.post('/notebooks/open', { path: file, kernel: 'marimo' }, { timeoutMs: 150_000 }),
+      ctx.marimo.pick,
+    );
     eq(r.status, 200, `POST /notebooks/open ${MARIMO_FIXTURE} with kernel "marimo" (body ${show(r.text, 400)})`);
     sid = r.json().session.id;
     eq(r.json().session.notebookType, 'marimo-notebook', 'notebook type');

@@ -23,10 +23,13 @@ export interface PeerRow {
   values: number[];
   /** One per column: a word on the figure (failures, what came back). */
   notes?: (string | undefined)[];
+  /** How the work differs between targets, where it does: such a row gets no ratio. */
+  differs?: string;
 }
 
 /** ours vs. the best peer, oriented so >1 favours ours; NaN without both figures. */
 export function ratio(row: PeerRow, cols: readonly PeerColumn[], ours: number): number {
+  if (row.differs) return NaN;
   const peers = row.values.filter((v, i) => !cols[i]!.ours && Number.isFinite(v));
   const mine = row.values[ours]!;
   if (!peers.length || !Number.isFinite(mine)) return NaN;
@@ -46,13 +49,15 @@ export function renderMarkdown(rows: readonly PeerRow[], cols: readonly PeerColu
       const note = r.notes?.[i];
       return `${fmt(v, r.unit)}${note ? ` (${note})` : ''}`;
     });
-    lines.push(`| ${[r.workload, ...cells, ...ours.map((i) => fmtRatio(ratio(r, cols, i)))].join(' | ')} |`);
+    const workload = r.differs ? `${r.workload} (work differs: ${r.differs})` : r.workload;
+    const ratios = ours.map((i) => (r.differs ? '–' : fmtRatio(ratio(r, cols, i))));
+    lines.push(`| ${[workload, ...cells, ...ratios].join(' | ')} |`);
   }
   const missing = cols.filter((c) => c.missing).map((c) => `- ${c.name}: did not run: ${c.missing}`);
   return [
     ...lines,
     '',
-    'Ratio: the best peer’s figure over ours for times, memory and failures, ours over the best peer’s for runs/s; >1 = we are faster (or lighter).',
+    'Ratio: the best peer’s figure over ours for times, memory and failures, ours over the best peer’s for runs/s; >1 = we are faster (or lighter). A row whose work differs between targets has none (–).',
     ...(missing.length ? ['', ...missing] : []),
   ].join('\n');
 }
@@ -62,7 +67,9 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 /** Horizontal bars of log10(ratio) about a 1× line, one per row and bridge target. */
 export function renderSvg(rows: readonly PeerRow[], cols: readonly PeerColumn[]): string {
   const ours = cols.map((c, i) => (c.ours ? i : -1)).filter((i) => i >= 0);
-  const bars = rows.flatMap((r) => ours.map((i) => ({ label: `${r.workload} — ${cols[i]!.name}`, value: ratio(r, cols, i) })));
+  const bars = rows
+    .filter((r) => !r.differs)
+    .flatMap((r) => ours.map((i) => ({ label: `${r.workload} — ${cols[i]!.name}`, value: ratio(r, cols, i) })));
   const [labelW, plotW, barH, top] = [430, 420, 22, 30];
   const span = Math.max(1, ...bars.map((b) => (Number.isFinite(b.value) && b.value > 0 ? Math.abs(Math.log10(b.value)) : 0)));
   const x1 = labelW + plotW / 2;

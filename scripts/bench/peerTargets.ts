@@ -1,9 +1,10 @@
 /**
- * The targets `npm run bench -- --peers` measures, each behind one interface: the bridge (HTTP,
- * the bench's own client), a `marimo edit --headless` server driven with marimo-pair's real
- * execute-code.sh, and Jupyter Server + datalayer's jupyter-mcp-server driven by the MCP
- * TypeScript SDK client. Each peer is started here, on a free loopback port with a token, and
- * stopped by `stop()` (its whole process group).
+ * The targets `npm run bench -- --peers` measures, each behind one interface: the bridge and a
+ * `marimo edit --headless` server, both driven by the bench's own HTTP/SSE client on marimo's
+ * surface (and by marimo-pair's real execute-code.sh for the script row only), and Jupyter
+ * Server + datalayer's jupyter-mcp-server driven by the MCP TypeScript SDK client. Each peer is
+ * started here, on a free loopback port with a token, and stopped by `stop()` (its whole process
+ * group).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -13,9 +14,15 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { WebSocket } from 'undici';
 import { sleep } from '../../src/core/sleep';
 import { freePort } from '../../sandbox-test/vscode';
-import { BenchClient } from './client';
+import { BenchClient, type ExecResult } from './client';
 import { errorMessage } from '../../src/core/errorMessage';
 import { randomHex } from '../../src/core/ids';
+
+/** A scratchpad run's answer as a Timed's: its stdout, or why it failed (the transport's error, else its stderr). */
+function execAnswer(r: ExecResult): { ok: boolean; out: string } {
+  const ok = !r.error && r.done?.success === true;
+  return { ok, out: r.error ?? (ok ? r.stdout : r.stderr || r.stdout) };
+}
 
 /** One timed call: ms to its answer, whether it did what was asked, and what it gave back. */
 export interface Timed {
@@ -28,6 +35,8 @@ export interface PeerTarget {
   readonly name: string;
   /** Code run outside the notebook (scratchpad / execute_code), to its end. */
   scratch(code: string): Promise<Timed>;
+  /** The same, until the client holds all it printed (`out`): where the answer is capped, the rest is fetched too. */
+  whole(code: string): Promise<Timed>;
   /** Runs the main notebook's first cell (`x = 1`) and waits for it to finish. */
   runCell(): Promise<Timed>;
   /** Appends a code cell to the main notebook. */
@@ -38,8 +47,8 @@ export interface PeerTarget {
   scriptScratch?(code: string): Promise<Timed>;
   /** A client of its own for one of several agents at once. */
   agent(): Promise<{ scratch(code: string): Promise<Timed>; close(): Promise<void> }>;
-  /** The server's process(es): memory is read over each one's process tree. */
-  pids(): number[];
+  /** The server's process(es), for a peer: its memory is read over each one's process tree. */
+  pids?(): number[];
   stop(): Promise<void>;
 }
 
@@ -135,7 +144,6 @@ export function executeCodeSh(scripts: string, url: string, token: string | null
 export interface BridgeSessions {
   url: string;
   token: string | null;
-  pid: number;
   main: string;
   list: string;
   /** The main notebook's path, and marimo-pair's scripts folder, for the execute-code.sh row. */
@@ -143,18 +151,36 @@ export interface BridgeSessions {
   scripts?: string;
 }
 
+/**
+ * Where a capped scratchpad answer's stderr says the whole output is (src/server/execute.ts's
+ * note); undefined when it names none, or only a part of it.
+ */
+export function wholeOutputUrl(stderr: string): string | undefined {
+  return /the whole output \(\d+ characters\) is at (http:\/\/\S+) for/.exec(stderr)?.[1];
+}
+
 export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
   const client = new BenchClient(b.url, b.token);
   const scratchOn = (c: BenchClient) => (code: string) =>
     timed(async () => {
       const r = await c.execute(b.main, code);
-      return { ok: !r.error && r.done?.success === true, out: r.error ?? r.stdout };
+      return execAnswer(r);
     });
   const q = (sid: string) => `?notebook=${encodeURIComponent(sid)}`;
   let first: string | undefined;
   return {
     name,
     scratch: scratchOn(client),
+    // The stream carries the head and tail of a long output; the whole is one GET away.
+    whole: (code) =>
+      timed(async () => {
+        const r = await client.execute(b.main, code);
+        if (r.error || r.done?.success !== true) return { ok: false, out: r.error ?? r.stderr };
+        const at = wholeOutputUrl(r.stderr);
+        if (!at) return { ok: true, out: r.stdout };
+        const got = await client.request('GET', new URL(at).pathname);
+        return { ok: got.status === 200, out: got.text };
+      }),
     scriptScratch: b.scripts ? executeCodeSh(b.scripts, b.url, b.token, b.mainPath) : undefined,
     runCell: () =>
       timed(async () => {
@@ -180,22 +206,24 @@ export function bridgeTarget(name: string, b: BridgeSessions): PeerTarget {
       const c = new BenchClient(b.url, b.token);
       return { scratch: scratchOn(c), close: () => c.close() };
     },
-    pids: () => [b.pid],
     stop: () => client.close(),
   };
 }
 
-// ---- marimo edit + marimo-pair's execute-code.sh ------------------------------------------
+// ---- marimo edit ---------------------------------------------------------------------------
 
 const CODE_MODE = 'import marimo._code_mode as cm\nasync with cm.get_context() as ctx:\n';
 
 /**
  * `marimo edit --headless` on the folder holding main.py and list.py. A session exists only
  * while a front end is connected, so each notebook gets a WebSocket held open for the run, as
- * the browser tab a marimo-pair user has open. (Not the conformance suite's launcher: it runs every
- * cell on open and gives a session 60 s, which the 1,000-cell notebook overruns on a busy machine.)
+ * the browser tab a marimo-pair user has open, under a session id chosen here. The bench's
+ * client speaks to it as to the bridge: `POST /api/kernel/execute` for the scratchpad, and
+ * cell operations as marimo-pair makes them, `marimo._code_mode` code sent the same way.
+ * (Not the conformance suite's launcher: it runs every cell on open and gives a session 60 s,
+ * which the 1,000-cell notebook overruns on a busy machine.)
  */
-export async function marimoTarget(dir: string, scripts: string, marimo: string): Promise<PeerTarget> {
+export async function marimoTarget(dir: string, scripts: string | undefined, marimo: string): Promise<PeerTarget> {
   const token = `bench-${randomHex(8)}`;
   const log = path.join(dir, 'marimo.log');
   const { child: server, port } = await startOnFreePort(
@@ -210,12 +238,11 @@ export async function marimoTarget(dir: string, scripts: string, marimo: string)
     log,
   );
   const url = `http://127.0.0.1:${port}`;
+  const session = (file: string) => `s_${path.parse(file).name}`;
   const sockets: WebSocket[] = [];
   try {
     for (const file of ['main.py', 'list.py']) {
-      const ws = new WebSocket(
-        `ws://127.0.0.1:${port}/ws?session_id=s_${path.parse(file).name}&file=${file}&access_token=${token}`,
-      );
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/ws?session_id=${session(file)}&file=${file}&access_token=${token}`);
       sockets.push(ws);
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no kernel-ready from marimo for ${file} in 90 s`)), 90_000);
@@ -227,21 +254,31 @@ export async function marimoTarget(dir: string, scripts: string, marimo: string)
     await stopGroup(server);
     throw e;
   }
-  const exec = (file: string, code: string) => executeCodeSh(scripts, url, token, path.join(dir, file))(code);
-  const scratch = (code: string) => exec('main.py', code);
+  const client = new BenchClient(url, token);
+  const execOn = (c: BenchClient, file: string) => (code: string) =>
+    timed(async () => {
+      const r = await c.execute(session(file), code);
+      return execAnswer(r);
+    });
+  const scratch = execOn(client, 'main.py');
   return {
-    name: 'marimo edit + execute-code.sh',
+    name: 'marimo edit',
     scratch,
-    scriptScratch: scratch,
-    runCell: () => exec('main.py', `${CODE_MODE}    ctx.run_cell(ctx.cells[0].id)`),
-    insert: () => exec('main.py', `${CODE_MODE}    ctx.create_cell("pass")`),
+    whole: scratch,
+    scriptScratch: scripts ? executeCodeSh(scripts, url, token, path.join(dir, 'main.py')) : undefined,
+    runCell: () => scratch(`${CODE_MODE}    ctx.run_cell(ctx.cells[0].id)`),
+    insert: () => scratch(`${CODE_MODE}    ctx.create_cell("pass")`),
     list: async () => {
-      const r = await exec('list.py', `${CODE_MODE}    cells = [(c.id, c.code) for c in ctx.cells]\nprint(len(cells))`);
+      const r = await execOn(client, 'list.py')(`${CODE_MODE}    cells = [(c.id, c.code) for c in ctx.cells]\nprint(len(cells))`);
       return { ...r, out: r.out.trim() };
     },
-    agent: async () => ({ scratch, close: async () => undefined }),
+    agent: async () => {
+      const c = new BenchClient(url, token);
+      return { scratch: execOn(c, 'main.py'), close: () => c.close() };
+    },
     pids: () => [server.pid!],
     stop: async () => {
+      await client.close();
       for (const ws of sockets) ws.close();
       await stopGroup(server);
     },
@@ -339,6 +376,7 @@ export async function jupyterMcpTarget(dir: string, bin: string): Promise<PeerTa
   return {
     name: 'Jupyter Server + jupyter-mcp-server',
     scratch: scratchOn(client),
+    whole: scratchOn(client),
     runCell: () => call(client, 'execute_cell', { cell_index: 0 }),
     insert: () => call(client, 'insert_cell', { cell_index: -1, cell_type: 'code', cell_source: 'pass' }),
     list: async () => {

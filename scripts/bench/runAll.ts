@@ -81,8 +81,15 @@ export async function clickRunAll(page: Page, shots: string): Promise<number> {
   return Number(await ms.jsonValue());
 }
 
-/** The second sandbox: VS Code with the fake kernel only, showing its own copy of the notebook. */
-async function bareSandbox(ctx: Ctx, python: string): Promise<{ sandbox: Sandbox; log: string; dir: string }> {
+/**
+ * The second sandbox: VS Code without our extension, the fake kernel selected on its own copy of
+ * the notebook; `more` adds other extensions and settings (the peers bench's memory baseline).
+ */
+export async function bareSandbox(
+  say: (message: string) => void,
+  python: string,
+  more: { otherVsix?: readonly string[]; settings?: Record<string, unknown>; env?: Record<string, string> } = {},
+): Promise<{ sandbox: Sandbox; log: string; dir: string }> {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bridge-bench-bare-')));
   const file = path.join(dir, 'cells.ipynb');
   writeNotebook(file, CELLS, true);
@@ -90,9 +97,10 @@ async function bareSandbox(ctx: Ctx, python: string): Promise<{ sandbox: Sandbox
   const sandbox = await launchSandbox({
     workspace: dir,
     kind: 'bench-bare',
-    otherVsix: [packFixture(FAKE_KERNEL_DIR, dir, 'fake-python-kernel')],
-    env: { FAKE_KERNEL_PYTHON: python, FAKE_KERNEL_OPEN: file, FAKE_KERNEL_LOG: log },
-    onProgress: (m) => ctx.say(`without our extension: ${m}`),
+    otherVsix: [...(more.otherVsix ?? []), packFixture(FAKE_KERNEL_DIR, dir, 'fake-python-kernel')],
+    settings: more.settings,
+    env: { ...more.env, FAKE_KERNEL_PYTHON: python, FAKE_KERNEL_OPEN: file, FAKE_KERNEL_LOG: log },
+    onProgress: (m) => say(`without our extension: ${m}`),
   });
   const line = await sandbox.waitFor(
     'the fake kernel to open the notebook and be selected',
@@ -156,7 +164,7 @@ export async function runAllSideBySide(ctx: Ctx): Promise<void> {
   );
   const nb = ctx.notebooks.runall;
   const client = new BenchClient(ctx.url, ctx.token);
-  const bare = await bareSandbox(ctx, ctx.plainPython);
+  const bare = await bareSandbox(ctx.say, ctx.plainPython);
   // Screenshots of a click that did not run, kept beside the results.
   const shots = path.join(REPO_ROOT, 'bench-results');
   fs.mkdirSync(shots, { recursive: true });
