@@ -14,6 +14,7 @@ import { HELD_LIMITS } from '../../src/server/heldRequests';
 import { sleep } from '../../src/core/sleep';
 import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
+import { SPIN_REPR } from '../hostileCode';
 import { screenshot } from './access';
 import { type CheckContext, checkRun, context } from './context';
 
@@ -275,16 +276,7 @@ export function guardLoadChecks(): void {
   it('guard: a repr that switches tracing off and spins costs its own item: three variables reads list every other variable, and the kernel idles after (< 5% CPU)', async () => {
     const { signal, note } = checkRun();
     const { client } = ctx;
-    const code = [
-      'import sys, threading',
-      'class SpinRepr:',
-      '    def __repr__(self):',
-      '        sys.settrace(None)',
-      '        while True: pass',
-      'spin = SpinRepr()',
-      'kept_before, kept_after = 41, [1, 2]',
-      'threads_then = threading.active_count()',
-    ].join('\n');
+    const code = `${SPIN_REPR}\nimport threading\nkept_before, kept_after = 41, [1, 2]\nthreads_then = threading.active_count()`;
     const sid = await ownNotebook(ctx, 'guard-spin.ipynb', code, signal);
     const [cell] = await cellsOf(client, sid, signal);
     const ran = await client.post(

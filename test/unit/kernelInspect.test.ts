@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { sleep } from '../../src/core/sleep';
+import { SPIN_REPR } from '../../sandbox-test/hostileCode';
 import {
   inspectProgram,
   parseInspectOutput,
@@ -82,16 +83,7 @@ describe('kernel inspect (variables beside the runs)', function () {
   it('a repr that switches tracing off and spins costs its own item: three reads list every other variable, and the kernel idles after', async () => {
     const setup = await collectRun(
       kernel,
-      [
-        'import sys, threading',
-        'class SpinRepr:',
-        '    def __repr__(self):',
-        '        sys.settrace(None)',
-        '        while True: pass',
-        'spin = SpinRepr()',
-        'before, after = 1, [1, 2]',
-        'threads_before = threading.active_count()',
-      ].join('\n'),
+      `${SPIN_REPR}\nimport threading\nbefore, after = 1, [1, 2]\nthreads_before = threading.active_count()`,
     );
     assert.equal(setup.success, true, setup.stderr);
     const reads = [];

@@ -15,7 +15,7 @@ import {
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, SIGINT_GRACE, type Collected } from './support/kernelRuns';
+import { collectRun, IPYTHON_PYTHON, plainKernel, SCRIPT, type Collected } from './support/kernelRuns';
 import { sleep } from '../../src/core/sleep';
 
 /** A cell's value: `value` on the plain path, the display with an execution count on IPython's. */
@@ -31,13 +31,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
   function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
     kernel?.dispose();
     // The plain-Python path (the IPython path has its own suite, kernelIPython.test.ts).
-    kernel = new KernelProcess({
-      python: PYTHON,
-      script: SCRIPT,
-      env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' },
-      ...SIGINT_GRACE,
-      ...opts,
-    });
+    kernel = plainKernel(opts);
     return kernel;
   }
 
