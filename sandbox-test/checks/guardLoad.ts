@@ -15,6 +15,7 @@ import { sleep } from '../../src/core/sleep';
 import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { SPIN_REPR } from '../hostileCode';
+import { firstSettled } from '../settled';
 import { screenshot } from './access';
 import { type CheckContext, checkRun, context } from './context';
 
@@ -205,7 +206,9 @@ export function guardLoadChecks(): void {
             (error: unknown) => (error instanceof Error ? error.message : String(error)),
           ),
       );
-      const refused = await Promise.all(waits.slice(HELD_LIMITS.perClient));
+      // The client's share is held (which ones, the bridge decides); the rest are answered at once.
+      const past = MAX_CONNECTIONS - HELD_LIMITS.perClient;
+      const refused = (await firstSettled(waits, past, 120_000)) as (number | string)[];
       const tally = (values: (number | string)[]) =>
         [...new Set(values)].map((v) => `${values.filter((x) => x === v).length}× ${v}`).join(', ');
       // Another agent: its print(1) is answered with its output.
@@ -216,10 +219,10 @@ export function guardLoadChecks(): void {
       note(`another agent's print(1) answered in ${(performance.now() - t0).toFixed(0)} ms`);
       eq(other.stdout, '1\n', `another agent's print(1) (stderr ${show(other.stderr)}, status ${other.status})`);
       eq(await freshHealth(ctx), 200, '/health on a new connection');
-      note(`the waits past the first ${HELD_LIMITS.perClient}: ${tally(refused)}`);
+      note(`the ${refused.length} waits answered (of ${MAX_CONNECTIONS}): ${tally(refused)}`);
       ok(
-        refused.every((r) => r === 429),
-        `one client's waits past its share were not all refused with 429: ${tally(refused)}`,
+        refused.length === past && refused.every((r) => r === 429),
+        `one client's ${past} waits past its share of ${HELD_LIMITS.perClient} were not all refused with 429: ${tally(refused)}`,
       );
       const limited = await client.post(
         `/notebooks/cells/${sleeper!.id}/wait`,
@@ -252,8 +255,8 @@ export function guardLoadChecks(): void {
         });
       await page.mouse.move(900, 600); // no tooltip over the cell
       await screenshot(page, 'guard-connection-cap.png', note);
-      const held = await Promise.race([Promise.all(waits.slice(0, HELD_LIMITS.perClient)), sleep(0).then(() => 'open')]);
-      eq(held, 'open', `the flooding client's first ${HELD_LIMITS.perClient} waits are still held`);
+      const answered = await firstSettled(waits, MAX_CONNECTIONS, 0);
+      eq(answered.length, past, `waits answered by now: the flooding client's ${HELD_LIMITS.perClient} are still held`);
     } finally {
       clearInterval(renewing);
       note(`${sockets.length} idle sockets in all, ${dropped.size} of them closed by the bridge`);
