@@ -134,14 +134,14 @@ class Reader:
             self._cond.notify_all()
 
     def _done(self, item):
+        """Ends `item`; called again when the interrupt landed inside the first call, which then left some undone."""
         with self._cond:
-            if self._item is not item:
-                return
-            self._item = None
-            if item.fired and self._raise is not None:
-                self._raise(item.thread, None)  # an interrupt not yet delivered is dropped
             if self.stuck is item:
                 self.stuck = None
+            if self._item is item:
+                self._item = None
+                if item.fired and self._raise is not None:
+                    self._raise(item.thread, None)  # an interrupt not yet delivered is dropped
             self._cond.notify_all()
 
     def _watch(self):
