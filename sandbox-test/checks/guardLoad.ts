@@ -220,9 +220,11 @@ export function guardLoadChecks(): void {
       eq(other.stdout, '1\n', `another agent's print(1) (stderr ${show(other.stderr)}, status ${other.status})`);
       eq(await freshHealth(ctx), 200, '/health on a new connection');
       note(`the ${refused.length} waits answered (of ${MAX_CONNECTIONS}): ${tally(refused)}`);
+      // A 429, or, when every socket had a request in flight as it came, a connection closed at once.
+      const closedAtCap = (r: number | string) => typeof r === 'string' && /connection closed without a response/.test(r);
       ok(
-        refused.length === past && refused.every((r) => r === 429),
-        `one client's ${past} waits past its share of ${HELD_LIMITS.perClient} were not all refused with 429: ${tally(refused)}`,
+        refused.length === past && refused.every((r) => r === 429 || closedAtCap(r)),
+        `one client's ${past} waits past its share of ${HELD_LIMITS.perClient} were not all refused: ${tally(refused)}`,
       );
       const limited = await client.post(
         `/notebooks/cells/${sleeper!.id}/wait`,
