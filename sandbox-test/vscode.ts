@@ -212,6 +212,9 @@ const DEFAULT_SETTINGS: Record<string, unknown> = {
   'extensions.autoCheckUpdates': false,
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
+  // With AI features off the secondary side bar is empty; open, it takes a quarter of a 1280-pixel
+  // window from every screenshot.
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
   'update.mode': 'none',
   // code-server's extension host otherwise looks for ports to forward by forking `ps` and
   // `ls /proc/*/fd` every 2 s or more: a steady load on a small machine (desktop VS Code never

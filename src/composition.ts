@@ -125,6 +125,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
   });
   push(...access.disposables, checkpointFile);
   const status = new BridgeStatus();

@@ -32,7 +32,7 @@ import {
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
 import { RESULTS_DIR } from './access';
 import { bridgeLog, expectRefused, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
-import { reviewRows } from './review';
+import { notebookDiffShowing, openChange, reviewRows } from './review';
 import { sleep } from '../../src/core/sleep';
 
 const NAMES = {
@@ -42,7 +42,7 @@ const NAMES = {
     'reload: "Developer: Reload Window" starts a new bridge (new extension host, port and token); the old one is gone, its discovery files replaced',
   ids: 'reload: cell ids and versions are the same after a window restart',
   review:
-    'reload: an agent change made before the restart is still in Agent Changes after it, and Revert (clicked) takes it back',
+    'reload: an agent change made before the restart is still in Agent Changes after it, its notebook diff (open at the restart) restored, and Revert (clicked) takes it back',
   start: "reload: POST /notebooks/kernel/start starts jupyter.ipynb's kernel again in the new window",
   deny: 'reload: Jupyter asks again after the restart; Deny in the dialog → the waiting run fails with the refusal',
   denied:
@@ -223,6 +223,8 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       recorded.map((c) => c.id),
       'the ids in the saved file',
     );
+    // The person is reading the agent's change when the window restarts.
+    await openChange(page, `${RELOAD_AGENT}: 1 added`, 'made_here = 1');
 
     await restartWindow(signal, note);
   }).timeout(180_000);
@@ -242,6 +244,12 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
   it(NAMES.review, async () => {
     const { signal, note } = checkRun();
     const nb = ctx.other.path;
+    // The restored editor (its tab, behind the notebook reopened since) reads its left side from
+    // the new bridge, built again from the checkpoint.
+    const tab = page.locator('.tabs-container .tab', { hasText: `${RELOAD_AGENT}: 1 added` }).first();
+    await tab.click({ timeout: 10_000 }).catch(() => fail('the diff open at the restart has no tab after it'));
+    const shown = await notebookDiffShowing(page, 'made_here = 1', 'the restored tab');
+    note(`restored diff: ${show(shown, 400)}`);
     const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT}: 1 added` }).first();
     await row
       .waitFor({ state: 'visible', timeout: 10_000 })

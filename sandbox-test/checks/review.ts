@@ -47,6 +47,43 @@ export async function reviewRows(page: Page) {
   return pane.first().locator('.monaco-list-row');
 }
 
+/** The notebook diff editor in front, once it shows `line` in a cell: its text, as the person reads it. */
+export async function notebookDiffShowing(page: Page, line: string, opened: string): Promise<string> {
+  // VS Code's notebook diff editor (cells side by side, as Source Control shows a notebook), not a text diff.
+  const diff = page.locator('.editor-instance .notebook-text-diff-editor').first();
+  await diff.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail(`${opened} opened no notebook diff editor`));
+  ok(
+    !(await page.locator('.editor-instance > .monaco-diff-editor, .editor-instance > .text-diff-editor').first().isVisible()),
+    `${opened} opened a text diff`,
+  );
+  await diff.locator('.view-lines', { hasText: line }).first().waitFor({ timeout: 10_000 });
+  // VS Code renders spaces as non-breaking spaces in the editor's lines.
+  return (await diff.innerText()).replace(/\u00a0/g, ' ');
+}
+
+/** Clicks the Agent Changes row of a change: its notebook diff, once it shows `line`. */
+export async function openChange(page: Page, rowText: string, line: string): Promise<string> {
+  const row = (await reviewRows(page)).filter({ hasText: rowText }).first();
+  await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${rowText}" row in Agent Changes`));
+  await row.click({ timeout: 5_000 });
+  return notebookDiffShowing(page, line, `clicking "${rowText}"`);
+}
+
+/** The breadcrumbs above the editor in front. */
+async function breadcrumbs(page: Page): Promise<string> {
+  return (await page.locator('.editor-group-container.active .breadcrumbs-control').first().innerText()).replace(/\s+/g, ' ');
+}
+
+/** Deletes cells (not as an agent whose change a check reads), leaving the notebook as the other checks expect it. */
+async function removeCells(client: BridgeClient, notebook: string, ids: readonly string[], signal: AbortSignal): Promise<void> {
+  const r = await client.post(
+    '/notebooks/edits',
+    { notebook, ops: ids.map((ref) => ({ op: 'delete', ref, force: true })) },
+    { signal },
+  );
+  eq(r.status, 200, `cleanup (${show(r.text, 200)})`);
+}
+
 /** The `review` suite's checks. */
 export function reviewChecks(): void {
   let ctx: CheckContext;
@@ -57,12 +94,17 @@ export function reviewChecks(): void {
   });
   const tag = randomHex(3);
 
-  it('review: an agent edits three cells, the person types in one, Revert (clicked in Agent Changes) restores the other two and keeps the typing; the diff shows before and after', async () => {
+  /** An agent of this check's: its name, and the header that gives it. */
+  const agentNamed = (name: string) => {
+    const agent = `review-${name}-${tag}`;
+    return { agent, headers: { 'x-agent-bridge-client': agent } };
+  };
+
+  it("review: an agent edits three cells, the person types in one; the change opens in VS Code's notebook diff (the agent's side as it left it, the before side out of agents' reach); Revert (clicked in Agent Changes) restores the other two and keeps the typing", async () => {
     const { signal, note } = checkRun();
     const page = ctx.sandbox.page;
     const sid = ctx.analysis.session.id;
-    const agent = `review-agent-${tag}`;
-    const headers = { 'x-agent-bridge-client': agent };
+    const { agent, headers } = agentNamed('agent');
     const originals = [0, 1, 2].map((i) => `kept_${tag}_${i} = ${i}`);
     const setup = await client.post(
       '/notebooks/edits',
@@ -104,19 +146,38 @@ export function reviewChecks(): void {
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
-    await row.click({ timeout: 5_000 });
-    const diff = page.locator('.monaco-diff-editor').first();
-    await diff.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail('clicking the row opened no diff editor'));
-    // Side by side or inline (a narrow window): the diff editor shows both texts either way.
-    await diff.locator('.view-lines', { hasText: changed[0]! }).first().waitFor({ timeout: 10_000 });
-    // VS Code renders spaces as non-breaking spaces in the editor's lines.
-    const shown = (await diff.innerText()).replace(/\u00a0/g, ' ');
-    note(`diff: ${show(shown, 600)}`);
+    const shown = await openChange(page, `${agent}: 3 edited`, changed[0]!);
+    note(`diff: ${show(shown, 800)}`);
     for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
-    includes(shown, 'edited · was cell', 'the diff, before: the kind of change and the place');
-    includes(shown, 'edited · now cell', 'the diff, after');
+    // The person typed in a cell since: the right side is the notebook as the agent left it.
+    ok(
+      !shown.includes(typed.trim()),
+      `the diff shows the change as the agent made it, not the typing since (${show(shown, 300)})`,
+    );
+    // Its outputs' webviews settle after the cells show.
     await sleep(500);
+    await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
+    // Above the diff, the right side's place: the change as the agent left it, served beside the notebook.
+    const crumbs = await breadcrumbs(page);
+    const served = /change (\d+)\W*as the agent left it/.exec(crumbs);
+    ok(served, `the breadcrumbs name the served side (${crumbs})`);
+
+    // An agent cannot reach the notebook the review shows as "before": an edit there would land in
+    // the editor's copy the person is reading, and could hide the change.
+    const listed = await client.get('/notebooks', { signal, headers });
+    eq(listed.status, 200, `GET /notebooks (${show(listed.text, 200)})`);
+    const sides = listed
+      .json<{ notebooks: { uri: string }[] }>()
+      .notebooks.filter((n) => n.uri.startsWith('agent-bridge-change:'));
+    deepEq(sides, [], 'the sides of the review listed to agents');
+    const beforeUri = `agent-bridge-change:/change%20${served![1]}/before/analysis.ipynb`;
+    const tamper = await client.post(
+      '/notebooks/edits',
+      { notebook: beforeUri, ops: originals.map((_, i) => ({ op: 'edit', ref: i, code: changed[i], force: true })) },
+      { signal, headers },
+    );
+    eq(tamper.status, 404, `an edit of the review's before notebook, named by its address (${show(tamper.text, 300)})`);
 
     // Revert, clicked on the row's inline action.
     await row.hover();
@@ -135,13 +196,154 @@ export function reviewChecks(): void {
       'the cells after Revert',
     );
     await row.waitFor({ state: 'detached', timeout: 5_000 }).catch(() => fail('the reverted change is still listed'));
-    // Leave the notebook as the other checks expect it.
-    const cleanup = await client.post(
-      '/notebooks/edits',
-      { notebook: sid, ops: made.map((c) => ({ op: 'delete', ref: c.id, force: true })) },
-      { signal },
+    await removeCells(
+      client,
+      sid,
+      made.map((c) => c.id),
+      signal,
     );
-    eq(cleanup.status, 200, `cleanup (${show(cleanup.text, 200)})`);
+  }).timeout(90_000);
+
+  it('review: outputs in the notebook diff: a cell the agent changed and ran shows its new outputs beside the summary of what it showed before; a cell whose outputs did not change shows them unchanged', async () => {
+    const { signal, note } = checkRun();
+    const page = ctx.sandbox.page;
+    const sid = ctx.analysis.session.id;
+    const { agent, headers } = agentNamed('outputs');
+    const setup = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', index: 0, name: 'printed', code: `print("shown_before_${tag}")` },
+          { op: 'create', index: 1, name: 'valued', code: `value_${tag} = 7\nvalue_${tag}` },
+        ],
+        run: ['printed', 'valued'],
+        wait: true,
+        timeoutMs: 20_000,
+      },
+      { signal, timeoutMs: 25_000, headers: { 'x-agent-bridge-client': `review-setup-${tag}` } },
+    );
+    eq(setup.status, 200, `two cells made and run (${show(setup.text, 300)})`);
+    const [printed, valued] = setup.json<{ cells: Cell[] }>().cells;
+    const batch = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'edit', ref: printed!.id, code: `print("shown_after_${tag}")`, version: printed!.version },
+          { op: 'edit', ref: valued!.id, code: `value_${tag} = 7  # unchanged output\nvalue_${tag}`, version: valued!.version },
+        ],
+        run: [printed!.id],
+        wait: true,
+        timeoutMs: 20_000,
+      },
+      { signal, timeoutMs: 25_000, headers },
+    );
+    eq(batch.status, 200, `the agent's batch and run (${show(batch.text, 300)})`);
+
+    const shown = await openChange(page, `${agent}: 2 edited`, `shown_after_${tag}`);
+    note(`diff: ${show(shown, 800)}`);
+    eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
+    ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
+    // Outputs are drawn in the diff's webviews (slow to come on a loaded machine): the left one has
+    // the summary of what the cell showed before.
+    let outputs = '';
+    const drawn = () => outputs.includes(`shown_before_${tag}`) && outputs.includes(`shown_after_${tag}`);
+    for (const end = Date.now() + 30_000; !drawn() && Date.now() < end; await sleep(250)) {
+      outputs = '';
+      for (const frame of page.frames())
+        outputs += await frame
+          .locator('body')
+          .innerText({ timeout: 1_000 })
+          .catch(() => '');
+    }
+    await page.mouse.move(900, 600);
+    await screenshot(page, 'review-outputs-diff.png', note);
+    includes(outputs, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
+    includes(outputs, 'the summary kept of its outputs before the change', "the outputs' webviews");
+    includes(outputs, `shown_after_${tag}`, "the outputs' webviews");
+    await removeCells(client, sid, [printed!.id, valued!.id], signal);
+  }).timeout(90_000);
+
+  it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone, and its row in Agent Changes reverts it alone", async () => {
+    const { signal, note } = checkRun();
+    const page = ctx.sandbox.page;
+    const { agent, headers } = agentNamed('marimo');
+    // A notebook of its own (a copy of the marimo fixture); no kernel is needed to edit and review.
+    const nb = path.join(ctx.workspace, `review_${tag}.py`);
+    fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other_marimo.py'), nb);
+    const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
+    eq(opened.json<{ session: { notebookType: string } }>().session.notebookType, 'marimo-notebook', 'notebook type');
+    const [first] = await cellsOf(client, nb, signal);
+    const edited = `label = "reviewed_${tag}"`;
+    const added = `added_${tag} = label.upper()`;
+    const batch = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: nb,
+        ops: [
+          { op: 'edit', ref: first!.id, code: edited, version: first!.version },
+          { op: 'create', code: added },
+        ],
+      },
+      { signal, headers },
+    );
+    eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
+
+    const shown = await openChange(page, `${agent}: 1 added, 1 edited`, edited);
+    note(`diff: ${show(shown, 600)}`);
+    for (const code of [first!.code, edited, added]) includes(shown, code, 'the diff');
+    const crumbs = await breadcrumbs(page);
+    note(`breadcrumbs: ${crumbs}`);
+    includes(crumbs, path.basename(nb), 'the right side');
+    ok(!crumbs.includes('as the agent left it'), `the right side is the notebook itself, not a served copy (${crumbs})`);
+    ok(/marimo notebook/i.test(crumbs), `the diff is in the marimo notebook type's own editor (${crumbs})`);
+    // Its outputs' webviews settle after the cells show.
+    await sleep(500);
+    await page.mouse.move(900, 600);
+    await screenshot(page, 'review-marimo-diff.png', note);
+
+    // The mark of the edited cell, in the notebook: its change alone, in the whole notebook.
+    const front = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    eq(front.status, 200, `showing ${path.basename(nb)} (${show(front.text, 200)})`);
+    const mark = page
+      .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: edited }) })
+      .locator('.cell-status-item', { hasText: `Changed by an agent that says it is ${agent}` });
+    await mark
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('the edited cell carries no mark'));
+    await mark.first().click({ timeout: 5_000 });
+    const tab = page.locator('.editor-group-container.active .tab.active', { hasText: 'cell 1 edited' }).first();
+    await tab.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail("the mark opened no diff of the cell's change"));
+    const cellShown = await notebookDiffShowing(page, edited, 'the mark');
+    note(`cell diff: ${show(cellShown, 600)}`);
+    for (const code of [first!.code, edited]) includes(cellShown, code, "the cell's diff");
+    ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
+
+    // Revert that cell alone from its row in Agent Changes: the rest of the change stays to review.
+    const change = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
+    if ((await change.getAttribute('aria-expanded')) !== 'true')
+      await change.locator('.monaco-tl-twistie').click({ timeout: 5_000 });
+    const cellRow = (await reviewRows(page)).filter({ hasText: `cell 1 edited` }).filter({ hasText: edited }).first();
+    await cellRow.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => fail('no "cell 1 edited" row under the change'));
+    await cellRow.hover();
+    await cellRow.locator(`.action-label[aria-label="Revert This Cell's Change"]`).click({ timeout: 5_000 });
+    await page
+      .locator('.notification-toast', { hasText: 'Reverted 1 cell' })
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail('no "Reverted 1 cell" notification'));
+    deepEq(
+      (await cellsOf(client, nb, signal)).map((c) => c.code),
+      [first!.code, added],
+      'the cells after reverting the edited one alone',
+    );
+    const rest = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added` }).first();
+    await rest
+      .waitFor({ state: 'visible', timeout: 5_000 })
+      .catch(() => fail('the rest of the change ("1 added") is not listed'));
   }).timeout(90_000);
 
   it("review: an agent's POST /notebooks/undo of its own batch leaves the saved file byte for byte as it was; a second undo after the person's edit is a 409 naming the cell", async () => {

@@ -49,8 +49,8 @@ export function rowOf(entry: Entry): { label: string; description: string } {
 /**
  * The "Agent Bridge" activity view: every agent action, newest first, redrawn on starts and ends
  * (throttled), never per output chunk. Its message line carries the server's address, the access
- * mode and the clients seen lately. Selecting a row opens its code with its outcome and the head
- * of its output, or, for an action that changed cells, the diff of its whole change.
+ * mode and the clients seen lately. Selecting a row opens, for an action that changed cells, its
+ * change in VS Code's notebook diff; else its code with its outcome and the head of its output.
  */
 export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly redraw = new vscode.EventEmitter<undefined>();
@@ -105,10 +105,6 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     const entry = this.store.get(Number(uri.query));
     if (!entry) return '(no longer in the activity record)';
     const { action, end } = entry;
-    const side = uri.path.split('/')[1];
-    if (side === 'before' || side === 'after') {
-      return entry.changes.map((c) => `# cell ${c.cell.index + 1}${c.created ? ' (new)' : ''}\n${c[side]}\n`).join('\n');
-    }
     return [
       `# ${action.label} by ${action.client} in ${entry.notebookLabel}`,
       `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
@@ -129,19 +125,6 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     if (!entry) return;
     if (await this.showChange(entry.action.id)) return;
     const query = String(entry.action.id);
-    if (entry.changes.length) {
-      const at = (side: string) => vscode.Uri.from({ scheme: DETAIL_SCHEME, path: `/${side}/action-${query}.py`, query });
-      await vscode.commands.executeCommand(
-        'vscode.diff',
-        at('before'),
-        at('after'),
-        `${entry.action.label} by ${entry.action.client}`,
-        {
-          preview: true,
-        },
-      );
-      return;
-    }
     const uri = vscode.Uri.from({ scheme: DETAIL_SCHEME, path: `/action-${query}.py`, query });
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri), { preview: true });
   }

@@ -1,20 +1,16 @@
 import * as vscode from 'vscode';
 import type { ActivityStore, CellChange, Entry } from './record';
-import { isPythonLanguage } from '../core/cellLanguages';
 
-/** What a marked cell remembers: who changed it, when, and its text before and after. */
+/** What a marked cell remembers: who changed it, when, and the text the agent left. */
 interface Mark {
-  readonly id: number;
   /** The action of the activity record that made the change. */
   readonly action: number;
   readonly client: string;
   readonly at: number;
-  readonly before: string;
   readonly after: string;
   readonly created: boolean;
 }
 
-export const CHANGE_SCHEME = 'agent-bridge-change';
 export const SHOW_CELL_CHANGE = 'agentBridge.showCellChange';
 const NOTEBOOK_TYPES = ['jupyter-notebook', 'marimo-notebook'];
 
@@ -28,14 +24,12 @@ export function ago(at: number, now = Date.now()): string {
 
 /**
  * Marks the cells agents created or changed with a cell status bar item ("who · how long ago");
- * its click opens the diff of the agent's whole change (else of the cell before and after). A mark goes once the cell's text is no
- * longer what the agent left (the person edited it), or the cell goes.
+ * its click opens the notebook diff of the agent's change to that cell, in the whole notebook. A
+ * mark goes once the cell's text is no longer what the agent left (the person edited it), or the
+ * cell goes.
  */
-export class CellMarks
-  implements vscode.NotebookCellStatusBarItemProvider, vscode.TextDocumentContentProvider, vscode.Disposable
-{
+export class CellMarks implements vscode.NotebookCellStatusBarItemProvider, vscode.Disposable {
   private readonly marks = new Map<vscode.NotebookCell, Mark>();
-  private nextId = 1;
   private readonly refresh = new vscode.EventEmitter<void>();
   readonly onDidChangeCellStatusBarItems = this.refresh.event;
   private readonly disposables: vscode.Disposable[] = [this.refresh];
@@ -43,13 +37,12 @@ export class CellMarks
 
   constructor(
     store: ActivityStore,
-    /** Opens the whole change an action made (its checkpoint); false when it made none. */
-    private readonly showWhole: (action: number) => Promise<boolean>,
+    /** Opens the change an action made to this cell (from its checkpoint); false when there is none. */
+    private readonly showCell: (action: number, cell: vscode.NotebookCell) => Promise<boolean>,
   ) {
     this.disposables.push(
       store.onDidEnd((entry) => this.mark(entry)),
       ...NOTEBOOK_TYPES.map((type) => vscode.notebooks.registerNotebookCellStatusBarItemProvider(type, this)),
-      vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, this),
       vscode.workspace.onDidChangeNotebookDocument((e) => this.forgetEdited(e)),
       vscode.workspace.onDidCloseNotebookDocument((nb) => nb.getCells().forEach((c) => this.marks.delete(c))),
       vscode.commands.registerCommand(SHOW_CELL_CHANGE, (cell?: vscode.NotebookCell | vscode.Uri) => this.showChange(cell)),
@@ -75,16 +68,9 @@ export class CellMarks
     return [item];
   }
 
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    const id = Number(uri.query);
-    const mark = [...this.marks.values()].find((m) => m.id === id);
-    if (!mark) return '(this cell no longer carries an agent mark)';
-    return uri.path.startsWith('/before') ? mark.before : mark.after;
-  }
-
   private mark(entry: Entry): void {
     if (!entry.changes.length) return;
-    for (const change of entry.changes) this.marks.set(change.cell, { id: this.nextId++, ...toMark(entry, change) });
+    for (const change of entry.changes) this.marks.set(change.cell, toMark(entry, change));
     this.refresh.fire();
   }
 
@@ -111,15 +97,10 @@ export class CellMarks
       return;
     }
     const [cell, mark] = found;
-    if (await this.showWhole(mark.action)) return;
-    const query = String(mark.id);
-    const lang = isPythonLanguage(cell.document.languageId) ? '.py' : '';
-    await vscode.commands.executeCommand(
-      'vscode.diff',
-      vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/before/cell${cell.index}${lang}`, query }),
-      vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/after/cell${cell.index}${lang}`, query }),
-      `Cell ${cell.index + 1}: before ↔ after ${mark.client}`,
-    );
+    if (!(await this.showCell(mark.action, cell)))
+      void vscode.window.showInformationMessage(
+        `The change ${mark.client} made to this cell is no longer in Agent Changes: it was reverted, or dropped as the list grew.`,
+      );
   }
 
   dispose(): void {
@@ -128,12 +109,11 @@ export class CellMarks
   }
 }
 
-function toMark(entry: Entry, change: CellChange): Omit<Mark, 'id'> {
+function toMark(entry: Entry, change: CellChange): Mark {
   return {
     action: entry.action.id,
     client: entry.action.client,
     at: entry.action.startedAt + (entry.end?.durationMs ?? 0),
-    before: change.before,
     after: change.after,
     created: change.created,
   };

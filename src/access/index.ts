@@ -1,13 +1,14 @@
 import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
-import type { CellService } from '../core/cellService';
+import type { CellService, CellSnapshot } from '../core/cellService';
 import type { Author, Checkpoints } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
+import { ChangeDiffs } from './changeDiff';
 import { accessCommands, ModeStatus } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
@@ -23,6 +24,8 @@ export interface AccessDeps {
   log: Log;
   settings: Settings;
   checkpoints: Checkpoints;
+  /** The cells of an open notebook as the cell rules see them (ids, content), in order. */
+  cellsOf: (notebook: vscode.NotebookDocument) => CellSnapshot[];
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
 }
@@ -50,9 +53,11 @@ export function createAgentAccess(deps: AccessDeps): {
   const gate = new Gate(person, [store], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
-  const showChange = async (action: number) => {
+  /** Opens the change an action made (to one cell of it, given), from its checkpoint; false when there is none. */
+  const showChange = async (action: number, cell?: vscode.NotebookCell) => {
     const checkpoint = deps.checkpoints.ofAction(action);
-    if (checkpoint) await vscode.commands.executeCommand(SHOW_CHECKPOINT, checkpoint.id);
+    const cellId = cell && deps.cellsOf(cell.notebook)[cell.index]?.id;
+    if (checkpoint) await vscode.commands.executeCommand(SHOW_CHECKPOINT, checkpoint.id, cellId);
     return checkpoint !== undefined;
   };
   const view = new ActivityView(
@@ -62,15 +67,17 @@ export function createAgentAccess(deps: AccessDeps): {
       mode: () => settings().accessMode,
       clients: () => gate.clients,
     },
-    showChange,
+    (action) => showChange(action),
   );
+  const diffs = new ChangeDiffs(deps.checkpoints, deps.cellsOf);
   const disposables: vscode.Disposable[] = [
     new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
     new CellMarks(store, showChange),
     view,
-    new ReviewView(deps.checkpoints),
+    diffs,
+    new ReviewView(deps.checkpoints, diffs),
     new ModeStatus(deps.settings),
     deps.settings.onDidChange(() => view.schedule()),
   ];

@@ -1,39 +1,21 @@
 import * as vscode from 'vscode';
-import {
-  deltaKind,
-  type CellDelta,
-  type CellFace,
-  type Checkpoint,
-  type Checkpoints,
-  type RevertResult,
-} from '../core/checkpoints';
+import { deltaKind, type CellDelta, type Checkpoint, type Checkpoints, type RevertResult } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
+import { errorMessage } from '../core/errorMessage';
 import { ago } from './cellMarks';
+import type { ChangeDiffs } from './changeDiff';
 
 export const REVIEW_VIEW_ID = 'agentBridge.review';
 export const SHOW_CHECKPOINT = 'agentBridge.showAgentChange';
 export const KEEP_CHANGE = 'agentBridge.keepAgentChange';
 export const REVERT_CHANGE = 'agentBridge.revertAgentChange';
+export const REVERT_CELL_CHANGE = 'agentBridge.revertAgentCellChange';
 export const REVERT_ALL_BY = 'agentBridge.revertAgentChangesSince';
-const SCHEME = 'agent-bridge-checkpoint';
 
 type Node = Checkpoint | { checkpoint: Checkpoint; delta: CellDelta };
 
 const fileName = (uri: string) => decodeURIComponent(uri.split('/').pop() ?? uri);
 const clock = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
-
-/** One side of a checkpoint as text: every cell it touched, with its place, kind and outputs. */
-export function checkpointText(checkpoint: Checkpoint, side: 'before' | 'after'): string {
-  const block = (d: CellDelta) => {
-    const cell: CellFace | null = d[side];
-    const word = deltaKind(d);
-    if (!cell) return `# ── cell ${d.id} · ${word} · ${side === 'before' ? 'not there before' : 'deleted'}\n`;
-    const place = `${side === 'before' ? 'was' : 'now'} cell ${cell.index + 1}`;
-    const kind = cell.kind === 'code' ? cell.language : 'markdown';
-    return `# ── cell ${d.id} · ${word} · ${place} · ${kind} · ${cell.outputs}\n${cell.code}\n`;
-  };
-  return checkpoint.cells.map(block).join('\n');
-}
 
 /** Tells the person what a revert did: what went back, and which cells it left alone and why. */
 function report(results: readonly RevertResult[]): void {
@@ -50,14 +32,18 @@ function report(results: readonly RevertResult[]): void {
 /**
  * "Agent Changes": the checkpoints to review, newest first, each with the cells it touched.
  * Keep clears one from the list; Revert applies its inverse (one undo step) where its cells are
- * still as the agent left them; a row opens the whole change as a diff.
+ * still as the agent left them; a row opens the change in VS Code's notebook diff (a cell's row:
+ * that cell's change).
  */
-export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContentProvider, vscode.Disposable {
+export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly redraw = new vscode.EventEmitter<undefined>();
   readonly onDidChangeTreeData = this.redraw.event;
   private readonly disposables: vscode.Disposable[] = [this.redraw];
 
-  constructor(private readonly checkpoints: Checkpoints) {
+  constructor(
+    private readonly checkpoints: Checkpoints,
+    private readonly diffs: ChangeDiffs,
+  ) {
     const view = vscode.window.createTreeView(REVIEW_VIEW_ID, { treeDataProvider: this });
     const badge = () =>
       (view.badge = { value: checkpoints.pending().length, tooltip: `${checkpoints.pending().length} agent changes to review` });
@@ -68,10 +54,10 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
         badge();
         this.redraw.fire(undefined);
       }),
-      vscode.workspace.registerTextDocumentContentProvider(SCHEME, this),
-      vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number) => this.show(n)),
+      vscode.commands.registerCommand(SHOW_CHECKPOINT, (n: Node | number, cellId?: string) => this.show(n, cellId)),
       vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
       vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
+      vscode.commands.registerCommand(REVERT_CELL_CHANGE, (n: Node) => ('delta' in n ? this.revert(n, n.delta.id) : undefined)),
       vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
     );
   }
@@ -87,7 +73,9 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
       const face = delta.after ?? delta.before!;
       const item = new vscode.TreeItem(`cell ${face.index + 1} ${deltaKind(delta)}`);
       item.description = face.code.split('\n')[0]?.slice(0, 60);
-      item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.checkpoint.id] };
+      item.tooltip = `Show this cell's change in the notebook; revert it alone, and the rest of the change stays to review.`;
+      item.contextValue = 'agentChange.cell';
+      item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.checkpoint.id, delta.id] };
       return item;
     }
     const item = new vscode.TreeItem(`${node.client}: ${node.summary}`, vscode.TreeItemCollapsibleState.Collapsed);
@@ -100,30 +88,28 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
     return item;
   }
 
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    const checkpoint = this.checkpoints.get(Number(uri.query));
-    if (!checkpoint) return '(this change was reverted, or dropped as the list grew)';
-    return checkpointText(checkpoint, uri.path.startsWith('/before') ? 'before' : 'after');
-  }
-
   private pick(n: Node | number): Checkpoint | undefined {
     if (typeof n === 'number') return this.checkpoints.get(n);
     return 'delta' in n ? n.checkpoint : n;
   }
 
-  /** The whole change as a diff: every cell it touched, before and after. */
-  async show(n: Node | number): Promise<void> {
+  /** The notebook before and after the change (or the change to one of its cells) in VS Code's notebook diff. */
+  async show(n: Node | number, cellId?: string): Promise<void> {
     const checkpoint = this.pick(n);
-    if (!checkpoint) return;
-    const query = String(checkpoint.id);
-    const at = (side: string) => vscode.Uri.from({ scheme: SCHEME, path: `/${side}/change-${query}.py`, query });
-    await vscode.commands.executeCommand(
-      'vscode.diff',
-      at('before'),
-      at('after'),
-      `${checkpoint.client}: ${checkpoint.summary} (${fileName(checkpoint.notebook)}, ${clock(checkpoint.at)})`,
-      { preview: true },
-    );
+    if (!checkpoint) {
+      void vscode.window.showInformationMessage(
+        'This agent change is no longer listed: it was reverted, or dropped as the list grew.',
+      );
+      return;
+    }
+    const delta = checkpoint.cells.find((d) => d.id === cellId);
+    const what = delta ? `cell ${(delta.after ?? delta.before)!.index + 1} ${deltaKind(delta)}` : checkpoint.summary;
+    const title = `${checkpoint.client}: ${what} (${fileName(checkpoint.notebook)}, ${clock(checkpoint.at)})`;
+    try {
+      await this.diffs.show(checkpoint, title, delta?.id);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Cannot show the agent's change: ${errorMessage(error)}`);
+    }
   }
 
   private keep(n: Node | number): void {
@@ -131,10 +117,11 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.TextDoc
     if (checkpoint) this.checkpoints.keep(checkpoint.id);
   }
 
-  private async revert(n: Node | number): Promise<RevertResult | undefined> {
+  /** Reverts a change, or one cell of it. */
+  private async revert(n: Node | number, cellId?: string): Promise<RevertResult | undefined> {
     const checkpoint = this.pick(n);
     if (!checkpoint) return undefined;
-    const results = await this.reporting(async () => [await this.checkpoints.revert(checkpoint.id)]);
+    const results = await this.reporting(async () => [await this.checkpoints.revert(checkpoint.id, cellId)]);
     return results?.[0];
   }
 

@@ -7,6 +7,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { longestIncreasing } from './batch';
+import { changeSide } from './changeSides';
 import type { BatchOp, CellKind, CellMetadata, CellService, CellSnapshot, CellState, RawOutput } from './cellService';
 import { BridgeError } from './bridgeError';
 
@@ -155,54 +156,38 @@ export interface RevertPlan {
 }
 
 /**
- * The inverse of a checkpoint against the cells as they are now: created cells deleted, edited
- * cells given their old code back, deleted cells re-created and moved cells put back, each only
- * where the cell is still as the agent left it. `laterBy` names who changed a cell since (else
- * the person did). Writes carry the version read here, so a cell changed between this plan and
- * its apply is refused (409), not overwritten. Positions are restored by placing cells in
- * ascending order of their old index, after first moving the moved ones to the end, so each
- * lands where it was.
+ * The inverse of a checkpoint (or of `only` some of its cells) against the cells as they are now:
+ * created cells deleted, edited cells given their old code back, deleted cells re-created and
+ * moved cells put back, each only where the cell is still as the agent left it. `laterBy` names
+ * who changed a cell since (else the person did). Writes carry the version read here, so a cell
+ * changed between this plan and its apply is refused (409), not overwritten. Cells go back where
+ * they were (changeSides.ts): those that move are first moved to the end, then each is placed,
+ * in order.
  */
 export function planRevert(
   checkpoint: Checkpoint,
   now: readonly CellState[],
   laterBy: (cellId: string) => string | undefined,
+  only: readonly CellDelta[] = checkpoint.cells,
 ): RevertPlan {
   const at = new Map(now.map((c, i) => [c.id, i]));
   const ops: BatchOp[] = [];
-  const reverted: string[] = [];
   const skipped: Skipped[] = [];
   const skip = (d: CellDelta, why: string, index: number, changed = true) => {
     const by = changed ? (laterBy(d.id) ?? PERSON) : null;
     skipped.push({ id: d.id, index, by, why: changed ? `${why} by ${by}` : why });
   };
-  const placements: { target: number; op: (to: number) => BatchOp; key: string }[] = [];
+  const going: CellDelta[] = [];
   const sim = now.map((c) => c.id);
-  const movers: string[] = [];
 
-  for (const d of checkpoint.cells) {
+  for (const d of only) {
     const i = at.get(d.id);
     const cell = i === undefined ? undefined : now[i]!;
     if (!d.after) {
-      if (cell) {
-        skip(d, 'it was deleted by the agent and is back', i!, false);
-        continue;
-      }
-      const b = d.before!;
-      if (b.cut) {
-        skip(d, `its code was longer than ${MAX_CODE_CHARS} characters and was not kept whole`, b.index, false);
-        continue;
-      }
-      const op = (to: number): BatchOp => ({
-        op: 'create',
-        index: to,
-        code: b.code,
-        kind: b.kind,
-        language: b.language,
-        metadata: b.metadata,
-      });
-      placements.push({ target: b.index, op, key: `+${d.id}` });
-      reverted.push(d.id);
+      if (cell) skip(d, 'it was deleted by the agent and is back', i!, false);
+      else if (d.before!.cut)
+        skip(d, `its code was longer than ${MAX_CODE_CHARS} characters and was not kept whole`, d.before!.index, false);
+      else going.push(d);
       continue;
     }
     if (!cell) {
@@ -215,7 +200,7 @@ export function planRevert(
       else {
         ops.push({ op: 'delete', ref: d.id, version: cell.version });
         sim.splice(sim.indexOf(d.id), 1);
-        reverted.push(d.id);
+        going.push(d);
       }
       continue;
     }
@@ -233,24 +218,52 @@ export function planRevert(
       const metadata = JSON.stringify(b.metadata) === JSON.stringify(d.after.metadata) ? {} : { metadata: b.metadata };
       ops.push({ op: 'edit', ref: d.id, code: b.code, kind: b.kind, language: b.language, version: cell.version, ...metadata });
     }
-    if (b.index !== d.after.index) {
-      movers.push(d.id);
-      placements.push({ target: b.index, op: (to) => ({ op: 'move', ref: d.id, to }), key: d.id });
-    }
-    reverted.push(d.id);
+    going.push(d);
   }
-  for (const id of movers) {
-    ops.push({ op: 'move', ref: id, to: sim.length - 1 });
-    sim.push(...sim.splice(sim.indexOf(id), 1));
+  const placed = changeSide(
+    checkpoint.cells,
+    now.map((c) => c.id),
+    'before',
+    going,
+  ).flatMap((c, to) => ('placed' in c && c.placed ? [{ d: going.find((g) => g.id === c.id)!, to }] : []));
+  for (const { d } of placed.filter(({ d }) => at.has(d.id))) {
+    ops.push({ op: 'move', ref: d.id, to: sim.length - 1 });
+    sim.push(...sim.splice(sim.indexOf(d.id), 1));
   }
-  for (const p of placements.sort((a, b) => a.target - b.target)) {
-    const from = sim.indexOf(p.key);
+  for (const { d, to } of placed) {
+    const from = sim.indexOf(d.id);
     if (from >= 0) sim.splice(from, 1);
-    const to = Math.min(p.target, sim.length);
-    sim.splice(to, 0, p.key);
-    ops.push(p.op(to));
+    const where = Math.min(to, sim.length);
+    sim.splice(where, 0, d.id);
+    const b = d.before!;
+    ops.push(
+      from >= 0
+        ? { op: 'move', ref: d.id, to: where }
+        : { op: 'create', index: where, code: b.code, kind: b.kind, language: b.language, metadata: b.metadata },
+    );
   }
-  return { ops, reverted, skipped };
+  return { ops, reverted: going.map((d) => d.id), skipped };
+}
+
+/**
+ * Whether the notebook is now as the change left it: each cell it touched (of `part`, when given)
+ * as the agent left it, where it left it.
+ */
+export function asTheAgentLeftIt(
+  checkpoint: Checkpoint,
+  now: readonly CellState[],
+  part: readonly CellDelta[] = checkpoint.cells,
+): boolean {
+  const after = changeSide(
+    checkpoint.cells,
+    now.map((c) => c.id),
+    'after',
+    part,
+  );
+  return (
+    after.length === now.length &&
+    after.every((c, i) => ('now' in c ? c.now === i : c.id === now[i]!.id && !c.face.cut && sameContent(c.face, now[i]!)))
+  );
 }
 
 export interface RevertResult {
@@ -331,12 +344,18 @@ export class Checkpoints {
     this.changed();
   }
 
-  /** Reverts what it can of one checkpoint (the person's "Revert"); skipped cells are named. */
-  async revert(id: number): Promise<RevertResult> {
+  /**
+   * Reverts what it can of one checkpoint (the person's "Revert"), or of one cell of it (the rest
+   * of the change stays to review); skipped cells are named.
+   */
+  async revert(id: number, cellId?: string): Promise<RevertResult> {
     const checkpoint = this.get(id);
     if (!checkpoint)
       throw new BridgeError('not_found', `No change ${id} to revert: it was reverted already, or dropped as the list grew.`);
-    return this.apply(checkpoint, false);
+    const only = cellId === undefined ? undefined : checkpoint.cells.filter((d) => d.id === cellId);
+    if (only?.length === 0)
+      throw new BridgeError('not_found', `Change ${id} has no cell ${cellId} to revert: it was reverted already.`);
+    return this.apply(checkpoint, false, only);
   }
 
   /** Reverts the changes by `client` at or after `since`, newest first. */
@@ -370,10 +389,11 @@ export class Checkpoints {
     return this.apply(checkpoint, true);
   }
 
-  private async apply(checkpoint: Checkpoint, whole: boolean): Promise<RevertResult> {
+  /** Reverts the checkpoint, or `only` some of its cells (the others stay in it, to review). */
+  private async apply(checkpoint: Checkpoint, whole: boolean, only?: readonly CellDelta[]): Promise<RevertResult> {
     const cells = this.cells();
     const { cells: now } = await cells.list(checkpoint.notebook);
-    const plan = planRevert(checkpoint, now, (id) => this.laterBy(checkpoint, id));
+    const plan = planRevert(checkpoint, now, (id) => this.laterBy(checkpoint, id), only);
     if (whole && plan.skipped.length) {
       throw new BridgeError(
         'stale',
@@ -382,9 +402,17 @@ export class Checkpoints {
       );
     }
     if (plan.ops.length) await asAuthor(null, () => cells.batch(checkpoint.notebook, plan.ops, []));
-    this.list.splice(this.list.indexOf(checkpoint), 1);
+    const rest = only ? checkpoint.cells.filter((d) => !only.includes(d)) : [];
+    const at = this.list.indexOf(checkpoint);
+    if (at >= 0 && rest.length) this.list[at] = { ...checkpoint, cells: rest, summary: summaryOf(rest) };
+    else if (at >= 0) this.list.splice(at, 1);
     this.changed();
-    return { checkpoint: checkpoint.id, summary: checkpoint.summary, reverted: plan.reverted, skipped: plan.skipped };
+    return {
+      checkpoint: checkpoint.id,
+      summary: only ? summaryOf(only) : checkpoint.summary,
+      reverted: plan.reverted,
+      skipped: plan.skipped,
+    };
   }
 
   /** The newest agent after `checkpoint` that touched the cell. */

@@ -437,7 +437,7 @@ interface Applied {
 }
 
 /** A copy of a cell, with its outputs, metadata and last run. */
-function copyOf(cell: vscode.NotebookCell, notebook: vscode.NotebookDocument): vscode.NotebookCellData {
+export function copyOf(cell: vscode.NotebookCell, notebook: vscode.NotebookDocument): vscode.NotebookCellData {
   const kind = cell.kind === vscode.NotebookCellKind.Code ? 'code' : 'markup';
   return cellData(
     { id: '', kind, language: cell.document.languageId, code: cell.document.getText(), version: 0, copyOf: 0 },
@@ -469,6 +469,19 @@ function cellData(c: NewCell, cells: readonly vscode.NotebookCell[], notebook: v
     }
   }
   return data;
+}
+
+/**
+ * A cell with this content (a side of an agent's change) in the notebook's own metadata
+ * convention; given `like`, the same cell as it is now, with its editor metadata, outputs and
+ * last run.
+ */
+export function cellDataLike(
+  notebook: vscode.NotebookDocument,
+  cell: Pick<NewCell, 'id' | 'kind' | 'language' | 'code' | 'metadata'>,
+  like: vscode.NotebookCell | undefined,
+): vscode.NotebookCellData {
+  return cellData({ ...cell, version: 0, ...(like ? { copyOf: 0 } : {}) }, like ? [like] : [], notebook);
 }
 
 /** Keys VS Code's .ipynb support keeps in nbformat's cell metadata for itself. */

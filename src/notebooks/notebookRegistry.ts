@@ -11,6 +11,14 @@ import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvide
 import { freshId } from '../core/ids';
 
 /**
+ * Notebooks on a read-only file system (a diff's other side: Source Control's `git:` version, the
+ * before of an agent's change under review) are not agents' to read or change: an edit there
+ * lands in the editor's copy only, and would change what the person reviews.
+ */
+const isServed = (notebook: vscode.NotebookDocument) => vscode.workspace.fs.isWritableFileSystem(notebook.uri.scheme) !== false;
+const served = () => vscode.workspace.notebookDocuments.filter(isServed);
+
+/**
  * The registry of open notebooks: each has a session id (marimo-style), minted when it opens and
  * kept until it closes, and one label. Every transport and the activity record find a notebook
  * by session id, path or uri here (with core's rules, resolveNotebook) and name it with `label`.
@@ -30,9 +38,10 @@ export class Sessions implements NotebookHost, vscode.Disposable {
     /** Folders besides the workspace folders where `open` may open notebooks (a setting). */
     private readonly openFolders: () => readonly string[] = () => [],
   ) {
-    for (const notebook of vscode.workspace.notebookDocuments) this.track(notebook);
+    for (const notebook of served()) this.track(notebook);
     this.disposables.push(
       vscode.workspace.onDidOpenNotebookDocument((notebook) => {
+        if (!isServed(notebook)) return;
         this.track(notebook);
         this.changed.fire();
       }),
@@ -132,7 +141,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
   find(named: string | undefined): vscode.NotebookDocument | undefined {
     try {
       const { uri } = resolveNotebook(this.entries(), named);
-      return vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+      return served().find((n) => n.uri.toString() === uri);
     } catch {
       return undefined;
     }
@@ -140,7 +149,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   /** The open notebooks as the cell rules list them. */
   entries(): NotebookEntry[] {
-    return vscode.workspace.notebookDocuments.map((notebook) => {
+    return served().map((notebook) => {
       const session = this.info(notebook);
       return {
         sessionId: session.id,

@@ -134,32 +134,42 @@ describe('access modes, activity record and audit log in VS Code', function () {
     assert.equal(access().get('mode'), 'off');
   });
 
-  it('marks a cell the agent changed; the mark opens the diff of the change and goes when the person edits the cell', async () => {
-    const { doc, session } = await bridge.openNotebook(['a = 1']);
-    const edited = await bridge.client.request({
-      method: 'PATCH',
-      path: `/notebooks/cells/0`,
-      json: { notebook: session, code: 'a = 2', force: true },
-      headers: CLIENT,
-    });
+  it("marks a cell the agent changed; the mark opens that cell's change in VS Code's notebook diff and goes when the person edits the cell", async () => {
+    const { doc, session } = await bridge.openNotebook(['a = 1', 'b = 1']);
+    const edited = await bridge.client.post(
+      '/notebooks/edits',
+      {
+        notebook: session,
+        ops: [
+          { op: 'edit', ref: 0, code: 'a = 2', force: true },
+          { op: 'edit', ref: 1, code: 'b = 2', force: true },
+        ],
+      },
+      { headers: CLIENT },
+    );
     assert.equal(edited.status, 200, edited.text);
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await vscode.commands.executeCommand('agentBridge.showCellChange', doc.cellAt(0).document.uri);
-    const diff = await poll('the diff tab', 5000, () => {
+    const diff = await poll('the notebook diff tab', 10_000, () => {
       const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
-      return input instanceof vscode.TabInputTextDiff ? input : undefined;
+      return input instanceof vscode.TabInputNotebookDiff ? input : undefined;
     });
-    // The diff of the agent's whole change (its checkpoint): each cell it touched, with its place.
-    const [before, after] = await Promise.all([diff.original, diff.modified].map((u) => vscode.workspace.openTextDocument(u)));
-    assert.match(before!.getText(), /^# ── cell \S+ · edited · was cell 1 · python · no output\na = 1\n$/);
-    assert.match(after!.getText(), /^# ── cell \S+ · edited · now cell 1 · python · no output\na = 2\n$/);
+    assert.equal(diff.notebookType, doc.notebookType);
+    assert.equal(diff.modified.toString(), doc.uri.toString(), 'the right side is the notebook itself, as the agent left it');
+    // The left side: the notebook now with only this cell as it was (the agent's other edit stays).
+    const before = await vscode.workspace.openNotebookDocument(diff.original);
+    assert.deepEqual(
+      before.getCells().map((c) => c.document.getText()),
+      ['a = 1', 'b = 2'],
+    );
+    assert.equal(vscode.workspace.fs.isWritableFileSystem(diff.original.scheme), false, 'the left side is read-only');
 
     await personTypes(doc, 0, 'a = 3');
     await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     await vscode.commands.executeCommand('agentBridge.showCellChange', doc.cellAt(0).document.uri);
     await sleep(500);
     assert.ok(
-      !(vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputTextDiff),
+      !(vscode.window.tabGroups.activeTabGroup.activeTab?.input instanceof vscode.TabInputNotebookDiff),
       'the mark went with the person edit',
     );
   });

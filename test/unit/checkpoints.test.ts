@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { asAuthor, Checkpoints, MAX_CHECKPOINTS, MAX_CODE_CHARS, type Checkpoint } from '../../src/core/checkpoints';
 import { BridgeError } from '../../src/core/bridgeError';
+import type { BatchOp } from '../../src/core/cellService';
 import { NotebookCells } from '../../src/core/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
@@ -65,6 +66,65 @@ describe('checkpoints (fake notebooks)', () => {
       [[ids[1], 'the person (or an edit outside the bridge)']],
     );
     assert.equal(checkpoints.pending().length, 0, 'the revert itself is no checkpoint, and the reverted one is gone');
+  });
+
+  it('a revert of one cell puts back that cell only; the rest of the change stays to review, with its own summary', async () => {
+    await batch([
+      { op: 'edit', ref: ids[0]!, code: 'a = 10', force: true },
+      { op: 'delete', ref: ids[2]!, force: true },
+      { op: 'create', index: 0, code: 'new = 0' },
+    ]);
+    const { id } = checkpoints.pending()[0]!;
+    const result = await checkpoints.revert(id, ids[2]);
+    assert.deepEqual([result.reverted, result.summary], [[ids[2]], '1 deleted']);
+    assert.deepEqual(docs.codes(A), ['new = 0', 'a = 10', 'b = 2', 'c = 3', '# notes']);
+    const rest = checkpoints.get(id)!;
+    assert.deepEqual([rest.summary, rest.cells.length, checkpoints.pending().length], ['1 added, 1 edited', 2, 1]);
+    assert.equal(saved[0]?.summary, '1 added, 1 edited', 'the store keeps what is left');
+
+    await checkpoints.revert(id, ids[0]);
+    const left = checkpoints.get(id)!.cells[0]!;
+    await checkpoints.revert(id, left.id);
+    assert.deepEqual(docs.codes(A), ['a = 1', 'b = 2', 'c = 3', '# notes']);
+    assert.equal(checkpoints.get(id), undefined, 'its last cell reverted, the change is off the list');
+    await assert.rejects(checkpoints.revert(id, left.id), /No change/);
+  });
+
+  it('random batches: a revert, whole or cell by cell in any order, gives back the notebook as it was', async () => {
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let round = 0; round < 60; round++) {
+      const book = { ...NOTEBOOK_A, uri: `${A}-${round}`, path: `${NOTEBOOK_A.path}-${round}` };
+      const made = docs.add(
+        book,
+        Array.from({ length: 2 + random(5) }, (_, i) => ({ code: `v${round}_${i} = ${i}` })),
+      );
+      const was = docs.codes(book.uri);
+      const ops: BatchOp[] = [];
+      const alive = [...made];
+      for (let k = 0; k < 1 + random(4); k++) {
+        const pick = alive[random(alive.length)]!;
+        const kind = random(4);
+        if (kind === 0) ops.push({ op: 'create', index: random(alive.length + 1), code: `new_${k} = ${k}` });
+        else if (kind === 1 && alive.length > 1) {
+          ops.push({ op: 'delete', ref: pick, force: true });
+          alive.splice(alive.indexOf(pick), 1);
+        } else if (kind === 2) ops.push({ op: 'move', ref: pick, to: random(alive.length) });
+        else ops.push({ op: 'edit', ref: pick, code: `edited_${k} = ${k}`, force: true });
+      }
+      await asAuthor(AGENT, () => cells.batch(book.uri, ops, []));
+      const checkpoint = checkpoints.pending()[0]!;
+      assert.equal(checkpoint.notebook, book.uri);
+      const whole = round % 2 === 0;
+      if (whole) await checkpoints.revert(checkpoint.id);
+      else
+        for (const d of [...checkpoint.cells].sort(() => random(3) - 1)) {
+          const still = checkpoints.get(checkpoint.id)!.cells.find((c) => c.id === d.id)!;
+          await checkpoints.revert(checkpoint.id, still.id);
+        }
+      assert.deepEqual(docs.codes(book.uri), was, `round ${round} (${whole ? 'whole' : 'cell by cell'}): ${JSON.stringify(ops)}`);
+      assert.equal(checkpoints.get(checkpoint.id), undefined);
+    }
   });
 
   it("names another agent's later change as the reason a cell is skipped", async () => {
