@@ -22,11 +22,17 @@ const PRINTS = 20;
 const BATCHES = 7;
 const IDLE_MS = 60_000;
 
-/** print(1)s on a notebook of their own, one after another: each one's time to `done`. */
-async function prints(client: BenchClient, sid: string, fail: (why: string) => void): Promise<number[]> {
+/**
+ * print(1)s of another agent on a notebook of their own, one after another, each on a connection
+ * of its own (an agent that held one from before the flood would not meet it): each one's time
+ * to `done`, connecting included.
+ */
+async function prints(ctx: Ctx, sid: string, fail: (why: string) => void): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < PRINTS; i++) {
-    const r = await client.execute(sid, 'print(1)');
+    const agent = new BenchClient(ctx.url, ctx.token, 'bench-other-agent');
+    const r = await agent.execute(sid, 'print(1)');
+    await agent.close();
     if (r.error || r.stdout !== '1\n') fail(r.error ?? `stdout ${JSON.stringify(r.stdout)}`);
     times.push(r.ms);
   }
@@ -54,9 +60,8 @@ export async function flood(ctx: Ctx): Promise<void> {
     force: true,
   });
   await control.request('POST', `/notebooks/cells/${sleeper}/run`, { notebook: target.sid });
-  const other = new BenchClient(ctx.url, ctx.token, 'bench-other-agent');
   const failed: string[] = [];
-  const quiet = await prints(other, ctx.notebooks.agents[0]!.sid, (why) => failed.push(why));
+  const quiet = await prints(ctx, ctx.notebooks.agents[0]!.sid, (why) => failed.push(why));
 
   const { hostname, port } = new URL(ctx.url);
   const sockets = new Set<net.Socket>();
@@ -79,11 +84,11 @@ export async function flood(ctx: Ctx): Promise<void> {
   );
   // The client's share is held (which ones, the bridge decides); the rest are answered at once.
   const refused = await firstSettled(waits, MAX_CONNECTIONS - HELD_LIMITS.perClient, 120_000);
-  const during = await prints(other, ctx.notebooks.agents[0]!.sid, (why) => failed.push(why));
+  const during = await prints(ctx, ctx.notebooks.agents[0]!.sid, (why) => failed.push(why));
   clearInterval(renewing);
   for (const socket of sockets) socket.destroy();
   await control.request('POST', '/notebooks/interrupt', { notebook: target.sid });
-  await Promise.all([...flooder.map((c) => c.destroy()), other.close(), control.close()]);
+  await Promise.all([...flooder.map((c) => c.destroy()), control.close()]);
   const turnedAway = refused.filter((s) => s === 429).length;
   if (failed.length) ctx.problems.push(`flood: ${failed.length} print(1)s failed; the first: ${failed[0]!.slice(0, 200)}`);
   ctx.rows.push(
