@@ -11,7 +11,7 @@ import {
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { collectRun, IPYTHON_PYTHON as SYSTEM_PYTHON, SCRIPT, SIGINT_GRACE, type Collected } from './support/kernelRuns';
+import { collectRun, IPYTHON_PYTHON as SYSTEM_PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 
 /** Everything each kernel printed, for `started`. */
 const printed = new WeakMap<KernelProcess, string>();
@@ -67,7 +67,7 @@ describe('builtin kernel through IPython', function () {
 
   function make(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
     kernel?.dispose();
-    kernel = new KernelProcess({ python: SYSTEM_PYTHON, script: SCRIPT, ...SIGINT_GRACE, ...opts });
+    kernel = new KernelProcess({ python: SYSTEM_PYTHON, script: SCRIPT, ...opts });
     return kernel;
   }
 
@@ -163,6 +163,35 @@ describe('builtin kernel through IPython', function () {
       /Cell In ?\[\d+\], line 5\n[\s\S]*Cell In ?\[\d+\], line 3, in wait\(\)\n[\s\S]*----> 3 +time\.sleep\(10\)/,
     );
     assert.doesNotMatch(r.errors[0]?.traceback ?? '', /on_sigint|kernel(_protocol|_values)?\.py/);
+  });
+
+  it('leaves the report of an error whole when an interrupt lands while IPython writes it', async () => {
+    // The error's message takes a second of CPU to make: the interrupt arrives while IPython formats it.
+    const running = run(
+      kernel,
+      [
+        'import time',
+        'class Slow(Exception):',
+        '    said = False',
+        '    def __str__(self):',
+        '        if not Slow.said:',
+        '            Slow.said = True',
+        '            print("waiting", flush=True)',
+        '            start = time.process_time()',
+        '            while time.process_time() - start < 1: pass',
+        '        return "slow to say"',
+        'raise Slow()',
+      ].join('\n'),
+    );
+    await started(kernel);
+    const how = kernel.interrupt();
+    const r = await running;
+    assert.equal(await how, 'sigint');
+    assert.equal(r.errors.length, 1, `one error; stderr ${JSON.stringify(r.stderr)}`);
+    assert.equal(r.errors[0]?.name, 'Slow');
+    assert.match(r.errors[0]?.traceback ?? '', /-+> 11 raise Slow\(\)[\s\S]*Slow: slow to say/);
+    assert.doesNotMatch(`${r.stderr}${r.errors[0]?.traceback}`, /KeyboardInterrupt/);
+    assert.equal((await run(kernel, 'print("next")')).stdout, 'next\n', 'the request does not reach the next run');
   });
 
   it('runs scratchpads with IPython syntax in a copy of the globals, leaving counts, history and figures alone', async () => {

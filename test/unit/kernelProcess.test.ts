@@ -8,7 +8,6 @@ import {
   KERNEL_DIED,
   KERNEL_OUTPUT_TOO_LARGE,
   KERNEL_RESTARTED,
-  INTERRUPT_GRACE_MS,
   KERNEL_START_FAILED,
   KernelProcess,
   type KernelExitInfo,
@@ -471,7 +470,6 @@ describe('KernelProcess (builtin Python kernel)', function () {
       });
 
       it('restarts a kernel that ignores SIGINT after the grace period; queued runs say "restarted"', async () => {
-        make({ interruptGraceMs: INTERRUPT_GRACE_MS });
         await run('kept = 1');
         const stuck = run('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)');
         const queued = run('print("never")');
@@ -504,7 +502,6 @@ describe('KernelProcess (builtin Python kernel)', function () {
       });
 
       it('stops an aborted run the same way (a client that went away)', async () => {
-        make({ interruptGraceMs: INTERRUPT_GRACE_MS });
         await run('None'); // started
         const gone = new AbortController();
         const stuck = run(

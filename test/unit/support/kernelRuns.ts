@@ -12,18 +12,12 @@ import {
 export const SCRIPT = path.resolve(__dirname, '../../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 export const PYTHON = process.env['AGENT_BRIDGE_TEST_PYTHON'] || 'python3';
-/**
- * For kernels whose tests expect SIGINT to stop a run: a grace no load outlasts, so a slow
- * machine cannot turn the interrupt into a restart (the tests of the restart set their own).
- */
-export const SIGINT_GRACE = { interruptGraceMs: 60_000 };
-/** The builtin kernel on plain Python (the IPython path has its own suite), with SIGINT_GRACE unless `opts` says. */
+/** The builtin kernel on plain Python (the IPython path has its own suite). */
 export function plainKernel(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
   return new KernelProcess({
     python: PYTHON,
     script: SCRIPT,
     env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' },
-    ...SIGINT_GRACE,
     ...opts,
   });
 }
