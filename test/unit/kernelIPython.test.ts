@@ -72,6 +72,7 @@ describe('builtin kernel through IPython', function () {
   }
 
   before(function () {
+    this.timeout(120_000); // importing all four takes half a minute on a loaded machine
     try {
       execFileSync(SYSTEM_PYTHON, ['-c', 'import IPython, pandas, numpy, matplotlib, matplotlib_inline']);
     } catch (err) {
