@@ -98,10 +98,16 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
   });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
-  const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const checkpoints: Checkpoints = new Checkpoints(() => cells, checkpointFile);
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    // A batch applied in steps: its checkpoint and audit line are on disk before its first step.
+    onApplying: async (notebook, before, planned) => {
+      const journal = checkpoints.begin(notebook, before, planned);
+      if (journal) await access.applying(journal);
+      return journal;
+    },
     analyzer,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
@@ -111,10 +117,12 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
-  // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
+  // One per window, across server restarts: the credentials minted (an agent's changes stay its own) and the token's bytes.
   const identities = new ClientRegistry();
+  identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const bearer = new BearerCheck();
   const access = createAgentAccess({
     identities,

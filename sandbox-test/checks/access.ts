@@ -32,6 +32,14 @@ export async function openAgentBridge(page: Page): Promise<void> {
     .click({ timeout: 5_000 });
 }
 
+/** Runs a command from the palette, as the person would. */
+export async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
+}
+
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
 export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.locator('.statusbar-item', { hasText: 'Agents:' }).first().click({ timeout: 5_000 });
@@ -64,7 +72,7 @@ export function accessChecks(): void {
     await pickMode(page(), 'ask');
     try {
       const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: `says it is ${AGENT} wants a scratchpad run` });
+      const toast = page().locator('.notification-toast', { hasText: `${AGENT} (unverified) wants a scratchpad run` });
       await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
       includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
       await sleep(600); // the toast slides in
@@ -93,11 +101,11 @@ export function accessChecks(): void {
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    const item = page().locator('.cell-statusbar-container', { hasText: `Added by an agent that says it is ${AGENT}` });
+    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
     await item
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no cell status bar item "Added by an agent that says it is ${AGENT}" in the workbench`));
+      .catch(() => fail(`no cell status bar item "Added by ${AGENT} (unverified)" in the workbench`));
     includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
     await screenshot(page(), 'access-marked-cell.png', note);
   }).timeout(30_000);
@@ -116,7 +124,7 @@ export function accessChecks(): void {
     note(`rows: ${show(texts.slice(0, 4), 400)}`);
     includes(texts[0] ?? '', 'scratchpad run', 'the newest row');
     includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
-    includes(texts[0] ?? '', `says it is ${AGENT}`, 'the newest row names the client, as a claim');
+    includes(texts[0] ?? '', `${AGENT} (unverified)`, 'the newest row names the client, as a claim');
     includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
     const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
     includes(message, ctx.advert.url, 'the view names the server');

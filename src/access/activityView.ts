@@ -95,7 +95,7 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     item.id = String(entry.action.id);
     item.description = description;
     item.iconPath = new vscode.ThemeIcon(ICONS[entry.end?.outcome ?? 'running']);
-    item.tooltip = `${label}\n${description}${entry.end?.detail ? `\n${entry.end.detail}` : ''}`;
+    item.tooltip = `${label}\n${description}\nBy ${entry.action.about}${entry.end?.detail ? `\n${entry.end.detail}` : ''}`;
     item.contextValue = entry.notebook ? 'agentAction.notebook' : 'agentAction';
     item.command = { title: 'Show', command: SHOW_ACTIVITY, arguments: [entry.action.id] };
     return item;
@@ -107,6 +107,7 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     const { action, end } = entry;
     return [
       `# ${action.label} by ${action.client} in ${entry.notebookLabel}`,
+      `# ${action.client}: ${action.about}`,
       `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
       ...(end?.detail ? [`# ${end.detail.replace(/\n/g, '\n# ')}`] : []),
       '',

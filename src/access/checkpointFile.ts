@@ -7,8 +7,10 @@ const WRITE_DELAY_MS = 200;
 
 /**
  * The checkpoints in a JSON file of the extension's workspace storage, so a window reload still
- * offers them for review. Written shortly after a change (a burst of edits is one write) and on
- * dispose; written whole through a temporary file, so a crash never leaves half a list.
+ * offers them for review. Written shortly after a change (a burst of edits is one write; an
+ * editor that stops within that delay loses the changes of it) or at once when asked (a batch
+ * about to be applied in steps), and on dispose; written whole through a temporary file, so a
+ * crash never leaves half a list.
  */
 export class JsonCheckpointFile implements CheckpointFile {
   private latest: readonly Checkpoint[] | undefined;
@@ -30,9 +32,10 @@ export class JsonCheckpointFile implements CheckpointFile {
     }
   }
 
-  save(checkpoints: readonly Checkpoint[]): void {
+  save(checkpoints: readonly Checkpoint[], now = false): void {
     this.latest = checkpoints;
-    this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
+    if (now) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
   }
 
   flush(): void {

@@ -15,8 +15,9 @@ const WITHDRAWN = Symbol('withdrawn');
  */
 export async function askPerson(action: AgentAction, where: string, timeoutMs: number, gone?: AbortSignal): Promise<Answer> {
   const deadline = Date.now() + timeoutMs;
-  const who = action.client.charAt(0).toUpperCase() + action.client.slice(1);
-  const message = `${who} wants a ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
+  // The name as the client gave it (never re-cased), with what it is worth; the long form is in the audit log.
+  const a = /^([aeiou]|mcp )/i.test(action.label) ? 'an' : 'a';
+  const message = `${action.client} wants ${a} ${action.label} in ${where}: ${action.summary} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
   for (;;) {
     const left = deadline - Date.now();
     if (left <= 0) return 'no-answer';

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { AccessKind } from '../core/accessPolicy';
+import type { Author } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { describeZodError } from '../core/inputErrors';
 import { httpStatus, type OutcomeKind } from '../core/outcome';
@@ -50,6 +51,8 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   activity?: string;
   /** Its answer can wait on a kernel, or stream: it counts against the client's held requests (heldRequests.ts). */
   holds?: true;
+  /** What it does, for the person's prompt and the record, where its inputs do not say (default: them, as JSON). */
+  describe?(input: RouteInput<B, Q>, ctx: Ctx, author: Author): string;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
 }
 

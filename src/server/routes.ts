@@ -22,6 +22,7 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
+  undoBody,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
 import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
@@ -140,7 +141,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells',
     activity: 'cell create',
     body: createBody,
-    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, { cell: await ctx.cells.create(notebook, cell) }),
+    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, await ctx.cells.create(notebook, cell)),
   }),
   route({
     method: 'post',
@@ -158,11 +159,18 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/changes',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.checkpoints.mine(query.notebook),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/undo',
     activity: 'undo',
-    body: notebookBody,
-    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+    body: undoBody,
+    describe: ({ body }, ctx, author) => ctx.checkpoints.describeUndo(author, body.checkpoint),
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook, body.checkpoint),
   }),
   route({
     method: 'post',
@@ -186,13 +194,16 @@ export const routes: readonly Route<RouteContext>[] = [
     access: 'run',
     activity: 'stale cells run',
     body: runStaleBody,
-    handle: async ({ body, req, res }, ctx) =>
-      respondSeries(
-        await ctx.cells.runStale(body.notebook, body.cell),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
+    handle: async ({ body, req, res }, ctx) => {
+      const { series, ...about } = await ctx.cells.runStale(body.notebook, body.cell, body.rebuild);
+      return respondSeries(
+        series,
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
         req,
         res,
-      ),
+        about,
+      );
+    },
   }),
   route({
     method: 'post',
@@ -258,9 +269,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref',
     activity: 'cell edit',
     body: editBody,
-    handle: async ({ body: { notebook, ...change }, params }, ctx) => ({
-      cell: await ctx.cells.edit(notebook, params['ref']!, change),
-    }),
+    handle: ({ body: { notebook, ...change }, params }, ctx) => ctx.cells.edit(notebook, params['ref']!, change),
   }),
   route({
     method: 'delete',
@@ -274,7 +283,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref/move',
     activity: 'cell move',
     body: moveBody,
-    handle: async ({ body: { notebook, ...to }, params }, ctx) => ({ cell: await ctx.cells.move(notebook, params['ref']!, to) }),
+    handle: ({ body: { notebook, ...to }, params }, ctx) => ctx.cells.move(notebook, params['ref']!, to),
   }),
   route({
     method: 'post',

@@ -42,6 +42,8 @@ export function startTestServer(options: {
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
   });
+  const access = options.access ?? Gate.open();
+  access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
     cells,
@@ -49,7 +51,7 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
-    access: options.access ?? Gate.open(),
+    access,
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
