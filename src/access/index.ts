@@ -76,6 +76,7 @@ export function createAgentAccess(deps: AccessDeps): {
     new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
+    audit,
     new CellMarks(store, showChange),
     view,
     diffs,

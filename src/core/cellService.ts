@@ -228,7 +228,7 @@ export interface SeriesResult {
   readonly runs: readonly CellRunResult[];
   /** Cells queued or running when the wait stopped (the series goes on). */
   readonly pending: readonly string[];
-  /** Cells not run because an earlier one did not succeed (onError "stop"). */
+  /** Cells not run: an earlier one did not succeed (onError "stop"), or their kernel dropped them (Jupyter after a failure). */
   readonly skipped: readonly string[];
   /** Why the series ended early when no cell failed (e.g. a cell was deleted). */
   readonly detail?: string;
@@ -430,8 +430,10 @@ export interface OpenNotebooks {
   /**
    * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
    * ticket per cell, in order (the run under way, for a cell already queued or running).
+   * `stopAfterFailure`: the later cells must not run once one fails; where the kernel cannot
+   * promise that, only the first cell is queued (one ticket), and the caller queues the next.
    */
-  execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
+  execute(uri: string, ids: readonly string[], stopAfterFailure?: boolean): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
   /**

@@ -274,7 +274,9 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
     await this.checkKernel(notebook);
-    const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
+    // All queued at once: with "stop", the kernel drops the rest after a failure, or (where it
+    // cannot) only the first is queued and the series queues each next one.
+    const first = await this.start(notebook, ids, onError === 'stop');
     return new CellSeries(
       ids,
       first,
@@ -493,10 +495,10 @@ export class NotebookCells implements CellService {
     return code;
   }
 
-  private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+  private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
     const before = new Map(this.docs.cells(notebook.uri).map((c) => [c.id, c.outputs]));
-    const tickets = await this.docs.execute(notebook.uri, cellIds);
+    const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     return tickets.map((ticket) => this.handle(notebook, ticket, before.get(ticket.cellId) ?? []));
   }
 

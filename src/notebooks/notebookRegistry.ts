@@ -139,6 +139,8 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   /** The open notebook a request names (session id, path or uri; none: the only one open), if any. */
   find(named: string | undefined): vscode.NotebookDocument | undefined {
+    const byId = named === undefined ? undefined : this.notebookById.get(named);
+    if (byId) return byId;
     try {
       const { uri } = resolveNotebook(this.entries(), named);
       return served().find((n) => n.uri.toString() === uri);

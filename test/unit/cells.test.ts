@@ -811,6 +811,26 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal(docs.calls.filter((c) => c.method === 'execute').length, 2);
     });
 
+    it('a kernel that cancels the cells queued behind a failure gets the whole series at once; its cancelled cells are skipped', async () => {
+      docs.stopsAtFailure = true;
+      docs.type(A.uri, 2, 'boom()');
+      const res = await runMany({ all: true, wait: true });
+      assert.deepEqual(
+        res.body.runs.map((r: Json) => [r.cell.id, r.status]),
+        [
+          [ids[0], 'succeeded'],
+          [ids[2], 'failed'],
+        ],
+      );
+      assert.deepEqual([res.body.status, res.body.skipped], ['failed', [ids[3]]]);
+      assert.deepEqual(docs.calls.filter((c) => c.method === 'execute')[0]!.args, [ids[0], ids[2], ids[3]]);
+      // With "continue" such a kernel still cancels the rest: they are skipped, not reported as runs.
+      const go = await runMany({ all: true, onError: 'continue', wait: true });
+      assert.deepEqual([go.body.runs.map((r: Json) => r.status), go.body.skipped], [['succeeded', 'failed'], [ids[3]]]);
+      const listed = await api('GET', '/notebooks/cells?notebook=s_aaaaaa');
+      assert.equal(listed.body.cells[3].execution.status, 'idle');
+    });
+
     it('"continue" queues every cell at once and runs them all; a range and a list work too', async () => {
       docs.type(A.uri, 2, 'boom()');
       const res = await runMany({ range: { start: 0, end: 4 }, onError: 'continue', wait: true });

@@ -380,6 +380,22 @@ describe('HTTP contract (fake notebook host)', () => {
         await own.close();
       }
     });
+    it('logs a refused request at info, and a quick answered one at debug only', async () => {
+      const lines: string[] = [];
+      const log = { ...silentLog, info: (m: string) => lines.push(`info ${m}`), debug: (m: string) => lines.push(`debug ${m}`) };
+      const own = await startTestServer({ log });
+      try {
+        assert.equal((await request(own.port, { path: '/api/sessions' })).status, 401);
+        assert.equal((await request(own.port, { path: '/health' })).status, 200);
+        for (let i = 0; i < 50 && lines.length < 2; i++) await sleep(10);
+        assert.deepEqual(
+          lines.map((l) => l.replace(/\(.*$/, '')),
+          ['info GET /api/sessions → 401 ', 'debug GET /health → 200 '],
+        );
+      } finally {
+        await own.close();
+      }
+    });
   });
 
   describe('runs', () => {

@@ -133,9 +133,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   /** The controller creates the cells' executions itself: no round trip through the workbench. */
-  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure: boolean): boolean {
     if (!this.selected.has(notebook)) return false;
-    this.executeCells(cells, notebook).catch((err: unknown) =>
+    this.executeCells(cells, notebook, stopAfterFailure).catch((err: unknown) =>
       this.options.log.warn(`running cells failed: ${errorMessage(err)}`),
     );
     return true;
@@ -185,26 +185,45 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  /**
+   * Runs the cells in order. Their executions are created at once, so queued cells show as
+   * pending in the editor. Without `stopAfterFailure` every cell goes to the kernel process at
+   * once: it keeps the order, and does not make a cell wait behind a run that waits for it (a run
+   * blocked in a host call, e.g. code mode running cells, lets the next ones in). With it, each
+   * cell goes to the kernel once the one before it succeeded (a pipe round trip, no workbench
+   * one), and after a failure the rest end as never run; a cell interrupted while queued still
+   * ends as interrupted.
+   */
+  private async executeCells(
+    cells: readonly vscode.NotebookCell[],
+    notebook: vscode.NotebookDocument,
+    stopAfterFailure = false,
+  ): Promise<void> {
     const kernel = this.kernelOf(notebook);
-    // Executions are created at once so queued cells show as pending in the editor. The kernel
-    // process keeps the order; it does not make a cell wait behind a run that waits for it
-    // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
     const runs = cells.flatMap((cell) => {
       const execution = this.execution(cell);
       return execution ? [{ cell, execution, abort: new AbortController() }] : [];
     });
     for (const { cell } of runs) this.reports.fire({ cell, phase: 'queued' });
-    await Promise.all(
-      runs.map((run) => {
-        kernel.pending.add(run.abort);
-        const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
-        return this.executeCell(kernel, run.execution, run.abort.signal).finally(() => {
-          cancel.dispose();
-          kernel.pending.delete(run.abort);
-        });
-      }),
-    );
+    const ends: Promise<void>[] = [];
+    let failed = false;
+    for (const { execution, abort } of runs) {
+      kernel.pending.add(abort);
+      const cancel = execution.token.onCancellationRequested(() => abort.abort());
+      const forget = () => {
+        cancel.dispose();
+        kernel.pending.delete(abort);
+      };
+      if (failed && !abort.signal.aborted) {
+        forget();
+        new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log).drop();
+        continue;
+      }
+      const run = this.executeCell(kernel, execution, abort.signal);
+      ends.push(run.ended.finally(forget));
+      if (stopAfterFailure) failed = (await run.settled) !== true;
+    }
+    await Promise.all(ends);
   }
 
   /**
@@ -220,20 +239,30 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
+  /**
+   * One cell's run: `settled` resolves with its success once the kernel is done with it
+   * (undefined: interrupted, failed to run, or dropped before its turn), `ended` once the editor
+   * was told its end.
+   */
+  private executeCell(
+    kernel: NotebookKernel,
+    execution: vscode.NotebookCellExecution,
+    signal: AbortSignal,
+  ): { settled: Promise<boolean | undefined>; ended: Promise<void> } {
     const run = new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log);
     const { cell } = run;
-    let success: boolean | undefined;
-    try {
-      const name = this.options.cellId && { id: this.options.cellId(cell) };
-      const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name);
-      if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
-      success = run.settle(result);
-    } catch (err) {
-      this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
-    } finally {
-      await run.end(success);
-    }
+    const settled = (async () => {
+      try {
+        const name = this.options.cellId && { id: this.options.cellId(cell) };
+        const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name);
+        // Dropped before its turn (interrupted while queued): it never ran.
+        return run.started ? run.settle(result) : undefined;
+      } catch (err) {
+        this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
+        return undefined;
+      }
+    })();
+    return { settled, ended: settled.then((success) => run.end(success)) };
   }
 
   private forget(notebook: vscode.NotebookDocument): void {
