@@ -223,13 +223,14 @@ export function compose({ context, log, settings, bridge, version }: Composition
   return {
     refresh,
     app: async (server) => {
-      const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
+      const [{ createApp }, { routes }, { guardRoutes }, { limitHeld }] = await Promise.all([
         import('./server/app'),
         import('./server/routes'),
         import('./server/guardRoutes'),
+        import('./server/heldRequests'),
       ]);
       return createApp({
-        routes: guardRoutes(routes),
+        routes: limitHeld(guardRoutes(routes)),
         context: {
           host: sessions,
           cells,

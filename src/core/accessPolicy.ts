@@ -8,6 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { ClientRegistry, type Caller } from './clients';
 import { BridgeError } from './bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from './outcome';
+import { jsonHead } from './jsonHead';
 
 export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
 export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
@@ -208,6 +209,11 @@ export class Activity {
   /** Keeps the head of what the action printed; the rest is only counted by the kernel. */
   note(text: string): void {
     if (this.output.length < OUTPUT_HEAD_CHARS) this.output += text.slice(0, OUTPUT_HEAD_CHARS - this.output.length);
+  }
+
+  /** Keeps the head of an answer as JSON, written only as far as the head goes (an answer can be megabytes). */
+  noteJson(value: unknown): void {
+    if (this.output.length < OUTPUT_HEAD_CHARS) this.note(jsonHead(value, OUTPUT_HEAD_CHARS - this.output.length));
   }
 
   /** Ends the action as `kind` (unless a run settled it first); its record says what the kind means there. */

@@ -5,8 +5,12 @@ import type { Log } from '../core/log';
 import { INSPECT_MARKER, parseInspectOutput } from '../core/variables';
 import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 
-/** Analyses kept, by code (the analysis of a text never changes). */
-const CACHED = 2000;
+/**
+ * Analyses kept, by code (the analysis of a text never changes): at most this many characters of
+ * code and names together (about 32 MB), the oldest let go first. A cell's text is under the body
+ * limit each, so a count alone would let a few thousand large cells take gigabytes.
+ */
+const CACHED_CHARS = 16 * 1024 * 1024;
 const SUBPROCESS_TIMEOUT_MS = 20_000;
 
 type Analysis = Omit<CellAnalysis, 'id'>;
@@ -31,24 +35,46 @@ export interface PythonAnalyzerOptions {
  * IPython is importable.
  */
 export class PythonAnalyzer implements CodeAnalyzer {
-  private readonly cache = new Map<string, Analysis>();
+  private readonly cache = new Map<string, { analysis: Analysis; chars: number }>();
+  private cachedChars = 0;
 
   constructor(private readonly options: PythonAnalyzerOptions) {}
 
   async analyze(notebookUri: string, cells: readonly { id: string; code: string }[]): Promise<CellAnalysis[] | undefined> {
-    const missing = [...new Set(cells.map((c) => c.code).filter((code) => !this.cache.has(code)))];
+    const known = new Map<string, Analysis>();
+    for (const { code } of cells) {
+      const hit = this.cache.get(code);
+      if (hit) known.set(code, hit.analysis);
+    }
+    const missing = [...new Set(cells.map((c) => c.code).filter((code) => !known.has(code)))];
     if (missing.length) {
       const query = { kind: 'analyze' as const, cells: missing.map((code, i) => ({ id: String(i), code })), ipython: true };
-      const answer = (await this.fromKernel(notebookUri, query)) ?? (await this.fromSubprocess(query));
-      const analysed = (answer as { cells?: (CellAnalysis & { id: string })[] } | undefined)?.cells;
-      if (!Array.isArray(analysed)) return undefined;
+      // The kernel may answer without cells (its inspector is stuck): the subprocess answers then.
+      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.fromSubprocess(query));
+      if (!analysed) return undefined;
       for (const { id, ...analysis } of analysed) {
-        this.cache.delete(missing[Number(id)]!);
-        this.cache.set(missing[Number(id)]!, analysis);
+        known.set(missing[Number(id)]!, analysis);
+        this.keep(missing[Number(id)]!, analysis);
       }
-      while (this.cache.size > CACHED) this.cache.delete(this.cache.keys().next().value!);
     }
-    return cells.map((c) => ({ id: c.id, ...this.cache.get(c.code) }));
+    return cells.map((c) => ({ id: c.id, ...known.get(c.code) }));
+  }
+
+  /** Keeps `analysis` as the newest entry, letting the oldest go past CACHED_CHARS (a text over it is not kept). */
+  private keep(code: string, analysis: Analysis): void {
+    this.forget(code);
+    const chars = code.length + JSON.stringify(analysis).length;
+    if (chars > CACHED_CHARS) return;
+    this.cache.set(code, { analysis, chars });
+    this.cachedChars += chars;
+    while (this.cachedChars > CACHED_CHARS) this.forget(this.cache.keys().next().value!);
+  }
+
+  private forget(code: string): void {
+    const entry = this.cache.get(code);
+    if (!entry) return;
+    this.cache.delete(code);
+    this.cachedChars -= entry.chars;
   }
 
   private async fromKernel(notebookUri: string, query: object): Promise<unknown> {
@@ -83,4 +109,9 @@ export class PythonAnalyzer implements CodeAnalyzer {
       input.end(JSON.stringify(query));
     });
   }
+}
+
+function cellsOf(answer: unknown): CellAnalysis[] | undefined {
+  const cells = (answer as { cells?: unknown } | undefined)?.cells;
+  return Array.isArray(cells) ? (cells as CellAnalysis[]) : undefined;
 }

@@ -87,7 +87,7 @@ export async function ended<T>(activity: Activity, run: () => Promise<T> | T): P
   try {
     const result = await activity.within(() => asAuthor(authorOf(activity.action), run));
     const body = fields(result instanceof Reply ? result.body : result);
-    if (result !== undefined) activity.note(JSON.stringify(body));
+    if (result !== undefined) activity.noteJson(body);
     activity.end(result instanceof Reply ? result.kind : 'ok', typeof body['detail'] === 'string' ? body['detail'] : '');
     return result;
   } catch (error) {

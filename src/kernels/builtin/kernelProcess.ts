@@ -21,8 +21,9 @@
  * be answered by running cells, which would otherwise queue behind their caller forever). Each
  * run keeps its own id, so output is routed per run, and output of no active run (a thread or a
  * subprocess of a run that ended) goes to no run: it is counted in `strayOutput`. Interrupting
- * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
- * INTERRUPT_GRACE_MS later costs a kernel restart.
+ * sends a request naming the run, then SIGINT (to the kernel's process group), for the innermost
+ * running code; a run still going once the kernel was given INTERRUPT_GRACE_MS (timeGiven.ts)
+ * costs a kernel restart.
  */
 import type { InterruptHow, KernelStatus, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
@@ -35,6 +36,7 @@ import {
   type RunMode,
 } from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
+import { TimeGiven } from './timeGiven';
 import { errorMessage } from '../../core/errorMessage';
 import { BridgeError } from '../../core/bridgeError';
 import type { RunDataflow } from '../../core/cellGraph';
@@ -119,6 +121,8 @@ export const INTERRUPT_GRACE_MS = 2000;
 /** Interrupts of the same innermost run this close together send one SIGINT: a second one could
  * reach the run it is nested in, once the first has ended the inner one. */
 const SIGINT_COALESCE_MS = 250;
+/** How often a stopping run's grace is measured. */
+const GRACE_POLL_MS = 100;
 const RESTARTED_MESSAGE = 'The kernel was restarted before the run completed; its state (variables, imports) is lost.';
 const RESTARTED_QUEUED_MESSAGE = 'The kernel was restarted before this run started; its state (variables, imports) is lost.';
 
@@ -317,7 +321,7 @@ export class KernelProcess implements KernelChildEvents {
 
   /**
    * Stops the innermost run: SIGINT to the kernel (and its subprocesses), and if the run has not
-   * ended INTERRUPT_GRACE_MS later, a kernel restart. Resolves with what it took once the run
+   * ended once the kernel was given INTERRUPT_GRACE_MS, a kernel restart. Resolves with what it took once the run
    * ended, or null when no run was in progress.
    */
   interrupt(): Promise<InterruptHow | null> {
@@ -409,19 +413,22 @@ export class KernelProcess implements KernelChildEvents {
     }
   }
 
-  /** SIGINT, then a restart if `job` is still running after the grace period. */
+  /**
+   * An interrupt request naming the run, then one SIGINT, then a restart if `job` is still running
+   * once the kernel was given the grace period (TimeGiven: a loaded machine does not shorten it).
+   * The kernel keeps a request that lands while it compiles the run until the run's code starts,
+   * ignores one for a run that ended, and raises once per request, so nothing is sent again.
+   */
   private stop(job: Job): Promise<InterruptHow> {
     if (job.stopping) return job.stopping;
     job.interrupted = true;
-    this.sigint();
-    // The kernel drops a SIGINT that lands before the run's code starts (it is sent as soon as the
-    // request is, and compiling comes first), so it is sent again while the run is the innermost.
-    const again = setInterval(() => {
-      if (this.active[this.active.length - 1] === job) this.sigint();
-    }, SIGINT_COALESCE_MS);
+    this.sigint(job);
+    const p = this.proc;
+    const given = TimeGiven.of(p?.info?.pid, p?.child.pid);
     job.stopping = new Promise<InterruptHow>((resolve) => {
-      const timer = setTimeout(() => {
-        clearInterval(again);
+      const poll = setInterval(() => {
+        if (given.read() < INTERRUPT_GRACE_MS) return;
+        clearInterval(poll);
         job.onEnd = undefined;
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
@@ -435,23 +442,23 @@ export class KernelProcess implements KernelChildEvents {
         );
         if (!this.disposed) this.ensureProc(); // the next run finds it ready
         resolve('restart');
-      }, INTERRUPT_GRACE_MS);
+      }, GRACE_POLL_MS);
       job.onEnd = () => {
-        clearTimeout(timer);
-        clearInterval(again);
+        clearInterval(poll);
         resolve('sigint');
       };
     });
     return job.stopping;
   }
 
-  /** SIGINT to the kernel's process group; the innermost running code gets it. */
-  private sigint(): void {
+  /** Asks the kernel to interrupt `job` (the innermost code gets it): the request, then SIGINT to its process group. */
+  private sigint(job: Job): void {
     const inner = this.active[this.active.length - 1];
     if (!inner || !this.proc?.alive) return;
     const now = Date.now();
     if (this.lastSigint?.job === inner && now - this.lastSigint.at < SIGINT_COALESCE_MS) return;
     this.lastSigint = { job: inner, at: now };
+    this.proc.send({ op: 'interrupt', id: job.id });
     this.proc.signal('SIGINT');
   }
 
