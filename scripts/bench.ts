@@ -8,8 +8,9 @@
  * runs the sections (scripts/bench/sections.ts): scratchpad and framework cost, kernel modes,
  * cell runs, Run All side by side (scripts/bench/runAll.ts: it starts a second sandbox without
  * our extension), insert vs edit with its split (scripts/bench/editSplit.ts), stalled reader,
- * agents, listing, the stale marks' analysis per edit (scripts/bench/staleAnalysis.ts); then the
- * Jupyter row, activation and sizes. Prints
+ * agents, another agent amid a flood of sockets and waits (scripts/bench/lockout.ts), listing, the
+ * stale marks' analysis per edit (scripts/bench/staleAnalysis.ts); then the Jupyter row, memory
+ * after the largest batches (lockout.ts), activation and sizes. Prints
  * a table and writes bench-results/<time>.json. The Jupyter row runs when the Jupyter extension is
  * given by path (SANDBOX_EXTENSIONS or --extension, as for the harness: sandbox-test/extensions.ts). Targets print as met/MISSED and fail nothing:
  * the exit code is 1 only when the run broke.
@@ -33,6 +34,7 @@ import { startFloor } from './bench/floor';
 import { waitForQuiet } from './bench/machine';
 import { writeNotebook } from './bench/notebooks';
 import { insertVsEdit } from './bench/editSplit';
+import { batchMemory, flood } from './bench/lockout';
 import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
@@ -50,11 +52,13 @@ const SECTIONS = [
   'edits',
   'stall',
   'agents',
+  'flood',
   'batch',
   'listing',
   'presence',
   'stale',
   'jupyter',
+  'memory',
   'activation',
 ] as const;
 const USAGE = `usage: npm run bench -- [--no-build] [--vsix FILE] [--only ${SECTIONS.join(',')}] [--extension FILE]... [--peers]`;
@@ -286,17 +290,20 @@ async function main(): Promise<number> {
     );
     if (!q.quiet) problems.push(`the machine stayed ${(q.busy * 100).toFixed(0)}% busy: timings are noisy`);
     if (opts.wants('scratchpad')) await sections.scratchpad(ctx);
+    if (opts.wants('scratchpad')) await sections.bigPrint(ctx);
     if (opts.wants('modes')) await sections.kernelModes(ctx);
     if (opts.wants('cells')) await sections.cellRuns(ctx);
     if (opts.wants('runall')) await runAllSideBySide(ctx);
     if (opts.wants('edits')) await insertVsEdit(ctx);
     if (opts.wants('agents')) await sections.agents(ctx);
+    if (opts.wants('flood')) await flood(ctx);
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
     if (opts.wants('presence')) rows.push(...(await presenceCost(say)));
     if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
     if (jupyter && opts.wants('jupyter')) await sections.jupyterKernel(ctx);
+    if (opts.wants('memory')) await batchMemory(ctx); // last: it leaves a 7,001-cell notebook open
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));
   } catch (err) {
     exitCode = 1;

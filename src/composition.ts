@@ -17,7 +17,9 @@ import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
 import { confirmWithPerson } from './access/prompt';
 import { JsonCheckpointFile } from './access/checkpointFile';
-import { asAuthor, Checkpoints } from './core/checkpoints';
+import { Checkpoints } from './core/checkpoints';
+import { Activity } from './core/accessPolicy';
+import { KernelCalls } from './core/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MARIMO_SOURCE, MarimoKernels } from './kernels/marimoKernels';
@@ -32,7 +34,7 @@ import { StaleMarks } from './notebooks/staleMarks';
 import { PersonCursor } from './notebooks/personCursor';
 import { Presence } from './core/presence';
 import { resolveNotebook } from './core/refs';
-import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
+import { WorkspaceSandbox } from './kernels/builtin/workspaceSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 /** How long a burst of session changes is gathered before the sessions are published again. */
@@ -64,26 +66,42 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const inspectFile = context.asAbsolutePath(join('dist', 'kernel_inspect.py'));
   let inspectSource: string | undefined;
   const inspectProgram = () => (inspectSource ??= readFileSync(inspectFile, 'utf8'));
+  const sandboxStatus = new KernelSandboxStatus();
+  const sandbox = new WorkspaceSandbox(
+    () => settings.current.kernelSandbox,
+    (check) => sandboxStatus.update(check),
+    log,
+  );
+  const wrap = sandbox.wrap.bind(sandbox);
   const builtin = new BuiltinKernels({
     extensionId: context.extension.id,
     python: () => settings.current.pythonPath,
     script: context.asAbsolutePath(join('dist', 'kernel.py')),
     log,
-    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
-    // `cells` and `notebooks` exist by the time a kernel calls.
+    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules, as
+    // the run that calls (kernelCalls.ts). `cells`, `notebooks` and `kernelCalls` exist by the time a kernel calls.
     calls: (notebook): CallHandler => {
       // Loaded with the first call (its zod schemas are not needed before).
-      const handler = import('./kernels/builtin/codeMode').then((m) =>
-        m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
-      );
-      // Its changes are the agent's whose run called (a kernel call carries no request context).
+      const codeMode = import('./kernels/builtin/codeMode').then((m) => ({
+        kind: m.codeModeKind,
+        handle: m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+      }));
       return async (method, params, ctx) => {
-        const run = await handler;
-        return asAuthor(access.codeAuthor(notebook), () => run(method, params, ctx));
+        const { kind, handle } = await codeMode;
+        const call = {
+          method,
+          ...kind(method, params),
+          notebook: notebook.uri.toString(),
+          code: JSON.stringify(params) ?? '',
+          run: ctx.run,
+        };
+        return kernelCalls.answer(call, ctx.signal, (signal) => handle(method, params, { ...ctx, signal }));
       };
     },
+    // Whom a kernel run is for: the agent action whose request queued it, if any.
+    owner: () => Activity.current(),
     codeModeInCells: () => settings.current.codeModeInCells,
-    sandbox: () => settings.current.kernelSandbox,
+    wrap,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
@@ -100,6 +118,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const kernel = notebook && (await builtin.kernelFor(notebook));
       return kernel ?? undefined;
     },
+    wrap,
     log,
   });
   const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
@@ -151,21 +170,12 @@ export function compose({ context, log, settings, bridge, version }: Composition
     presence,
     cellId: (cell) => notebooks.cellId(cell),
     cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
+    interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
   push(...access.disposables, checkpointFile);
+  const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);
   const status = new BridgeStatus();
-  const sandboxStatus = new KernelSandboxStatus();
-  // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
-  let sandboxShown: boolean | undefined;
-  const showSandbox = () => {
-    if (sandboxShown === settings.current.kernelSandbox) return;
-    sandboxShown = settings.current.kernelSandbox;
-    const check = sandboxShown ? checkBubblewrap() : undefined;
-    sandboxStatus.update(check);
-    if (check && !check.ok) log.warn(`agentBridge.kernel.sandbox is on, but ${check.reason}: the builtin kernel will not start`);
-    else if (check) log.info(`builtin kernels run sandboxed (${check.detail})`);
-  };
-  setImmediate(showSandbox);
+  setImmediate(() => sandbox.refresh());
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);
   push(mcp, builtin, jupyter, sessions, notebooks, status, sandboxStatus);
 
@@ -216,7 +226,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     sessions.onDidChange(() => refreshing.soon()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
-      showSandbox();
+      sandbox.refresh();
     }),
   );
   const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
@@ -227,13 +237,14 @@ export function compose({ context, log, settings, bridge, version }: Composition
   return {
     refresh,
     app: async (server) => {
-      const [{ createApp }, { routes }, { guardRoutes }] = await Promise.all([
+      const [{ createApp }, { routes }, { guardRoutes }, { limitHeld }] = await Promise.all([
         import('./server/app'),
         import('./server/routes'),
         import('./server/guardRoutes'),
+        import('./server/heldRequests'),
       ]);
       return createApp({
-        routes: guardRoutes(routes),
+        routes: limitHeld(guardRoutes(routes)),
         context: {
           host: sessions,
           cells,

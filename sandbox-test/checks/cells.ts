@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import { PrintGate } from '../printGate';
 import type { BridgeClient, HttpResult, RequestOptions } from '../http';
 import { REPO_ROOT } from '../stack';
 import { type CheckContext, checkRun, context, type OpenedNotebook, readJson } from './context';
@@ -323,12 +324,13 @@ export function cellChecks(): void {
     const cellCount = (await list(signal)).cells.length;
     const r = await client.get(`/notebooks/variables?${q}`, { signal, timeoutMs: 20_000 });
     eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
-    const vars = r.json<{ variables: { name: string; type: string; repr?: string; shape?: number[]; reprError?: true }[] }>()
-      .variables;
+    const vars = r.json<{
+      variables: { name: string; type: string; repr?: string | null; shape?: number[]; reprError?: string }[];
+    }>().variables;
     const byName = new Map(vars.map((v) => [v.name, v]));
     eq(byName.get(`vars_${tag}`)?.repr, '41', 'the int');
     deepEq(byName.get(`frame_${tag}`)?.shape, [2, 2], 'the DataFrame shape');
-    eq(byName.get(`hostile_${tag}`)?.reprError, true, 'a repr that never returns is cut off');
+    match(byName.get(`hostile_${tag}`)?.reprError ?? '', /took longer than 0\.5 s/, 'a repr that never returns is cut off');
     ok(!byName.has('pd'), 'modules are not listed');
     const one = await client.get(`/notebooks/variables/frame_${tag}?${q}`, { signal });
     eq(one.status, 200, `GET /notebooks/variables/:name (${show(one.text, 300)})`);
@@ -587,18 +589,20 @@ export function cellChecks(): void {
 
   it('cells: run with Accept: text/event-stream streams stdout as printed, then done', async () => {
     const { signal } = checkRun();
-    const cell = await create(
-      `import time\nfor i in range(3):\n    print("s${tag}", i, flush=True)\n    time.sleep(0.5)`,
-      signal,
-    );
-    const r = await client.stream({
+    const gate = new PrintGate(ctx.workspace);
+    const lines = [0, 1, 2].map((i) => `s${tag} ${i}`);
+    const cell = await create(gate.code(lines), signal);
+    const stream = client.stream({
       method: 'POST',
       path: `/notebooks/cells/${cell.id}/run`,
       json: { notebook: sid },
       headers: { accept: 'text/event-stream' },
-      timeoutMs: 12_000,
+      timeoutMs: 60_000,
       signal,
-    }).result;
+    });
+    // Each line must reach the client before the cell prints the next.
+    await gate.follow(stream, lines).finally(() => gate.dispose());
+    const r = await stream.result;
     eq(r.status, 200, `status (body ${show(r.raw, 300)})`);
     match(String(r.headers['content-type']), /^text\/event-stream/, 'content-type');
     ok(r.framingErrors.length === 0, `framing: ${r.framingErrors.join('; ')}`);
@@ -615,10 +619,7 @@ export function cellChecks(): void {
     const done = r.done!.data as { success: boolean; cell: Cell };
     eq(done.success, true, 'done.success');
     eq(done.cell?.id, cell.id, 'done.cell.id');
-    const first = r.events.find((e) => e.event === 'stdout')!;
-    // The prints are 0.5 s apart: a wide margin, so a loaded machine cannot pass a buffered stream.
-    ok(r.done!.at - first.at >= 600, `first stdout at ${first.at} ms, done at ${r.done!.at} ms: not streamed as printed`);
-  });
+  }).timeout(120_000);
 
   // ------------------------------------------------------------------------------- batches
 

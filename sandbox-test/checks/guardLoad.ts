@@ -7,11 +7,15 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { MAX_CONNECTIONS } from '../../src/server/listen';
+import { HELD_LIMITS } from '../../src/server/heldRequests';
 import { sleep } from '../../src/core/sleep';
-import { eq, fail, includes, ok, show } from '../assert';
+import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
+import { SPIN_REPR } from '../hostileCode';
+import { firstSettled } from '../settled';
 import { screenshot } from './access';
 import { type CheckContext, checkRun, context } from './context';
 
@@ -48,6 +52,9 @@ const runs = (values: number[]) =>
     }, [])
     .map(([v, n]) => `${v}×${n}`)
     .join(', ');
+
+/** More silent sockets than the bridge takes. */
+const IDLE_SOCKETS = 300;
 
 /** A GET /health on a fresh connection: its status, or the connection error. */
 function freshHealth(ctx: CheckContext): Promise<number | string> {
@@ -144,12 +151,17 @@ export function guardLoadChecks(): void {
     eq(cells[0]!.id, first!.id, 'the first cell keeps its id');
   }).timeout(600_000);
 
-  it(`guard: past the connection cap (${MAX_CONNECTIONS}) idle sockets are dropped at once; the person types and runs a cell meanwhile; freed sockets let /health in`, async () => {
+  it(`guard: with ${IDLE_SOCKETS} idle sockets and ${MAX_CONNECTIONS} open waits from one client, another agent's print(1) is answered with its output; the person types and runs a cell meanwhile`, async () => {
     const { signal, note } = checkRun();
     const { client } = ctx;
     const page = ctx.sandbox.page;
     const tag = randomBytes(3).toString('hex');
     const name = `cap_${tag}`;
+    // A cell that runs for as long as the check does, for the flood of waits to wait on.
+    const waitsOn = await ownNotebook(ctx, 'guard-waits.ipynb', 'import time\ntime.sleep(600)', signal);
+    const [sleeper] = await cellsOf(client, waitsOn, signal);
+    const started = await client.post(`/notebooks/cells/${sleeper!.id}/run`, { notebook: waitsOn }, { signal });
+    eq(started.status, 202, `run the sleeping cell (${show(started.text, 200)})`);
     // The person's cell, made (and the notebook shown) before the sockets take the bridge.
     const sid = ctx.analysis.session.id;
     const made = await client.post('/notebooks/cells', { notebook: sid, code: `${name} = 6 * 7`, index: 0 }, { signal });
@@ -158,28 +170,72 @@ export function guardLoadChecks(): void {
     const front = await client.post('/notebooks/open', { path: ctx.analysis.path }, { signal, timeoutMs: 30_000 });
     eq(front.status, 200, `showing analysis.ipynb (${show(front.text, 200)})`);
 
-    const extra = 40;
     const sockets: net.Socket[] = [];
     const dropped = new Set<net.Socket>();
+    const flood = new AbortController();
+    setMaxListeners(MAX_CONNECTIONS + 10, flood.signal); // one per wait
+    const openIdle = () => {
+      const socket = net.connect(client.port, client.hostname);
+      socket.on('error', () => undefined);
+      socket.resume();
+      socket.on('close', () => dropped.add(socket));
+      sockets.push(socket);
+      return new Promise((r) => socket.once('connect', r).once('close', r));
+    };
+    // Renewed at will: one more silent socket every 20 ms for as long as the check runs.
+    let renewing: NodeJS.Timeout | undefined;
     try {
-      for (let i = 0; i < MAX_CONNECTIONS + extra; i++) {
-        const socket = net.connect(client.port, client.hostname);
-        socket.on('error', () => undefined);
-        socket.on('close', () => dropped.add(socket));
-        sockets.push(socket);
-        await new Promise((r) => socket.once('connect', r).once('close', r));
-      }
-      await sleep(1_000);
-      const held = sockets.length - dropped.size;
-      note(`${sockets.length} idle sockets opened: ${dropped.size} dropped by the bridge, ${held} held`);
-      ok(
-        dropped.size >= extra,
-        `only ${dropped.size} of ${sockets.length} idle sockets were dropped: no cap at ${MAX_CONNECTIONS}`,
+      for (let i = 0; i < IDLE_SOCKETS; i++) await openIdle();
+      note(`${sockets.length} idle sockets opened: ${dropped.size} closed by the bridge as more came`);
+      renewing = setInterval(() => void openIdle(), 20);
+      // One client's flood of waits, each open until the check ends: a share of them is held, the rest refused.
+      const flooder = { 'x-agent-bridge-client': `flood-${tag}` };
+      const waits = Array.from({ length: MAX_CONNECTIONS }, () =>
+        client
+          .post(
+            `/notebooks/cells/${sleeper!.id}/wait`,
+            { notebook: waitsOn, timeoutMs: 600_000 },
+            {
+              signal: flood.signal,
+              timeoutMs: 600_000,
+              headers: flooder,
+            },
+          )
+          .then(
+            (r) => r.status,
+            (error: unknown) => (error instanceof Error ? error.message : String(error)),
+          ),
       );
-      ok(held <= MAX_CONNECTIONS, `${held} idle sockets held, over the cap of ${MAX_CONNECTIONS}`);
-      const refused = await freshHealth(ctx);
-      ok(refused !== 200, `a new connection at the cap was served (${refused}), not dropped`);
-      note(`/health on a new connection at the cap: ${refused}`);
+      // The client's share is held (which ones, the bridge decides); the rest are answered at once.
+      const past = MAX_CONNECTIONS - HELD_LIMITS.perClient;
+      const refused = (await firstSettled(waits, past, 120_000)) as (number | string)[];
+      const tally = (values: (number | string)[]) =>
+        [...new Set(values)].map((v) => `${values.filter((x) => x === v).length}× ${v}`).join(', ');
+      // Another agent: its print(1) is answered with its output.
+      const t0 = performance.now();
+      const other = await client
+        .run(sid, 'print(1)', { signal, timeoutMs: 60_000, headers: { 'x-agent-bridge-client': `other-${tag}` } })
+        .catch((error: unknown) => fail(`another agent's print(1) got no answer: ${String(error)}`));
+      note(`another agent's print(1) answered in ${(performance.now() - t0).toFixed(0)} ms`);
+      eq(other.stdout, '1\n', `another agent's print(1) (stderr ${show(other.stderr)}, status ${other.status})`);
+      eq(await freshHealth(ctx), 200, '/health on a new connection');
+      note(`the ${refused.length} waits answered (of ${MAX_CONNECTIONS}): ${tally(refused)}`);
+      // A 429, or, when every socket had a request in flight as it came, a connection closed at once.
+      const closedAtCap = (r: number | string) => typeof r === 'string' && /connection closed without a response/.test(r);
+      ok(
+        refused.length === past && refused.every((r) => r === 429 || closedAtCap(r)),
+        `one client's ${past} waits past its share of ${HELD_LIMITS.perClient} were not all refused: ${tally(refused)}`,
+      );
+      const limited = await client.post(
+        `/notebooks/cells/${sleeper!.id}/wait`,
+        { notebook: waitsOn, timeoutMs: 600_000 },
+        {
+          signal,
+          headers: flooder,
+        },
+      );
+      eq(limited.status, 429, 'one more wait of the flooding client');
+      includes(limited.json<{ detail: string }>().detail, `(${HELD_LIMITS.perClient})`, 'the 429 names the limit');
 
       // The person's editor carries on: type into the cell and run it (its run button).
       const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: name });
@@ -197,18 +253,18 @@ export function guardLoadChecks(): void {
         .waitFor({ state: 'visible', timeout: 60_000 })
         .catch(async () => {
           await screenshot(page, 'guard-connection-cap.png', note);
-          fail('the cell the person ran never showed success while the sockets were held');
+          fail('the cell the person ran never showed success while the sockets and waits were held');
         });
       await page.mouse.move(900, 600); // no tooltip over the cell
       await screenshot(page, 'guard-connection-cap.png', note);
-      eq(sockets.length - dropped.size, held, 'idle sockets still held after the person ran the cell');
-
-      // Sockets freed below the cap: a new connection is served.
-      for (const socket of sockets.filter((s) => !dropped.has(s)).slice(0, extra)) socket.destroy();
-      await sleep(500);
-      eq(await freshHealth(ctx), 200, '/health on a new connection once sockets were freed');
+      const answered = await firstSettled(waits, MAX_CONNECTIONS, 0);
+      eq(answered.length, past, `waits answered by now: the flooding client's ${HELD_LIMITS.perClient} are still held`);
     } finally {
+      clearInterval(renewing);
+      note(`${sockets.length} idle sockets in all, ${dropped.size} of them closed by the bridge`);
+      flood.abort();
       for (const socket of sockets) socket.destroy();
+      await client.post('/notebooks/interrupt', { notebook: waitsOn }, { timeoutMs: 30_000 }).catch(() => undefined);
     }
     let cell: { code: string; outputs: { text?: string }[] } | undefined;
     for (const end = Date.now() + 10_000; Date.now() < end; await sleep(200)) {
@@ -225,5 +281,76 @@ export function guardLoadChecks(): void {
       signal,
     });
     eq(removed.status, 200, `delete the check's cell (${show(removed.text, 200)})`);
+  }).timeout(300_000);
+
+  it('guard: a repr that switches tracing off and spins costs its own item: three variables reads list every other variable, and the kernel idles after (< 5% CPU)', async () => {
+    const { signal, note } = checkRun();
+    const { client } = ctx;
+    const code = `${SPIN_REPR}\nimport threading\nkept_before, kept_after = 41, [1, 2]\nthreads_then = threading.active_count()`;
+    const sid = await ownNotebook(ctx, 'guard-spin.ipynb', code, signal);
+    const [cell] = await cellsOf(client, sid, signal);
+    const ran = await client.post(
+      `/notebooks/cells/${cell!.id}/run`,
+      { notebook: sid, wait: true, timeoutMs: 60_000 },
+      {
+        signal,
+        timeoutMs: 70_000,
+      },
+    );
+    eq(ran.json<{ success?: boolean }>().success, true, `the cell that makes spin (${show(ran.text, 300)})`);
+    type Listed = { name: string; repr?: string | null; reprError?: string };
+    for (let read = 1; read <= 3; read++) {
+      const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 30_000 });
+      eq(r.status, 200, `variables read ${read} (${show(r.text, 300)})`);
+      const byName = new Map(r.json<{ variables: Listed[] }>().variables.map((v) => [v.name, v]));
+      note(`read ${read}: spin ${show(byName.get('spin'))}`);
+      eq(byName.get('kept_before')?.repr, '41', `read ${read}: kept_before`);
+      eq(byName.get('kept_after')?.repr, '[1, 2]', `read ${read}: kept_after`);
+      eq(byName.get('spin')?.repr, null, `read ${read}: spin's repr`);
+      match(byName.get('spin')?.reprError ?? '', /took longer than 0\.5 s/, `read ${read}: spin's reprError`);
+    }
+    // The kernel's own CPU time over 2 s of sleep: a thread left spinning would take most of a CPU.
+    const idle = await client.run(
+      sid,
+      [
+        'import resource, time, threading',
+        'cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])',
+        'before, t0 = cpu(), time.monotonic()',
+        'time.sleep(2)',
+        'print(round((cpu() - before) / (time.monotonic() - t0) * 100, 1), threading.active_count() - threads_then)',
+      ].join('\n'),
+      { signal, timeoutMs: 30_000 },
+    );
+    const [percent, added] = idle.stdout.trim().split(' ').map(Number);
+    note(`the kernel used ${percent}% of a CPU while idle; ${added} threads more than before the reads`);
+    ok(
+      percent !== undefined && percent < 5,
+      `the idle kernel used ${idle.stdout.trim()}% of a CPU (stderr ${show(idle.stderr)})`,
+    );
+    eq(added, 2, 'threads the reads added: the inspect worker and its watchdog, once');
+  }).timeout(180_000);
+
+  it('guard: a cell too deeply nested to check leaves the others checked: beside a 5,000-term cell, `def broken(:` gets a 400', async () => {
+    const { signal, note } = checkRun();
+    const { client } = ctx;
+    const deep = `total = ${Array.from({ length: 5000 }, () => 'x').join(' + ')}`;
+    // A notebook as cloned, with the deep cell in it, and its kernel running (the analysis is the kernel's own).
+    const sid = await ownNotebook(ctx, 'guard-deep.ipynb', deep, signal);
+    const warm = await client.run(sid, 'x = 1', { signal, timeoutMs: 60_000 });
+    eq(warm.done?.data?.success, true, `the kernel starts (stderr ${show(warm.stderr)})`);
+    const broken = await client.post('/notebooks/cells', { notebook: sid, code: 'def broken(:' }, { signal, timeoutMs: 60_000 });
+    note(`def broken(: → ${broken.status} ${show(broken.text, 200)}`);
+    eq(broken.status, 400, `writing def broken(: (${show(broken.text, 300)})`);
+    match(broken.json<{ detail: string }>().detail, /Syntax error/, 'the 400 says why');
+    const again = await client.post('/notebooks/cells', { notebook: sid, code: deep }, { signal, timeoutMs: 60_000 });
+    eq(again.status, 400, `writing a second deep cell (${show(again.text, 300)})`);
+    match(again.json<{ detail: string }>().detail, /too deeply nested to check/, 'the 400 says why');
+    const unchecked = await client.post(
+      '/notebooks/cells',
+      { notebook: sid, code: deep, strict: false },
+      { signal, timeoutMs: 60_000 },
+    );
+    eq(unchecked.status, 201, `the same with "strict": false (${show(unchecked.text, 300)})`);
+    eq((await cellsOf(client, sid, signal)).length, 2, 'the cells after: the deep one, and the one written unchecked');
   }).timeout(180_000);
 }

@@ -2,6 +2,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
+import { PrintGate } from '../printGate';
 import type { BridgeClient, SseResult } from '../http';
 import { type CheckContext, checkRun, context, expectWellFramed } from './context';
 import { sleep } from '../../src/core/sleep';
@@ -161,15 +162,20 @@ export function marimoChecks(): void {
     eq(done.output.data, `'${text}'`, 'output (repr of the string)');
   });
 
-  it('execute: output streams as it is printed (first line well before done)', async () => {
+  it('execute: output streams as it is printed (each line reaches the client before the next is printed)', async () => {
     const { signal } = checkRun();
-    const r = await run('import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.5)', signal);
-    const done = expectWellFramed(r);
-    eq(done.success, true, 'done.success');
-    eq(r.stdout, '0\n1\n2\n', 'stdout');
-    const first = r.events.find((e) => e.event === 'stdout')!;
-    const end = r.events.find((e) => e.event === 'done')!;
-    ok(end.at - first.at >= 600, `first stdout at ${first.at} ms, done at ${end.at} ms: output was buffered until the end`);
+    const gate = new PrintGate(ctx.workspace);
+    try {
+      const lines = ['0', '1', '2'];
+      const stream = client.execute(sid, gate.code(lines), { signal, timeoutMs: 60_000 });
+      await gate.follow(stream, lines);
+      const r = await stream.result;
+      const done = expectWellFramed(r);
+      eq(done.success, true, 'done.success');
+      eq(r.stdout, '0\n1\n2\n', 'stdout');
+    } finally {
+      gate.dispose();
+    }
   });
 
   it('execute: client disconnect interrupts a running `while True` and frees the kernel', async () => {
@@ -181,13 +187,11 @@ export function marimoChecks(): void {
       `the endless run finished: ${show(stream.events.map((e) => e.rawData))}`,
     );
     stream.disconnect();
-    const t0 = Date.now();
-    const r = await run("print('kernel free')", signal, sid, 8_000);
-    const ms = Date.now() - t0;
+    // An endless run left going would keep this one queued until its stream gives up.
+    const r = await run("print('kernel free')", signal, sid, 30_000);
     const done = expectWellFramed(r, 'follow-up run');
     eq(done.success, true, `follow-up success (stderr ${show(r.stderr)})`);
     eq(r.stdout, 'kernel free\n', 'follow-up stdout');
-    ok(ms < 3000, `follow-up took ${ms} ms: the endless run was not interrupted promptly`);
   });
 
   it('execute: two concurrent runs on one session are serialized', async () => {

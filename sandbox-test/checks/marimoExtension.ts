@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import { PrintGate } from '../printGate';
 import type { BridgeClient, SseResult } from '../http';
 import { MARIMO_FIXTURE, openPickingKernel } from '../marimoExtension';
 import { MARKER_VAR } from '../vscode';
@@ -194,17 +195,17 @@ export function marimoExtensionChecks(): void {
   it('marimo extension: output streams while the run goes on', async function () {
     this.timeout(40_000);
     const { signal } = checkRun();
-    const stream = client.execute(sid, 'import time\nprint("one", flush=True)\ntime.sleep(1.5)\nprint("two")', {
-      signal,
-      timeoutMs: 30_000,
-    });
-    const first = await stream.next((e) => e.event === 'stdout', 20_000);
-    ok(first, 'no stdout event');
-    const t = Date.now();
-    const result = await stream.result;
-    ok(Date.now() - t > 500, `"one" arrived only with the end (${Date.now() - t} ms before it)`);
-    includes(result.stdout, 'one', 'stdout');
-    includes(result.stdout, 'two', 'stdout');
+    // "two" is printed only once the check has seen "one": output held back until the end never ends.
+    const gate = new PrintGate(path.dirname(file));
+    try {
+      const stream = client.execute(sid, gate.code(['one', 'two']), { signal, timeoutMs: 30_000 });
+      await gate.follow(stream, ['one', 'two']);
+      const result = await stream.result;
+      includes(result.stdout, 'one', 'stdout');
+      includes(result.stdout, 'two', 'stdout');
+    } finally {
+      gate.dispose();
+    }
   });
 
   it('marimo extension: raise → a plain-text traceback on stderr (no HTML, no colour codes) on lines of its own, success false', async function () {

@@ -34,9 +34,10 @@ export class BenchClient {
   private readonly client: Client;
   private readonly auth: Record<string, string>;
 
-  constructor(baseUrl: string, token: string | null) {
+  /** `name`: the client's name (X-Agent-Bridge-Client), which tells agents apart. */
+  constructor(baseUrl: string, token: string | null, name?: string) {
     this.client = new Client(baseUrl, { pipelining: 1, keepAliveTimeout: 60_000 });
-    this.auth = token ? { authorization: `Bearer ${token}` } : {};
+    this.auth = { ...(token && { authorization: `Bearer ${token}` }), ...(name && { 'x-agent-bridge-client': name }) };
   }
 
   /** A JSON request (GET when `json` is undefined); resolves with the whole body. */
@@ -94,5 +95,10 @@ export class BenchClient {
 
   close(): Promise<void> {
     return this.client.close();
+  }
+
+  /** Closes the connection now, requests in flight too. */
+  destroy(): Promise<void> {
+    return this.client.destroy();
   }
 }

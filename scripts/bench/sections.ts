@@ -3,6 +3,7 @@
  * next to its baseline in the same run, interleaved run by run where both are quick, and adds
  * rows. A figure that needs a feature this build lacks becomes an "n/a: why" row.
  */
+import { spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,6 +12,7 @@ import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { STEP_CELLS } from '../../src/core/changeSteps';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BenchClient, type ExecResult } from './client';
+import { executeCodeSh } from './peerTargets';
 import { cpuMs, restingRssMb, rssMb, waitForQuiet } from './machine';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';
@@ -191,6 +193,59 @@ export async function scratchpad(ctx: Ctx): Promise<void> {
     row('framework', `CPU per execute print(1) in the extension host, ${CPU_RUNS} in a row`, bridgeCpu, 'ms', {
       baseline: base('Express floor process', floorCpu),
       note: `difference ${(bridgeCpu - floorCpu).toFixed(3)} ms; /proc's CPU times, 10 ms ticks, less the process's idle rate`,
+    }),
+  );
+}
+
+const BIG_PRINT_RUNS = 3;
+
+/**
+ * marimo-pair's execute-code.sh printing 15 MB (its answer capped, the whole at a URL), beside
+ * raw curl sending the same request: what the script adds on top of the run and the transfer.
+ */
+export async function bigPrint(ctx: Ctx): Promise<void> {
+  const figure = 'execute-code.sh printing 15 MB, p50';
+  const scripts = process.env['MARIMO_PAIR_SCRIPTS'];
+  if (!scripts) return void ctx.rows.push(row('scratchpad', figure, NaN, 'ms', { na: 'MARIMO_PAIR_SCRIPTS is not set' }));
+  ctx.say(`big print: execute-code.sh and raw curl, ${BIG_PRINT_RUNS} runs each, printing 15 MB`);
+  const nb = ctx.notebooks.agents[0]!;
+  const code = 'for i in range(150_000):\n    print(f"{i:08d} " + "x" * 91)';
+  const script = executeCodeSh(path.resolve(scripts), ctx.url, ctx.token, nb.path);
+  const curl = () =>
+    new Promise<number>((resolve) => {
+      const start = performance.now();
+      const auth = ctx.token ? ['-H', `Authorization: Bearer ${ctx.token}`] : [];
+      const args = ['-sN', '-X', 'POST', `${ctx.url}/api/kernel/execute`, '-H', 'Content-Type: application/json'];
+      const child = spawn('curl', [
+        ...args,
+        '-H',
+        `Marimo-Session-Id: ${nb.sid}`,
+        ...auth,
+        '-d',
+        JSON.stringify({ code }),
+        '-o',
+        '/dev/null',
+      ]);
+      child.on('close', (status) => resolve(status === 0 ? performance.now() - start : NaN));
+    });
+  const t = await interleave(
+    BIG_PRINT_RUNS,
+    {
+      script: async () => {
+        const r = await script(code);
+        if (!r.ok) ctx.problems.push(`execute-code.sh printing 15 MB: ${r.out.slice(-300)}`);
+        return r.ms;
+      },
+      curl,
+    },
+    1,
+  );
+  const [ours, raw] = [p50(t.script), p50(t.curl)];
+  ctx.rows.push(
+    row('scratchpad', figure, ours, 'ms', {
+      baseline: base('raw curl, the same request', raw),
+      target: goal('≤ 2× curl', ours <= 2 * raw),
+      note: 'the answer carries head and tail; the script reads it and prints it',
     }),
   );
 }

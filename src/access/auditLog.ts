@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
+import type { AgentAction } from '../core/accessPolicy';
 import type { Entry } from './record';
 import { errorMessage } from '../core/errorMessage';
 
@@ -21,7 +22,7 @@ export interface AuditRecord {
   client: string;
   /** Absent in lines written by earlier versions. */
   about?: string;
-  transport: 'http' | 'mcp';
+  transport: AgentAction['transport'];
   notebook: string | null;
   notebookUri: string | null;
   kind: string;

@@ -2,14 +2,14 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService, CellSnapshot } from '../core/cellService';
-import { authorOf, type Author, type Checkpoints, type Journal } from '../core/checkpoints';
+import type { Checkpoints, Journal } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
 import { ChangeDiffs } from './changeDiff';
-import { accessCommands, ModeStatus } from './controls';
+import { accessCommands, ModeStatus, stopOnModeChange } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
@@ -33,9 +33,9 @@ export interface AccessDeps {
   /** Where agents and the person are now: fed scratchpad runs here, shown in the cells and the views. */
   presence: Presence;
   cellId: (cell: vscode.NotebookCell) => string;
+  /** Interrupts the kernel runs agents started that go on after their request. */
+  interruptAgentRuns: () => Promise<void>;
 }
-
-const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
 
 /**
  * The VS Code side of the person's say over agents: builds the gate every transport passes
@@ -44,8 +44,6 @@ const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
  */
 export function createAgentAccess(deps: AccessDeps): {
   gate: Gate;
-  /** Who code run in this notebook acts for: the agent's scratchpad run under way there, else a cell the person ran. */
-  codeAuthor: (notebook: vscode.NotebookDocument) => Author;
   /** Writes the audit line of a batch about to be applied in steps, before its first step. */
   applying: (journal: Journal) => Promise<void>;
   disposables: vscode.Disposable[];
@@ -90,17 +88,22 @@ export function createAgentAccess(deps: AccessDeps): {
     diffs,
     new ReviewView(deps.checkpoints, diffs),
     new ModeStatus(deps.settings),
+    stopOnModeChange(deps.settings, { gate, cells: deps.cells, log: deps.log, interruptAgentRuns: deps.interruptAgentRuns }),
     deps.settings.onDidChange(() => view.schedule()),
   ];
   for (const [id, run] of Object.entries(
-    accessCommands({ gate, cells: deps.cells, audit, auditDir, log: deps.log, mode: () => settings().accessMode }),
+    accessCommands({
+      gate,
+      cells: deps.cells,
+      interruptAgentRuns: deps.interruptAgentRuns,
+      audit,
+      auditDir,
+      log: deps.log,
+      mode: () => settings().accessMode,
+    }),
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
-  const codeAuthor = (notebook: vscode.NotebookDocument): Author => {
-    const run = store.newest().find((e) => !e.end && e.notebook === notebook && e.action.kind === 'execute');
-    return run ? authorOf(run.action) : { client: CELL_RUN_AUTHOR };
-  };
   const applying = async ({ action, checkpoint }: Journal) => {
     const entry = action === undefined ? undefined : store.get(action);
     if (entry)
@@ -109,5 +112,5 @@ export function createAgentAccess(deps: AccessDeps): {
         `applying ${checkpoint.summary} in steps (agent change ${checkpoint.id}); a line with its end follows unless the editor stopped first`,
       );
   };
-  return { gate, codeAuthor, applying, disposables };
+  return { gate, applying, disposables };
 }

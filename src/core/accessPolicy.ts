@@ -4,9 +4,11 @@
  * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { ClientRegistry, readerOf, type Caller } from './clients';
 import { BridgeError } from './bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from './outcome';
+import { jsonHead } from './jsonHead';
 import type { Reader } from './versions';
 
 export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
@@ -24,7 +26,8 @@ export type { ActionOutcome };
 
 /** What a transport knows of an action before it runs; who asked is its `Caller` (clients.ts). */
 export interface ActionRequest extends Caller {
-  readonly transport: 'http' | 'mcp';
+  /** `kernel`: code running in a kernel called the bridge (code mode). */
+  readonly transport: 'http' | 'mcp' | 'kernel';
   /**
    * Hands a credential the bridge minted to a caller that had none (an HTTP response header), so
    * that its changes and grants bind to it; absent where the transport has no way to.
@@ -120,6 +123,11 @@ function strictest(rulings: readonly Ruling[]): Ruling {
   return rulings.find((r) => typeof r === 'object') ?? (rulings.includes('ask') ? 'ask' : 'allow');
 }
 
+/** What `mode` does with an action of `kind` that also includes `also`. */
+export function ruleOn(mode: AccessMode, kind: AccessKind, also: readonly AccessKind[] = []): Ruling {
+  return strictest([kind, ...also].map((k) => rule(mode, k)));
+}
+
 const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
   withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
   deny: 'The person denied this action in VS Code (access mode "ask").',
@@ -148,6 +156,9 @@ export function summarize(label: string, code: string): string {
   return lines.length > 1 ? `${cut} (${lines.length} lines)` : cut;
 }
 
+/** The action whose work is running (what `Activity.within` runs), across awaits. */
+const acting = new AsyncLocalStorage<Activity>();
+
 /**
  * An action under way: ends once, with the outcome a transport settled on or the one its
  * handler's result implies. Stopped by "Stop Agents".
@@ -161,11 +172,26 @@ export class Activity {
   private stopped = false;
   private readonly onStopped = new Set<() => void>();
 
+  /** The action whose work calls this (undefined: none, e.g. the person's own click). */
+  static current(): Activity | undefined {
+    return acting.getStore();
+  }
+
   constructor(
     readonly action: AgentAction,
     private readonly finish: (activity: Activity, end: ActionEnd) => void,
     private readonly now: () => number,
   ) {}
+
+  /** Runs `work` as this action: what it starts (a kernel run, the calls that run makes) knows whose it is. */
+  within<T>(work: () => T): T {
+    return acting.run(this, work);
+  }
+
+  /** `stopped`: by the person ("Stop Agents", or a mode that ends agents' runs); `ended`: it has answered. */
+  get state(): 'running' | 'stopped' | 'ended' {
+    return this.over ? 'ended' : this.stopped ? 'stopped' : 'running';
+  }
 
   /** Calls `listener` when the person stops every agent run (at once if they already did); returns its removal. */
   onStop(listener: () => void): () => void {
@@ -189,6 +215,11 @@ export class Activity {
   /** Keeps the head of what the action printed; the rest is only counted by the kernel. */
   note(text: string): void {
     if (this.output.length < OUTPUT_HEAD_CHARS) this.output += text.slice(0, OUTPUT_HEAD_CHARS - this.output.length);
+  }
+
+  /** Keeps the head of an answer as JSON, written only as far as the head goes (an answer can be megabytes). */
+  noteJson(value: unknown): void {
+    if (this.output.length < OUTPUT_HEAD_CHARS) this.note(jsonHead(value, OUTPUT_HEAD_CHARS - this.output.length));
   }
 
   /** Ends the action as `kind` (unless a run settled it first); its record says what the kind means there. */
@@ -242,30 +273,25 @@ export class Gate {
   async enter(request: ActionRequest): Promise<Activity | null> {
     const at = this.now();
     if (request.kind !== 'open') this.clients.set(request.client, at);
-    const ruling = strictest([request.kind, ...(request.also ?? [])].map((k) => rule(this.person.mode(), k)));
+    const ruling = ruleOn(this.person.mode(), request.kind, request.also);
     const recorded = request.kind !== 'open' && request.kind !== 'gateway' && request.kind !== 'read';
     if (ruling === 'allow' && !recorded) return null;
     if (typeof ruling === 'object' && !recorded) throw new BridgeError('refused', ruling.refuse);
 
     // A writing client that sent no credential gets one now: what it changes, and a grant, bind to it.
-    const issue = typeof ruling !== 'object' && request.credential === undefined ? request.issue : undefined;
+    // (A kernel's call acts as the run that made it: it never gets one.)
+    const via =
+      typeof ruling !== 'object' && request.credential === undefined && request.transport !== 'kernel'
+        ? request.transport
+        : undefined;
+    const issue = via && request.issue;
     let caller: Caller = request;
-    if (issue) {
-      caller = this.identities.identify(this.identities.mint(request.claim, request.transport), request.claim);
+    if (via && issue) {
+      caller = this.identities.identify(this.identities.mint(request.claim, via), request.claim);
       issue(caller.credential!);
     }
-    const action: AgentAction = {
-      ...request,
-      ...caller,
-      ...(issue && { minted: true as const }),
-      reader: readerOf(request),
-      id: this.nextId++,
-      startedAt: at,
-      summary: summarize(request.label, request.code),
-    };
-    const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
-    this.running.add(activity);
-    for (const sink of this.sinks) sink.started(action);
+    const activity = this.begin({ ...request, ...caller, ...(issue && { minted: true as const }) }, at, readerOf(request));
+    const { action } = activity;
     let refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
     // An approval that lands after the client left starts nothing.
     if (!refusal && request.left?.aborted) refusal = REFUSED_BY_ANSWER.withdrawn;
@@ -273,6 +299,30 @@ export class Gate {
       activity.end('refused', refusal);
       throw new BridgeError('refused', refusal);
     }
+    return activity;
+  }
+
+  /**
+   * Records `request` as refused for `detail` and throws its 403: an action ruled on outside
+   * `enter` (a call from code in a kernel, refused for what the run that made it is).
+   */
+  refuse(request: ActionRequest, detail: string): never {
+    this.begin(request, this.now()).end('refused', detail);
+    throw new BridgeError('refused', detail);
+  }
+
+  /** An action recorded as started; `reader`: its client as the request came (before any credential minted for it). */
+  private begin(request: ActionRequest & { readonly minted?: true }, at: number, reader = readerOf(request)): Activity {
+    const action: AgentAction = {
+      ...request,
+      reader,
+      id: this.nextId++,
+      startedAt: at,
+      summary: summarize(request.label, request.code),
+    };
+    const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
+    this.running.add(activity);
+    for (const sink of this.sinks) sink.started(action);
     return activity;
   }
 

@@ -11,7 +11,7 @@ import type {
 } from './cellService';
 import { BridgeError } from './bridgeError';
 import { personEditingError } from './presence';
-import { resolveCellIndex } from './refs';
+import { cellIndexer } from './refs';
 
 /**
  * Most operations one batch may hold: it bounds the body, the planning and the steps the batch is
@@ -105,6 +105,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
   const where = options.where ?? ((i: number) => `ops.${i}: `);
   const bad = (i: number, reason: string) => new OpError('bad_input', i, reason, where(i));
   const ids = cells.map((c) => c.id);
+  const indexOf = cellIndexer(ids, options.notebook);
   // Created cells get their ids up front, so that later ops can name them.
   const newIds = ops.map((op) => (op.op === 'create' ? options.newId() : ''));
   const names = new Map<string, string>();
@@ -112,7 +113,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     const named = typeof ref === 'string' ? names.get(ref) : undefined;
     if (named !== undefined) return named;
     try {
-      return ids[resolveCellIndex(ids, ref, options.notebook)]!;
+      return ids[indexOf(ref)]!;
     } catch (error) {
       if (error instanceof BridgeError)
         throw new OpError(error.kind, i, `${field ? `${field}: ` : ''}${error.detail}`, where(i), error.extra);

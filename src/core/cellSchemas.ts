@@ -9,6 +9,12 @@ const notebook = z.string().min(1, 'name a notebook by session id, path or uri')
 /** A cell: its id, or its index (negative counts from the end). Shared with the MCP tools. */
 export const ref = z.union([z.string().min(1), z.number().int()], { error: 'a cell id or index' });
 export const kind = z.enum(['code', 'markup']);
+const strict = z
+  .boolean()
+  .optional()
+  .describe(
+    'true: refuse Python that uses a name no cell defines or defines one another cell does; false: write Python too deeply nested to check (refused by default).',
+  );
 const language = z.string().min(1);
 const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
 /** nbformat's cell metadata (for .ipynb): replaces the whole of it. */
@@ -80,7 +86,7 @@ export const undoBody = z.strictObject({
 
 export const createBody = z.strictObject({
   notebook,
-  strict: z.boolean().optional(),
+  strict,
   code: z.string().optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -89,7 +95,7 @@ export const createBody = z.strictObject({
 });
 export const editBody = z.strictObject({
   notebook,
-  strict: z.boolean().optional(),
+  strict,
   code: code.optional(),
   kind: kind.optional(),
   language: language.optional(),
@@ -127,19 +133,29 @@ const op = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('move'), ref, ...moveTarget }),
 ]);
 
+/**
+ * Most cells one selection may name: zod refuses a longer list before reading its items, so a
+ * body of hundreds of thousands of refs costs nothing; larger notebooks are run by range or all.
+ */
+export const MAX_SELECTION = 10_000;
+const refList = (more: string) => z.array(ref).max(MAX_SELECTION, `at most ${MAX_SELECTION} cells: ${more}`);
+
 export const editsBody = z.strictObject({
   notebook,
   ops: z.array(op).min(1, 'give at least one operation'),
   /** Cells to run once the edits are applied: ids, or indices in the edited notebook. */
-  run: z.array(ref).optional(),
-  strict: z.boolean().optional(),
+  run: refList('run more with POST /notebooks/run and "range" or "all"').optional(),
+  strict,
   ...wait,
 });
 
 /** Which cells: a list of refs, a half-open index range, or all; exactly one of them. */
 const selection = {
-  cells: z.array(ref).min(1, 'give at least one cell').optional(),
-  range: z.strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) }).optional(),
+  cells: refList('select more with "range" or "all"').min(1, 'give at least one cell').optional(),
+  range: z
+    .strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) })
+    .describe('Cell indices start (included) to end (excluded).')
+    .optional(),
   all: z.literal(true).optional(),
 };
 const oneSelection = (s: { cells?: unknown; range?: unknown; all?: unknown }) =>

@@ -121,7 +121,10 @@ export interface CellView {
   readonly personEditing?: true;
 }
 
-/** `strict`: refuse a write whose Python uses a name no cell defines, or defines one another cell does. */
+/**
+ * `strict`: true refuses a write whose Python uses a name no cell defines, or defines one another
+ * cell does; false writes code that could not be analysed (too deeply nested), which is otherwise refused.
+ */
 export interface StrictFlag {
   readonly strict?: boolean | undefined;
 }

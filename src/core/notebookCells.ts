@@ -38,7 +38,7 @@ import type { InterruptHow, KernelStatus } from './kernelPort';
 import { KeyedQueue } from './keyedQueue';
 import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
-import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
+import { cellIndexer, notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { Presence, type PresenceAnswer } from './presence';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
@@ -389,7 +389,7 @@ export class NotebookCells implements CellService {
     ops: readonly BatchOp[],
     run: readonly CellRef[],
     where: (i: number) => string,
-    strict = false,
+    strict?: boolean,
   ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
@@ -419,11 +419,13 @@ export class NotebookCells implements CellService {
         personTyping: (cell) => this.whereabouts.personTyping(notebook.uri, cell.id),
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
-      const layoutIds = plan.layout.map((c) => c.id);
+      const inLayout = cellIndexer(
+        plan.layout.map((c) => c.id),
+        label,
+      );
       const runIds = run.map((r, i) => {
-        const named = typeof r === 'string' ? plan.names.get(r) : undefined;
-        const index = named !== undefined ? layoutIds.indexOf(named) : resolveCellIndex(layoutIds, r, label);
-        const planned = plan.layout[index]!;
+        // A name stands for its created cell's id (a letter then digits: never read as an index).
+        const planned = plan.layout[inLayout(typeof r === 'string' ? (plan.names.get(r) ?? r) : r)]!;
         checkCode(planned, `run.${i}: `);
         return planned.id;
       });
@@ -512,8 +514,16 @@ export class NotebookCells implements CellService {
         );
       chosen = cells.slice(start, end).map((_, k) => start + k);
     } else {
+      // Each cell once at most: a longer list is refused before any of it is looked up.
+      if (selection.cells.length > cells.length)
+        throw new BridgeError(
+          'bad_input',
+          `The selection names ${selection.cells.length} cells and ${label} has ${cells.length} cells: name each cell once, or use "all"`,
+          { cellCount: cells.length },
+        );
+      const indexOf = cellIndexer(ids(cells), label);
       const indices = selection.cells.map((r, i) => {
-        const index = resolveCellIndex(ids(cells), r, label);
+        const index = indexOf(r);
         checkCode(cells[index]!, `cells.${i}: `);
         return index;
       });
@@ -526,10 +536,10 @@ export class NotebookCells implements CellService {
 
   private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
     this.touched.add(notebook.uri);
-    const before = this.docs.cells(notebook.uri);
+    const before = new Map(this.docs.cells(notebook.uri).map((c) => [c.id, c.outputs]));
     const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     this.whereabouts.ran(this.reader, notebook.uri, tickets);
-    return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
+    return tickets.map((ticket) => this.handle(notebook, ticket, before.get(ticket.cellId) ?? []));
   }
 
   private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[]): RunHandle {

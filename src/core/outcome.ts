@@ -32,6 +32,8 @@ export const OUTCOME_KINDS = [
   /** The notebook's state does not allow it now (no kernel, cells busy, untitled). */
   'conflict',
   'too_large',
+  /** The client has as many requests waiting or streaming as it may (the answer names the limit): retry once one ends. */
+  'busy',
   'unsupported_media',
   /** The Host header names another server (DNS rebinding defence). */
   'misdirected',
@@ -90,6 +92,7 @@ const DERIVED: { readonly [K in OutcomeKind]: Derived } = {
   stale: { http: 409, record: 'failed', mcp: 'error' },
   conflict: { http: 409, record: 'failed', mcp: 'error' },
   too_large: { http: 413, record: 'failed', mcp: 'error' },
+  busy: { http: 429, record: 'refused', mcp: 'error' },
   unsupported_media: { http: 415, record: 'failed', mcp: 'error' },
   misdirected: { http: 421, record: 'failed', mcp: 'error' },
   kernel_error: { http: 502, record: 'failed', mcp: 'error' },

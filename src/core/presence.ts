@@ -197,7 +197,8 @@ export class Presence implements ActivitySink {
 
   /** An agent's scratchpad run started (the activity record's sink): the notebook shows it running code. */
   started(action: AgentAction): void {
-    if (action.kind !== 'execute') return;
+    // A call from code in a kernel acts as the run that made it, already shown.
+    if (action.kind !== 'execute' || action.transport === 'kernel') return;
     const notebook = this.resolve(action.notebook);
     if (notebook === undefined) return;
     const agent = this.touch(action.reader, notebook, 'running', null, false);

@@ -57,27 +57,37 @@ export function parseCellRef(ref: CellRef): { index: number } | { id: string } {
 
 /** Index of the cell `ref` names among `ids`, or a 404 that says how many cells there are. */
 export function resolveCellIndex(ids: readonly string[], ref: CellRef, notebook: string): number {
-  const parsed = parseCellRef(ref);
+  return cellIndexer(ids, notebook)(ref);
+}
+
+/**
+ * Resolves many refs against the same cells: each in constant time, through one id → index map
+ * made on the first id (an index needs none). A 404 says how many cells there are.
+ */
+export function cellIndexer(ids: readonly string[], notebook: string): (ref: CellRef) => number {
+  let byId: Map<string, number> | undefined;
   const count = ids.length;
-  const range = count ? `indices 0 to ${count - 1}, or -1 for the last` : 'it is empty';
-  if ('index' in parsed) {
-    const index = parsed.index < 0 ? count + parsed.index : parsed.index;
-    if (Number.isInteger(index) && index >= 0 && index < count) return index;
+  const cells = `${count} cell${count === 1 ? '' : 's'}`;
+  return (ref) => {
+    const parsed = parseCellRef(ref);
+    if ('index' in parsed) {
+      const index = parsed.index < 0 ? count + parsed.index : parsed.index;
+      if (Number.isInteger(index) && index >= 0 && index < count) return index;
+      const range = count ? `indices 0 to ${count - 1}, or -1 for the last` : 'it is empty';
+      throw new BridgeError('not_found', `Cell index ${ref} is out of range: ${notebook} has ${cells} (${range})`, {
+        cellCount: count,
+      });
+    }
+    if (!byId) {
+      byId = new Map();
+      for (const [index, id] of ids.entries()) if (!byId.has(id)) byId.set(id, index);
+    }
+    const index = byId.get(parsed.id);
+    if (index !== undefined) return index;
     throw new BridgeError(
       'not_found',
-      `Cell index ${ref} is out of range: ${notebook} has ${count} cell${count === 1 ? '' : 's'} (${range})`,
-      {
-        cellCount: count,
-      },
+      `No cell with id '${parsed.id}' in ${notebook}; it has ${cells} (list them with GET /notebooks/cells)`,
+      { cellCount: count },
     );
-  }
-  const index = ids.indexOf(parsed.id);
-  if (index >= 0) return index;
-  throw new BridgeError(
-    'not_found',
-    `No cell with id '${parsed.id}' in ${notebook}; it has ${count} cell${count === 1 ? '' : 's'} (list them with GET /notebooks/cells)`,
-    {
-      cellCount: count,
-    },
-  );
+  };
 }

@@ -19,20 +19,25 @@ export type InspectQuery =
   | { readonly kind: 'variable'; readonly name: string }
   | { readonly kind: 'analyze'; readonly cells: readonly { id: string; code: string }[]; readonly ipython: boolean };
 
-/** One variable as listed: each part present only when reading it succeeded in time. */
+/**
+ * One variable as listed: each part present only when reading it succeeded in time (each read
+ * is stopped past 0.5 s, and a type whose read was that slow is skipped in the next minute's lists).
+ */
 export interface VariableSummary {
   readonly name: string;
   readonly type: string;
+  /** The first 32 dimensions; `shapeDims` when there are more. */
   readonly shape?: number[];
+  readonly shapeDims?: number;
   readonly length?: number;
   /** Bytes in memory (a DataFrame's memory_usage, an array's nbytes, else sys.getsizeof). */
   readonly size?: number;
-  /** repr(), capped; `<repr failed: …>` when it raised or took too long (then reprError). */
-  readonly repr?: string;
+  /** repr(), capped; null when it raised, took too long or was skipped (reprError says which). */
+  readonly repr?: string | null;
   readonly reprTruncated?: true;
-  readonly reprError?: true;
+  readonly reprError?: string;
   readonly lengthError?: string;
-  /** Named only: the answer's time budget ran out before it. */
+  /** Named only: the answer's time budget ran out before it, or the inspector is stuck. */
   readonly skipped?: string;
 }
 
@@ -40,6 +45,13 @@ export interface VariableDetail extends VariableSummary {
   /** A DataFrame's columns (the first 200) and their dtypes. */
   readonly columns?: { name: string; dtype: string | null }[];
   readonly columnCount?: number;
+}
+
+/** The variables listed; `stuck` when the kernel's inspector is stuck in code that did not stop (the rest are named only). */
+export interface VariableList {
+  readonly variables: VariableSummary[];
+  readonly omitted?: number;
+  readonly stuck?: string;
 }
 
 /** Marks the line of the scratchpad program's answer (kernel_inspect.py MARKER). */
@@ -132,12 +144,8 @@ export async function inspectKernel(
 }
 
 /** `GET /notebooks/variables`: the kernel's variables, sorted by name. */
-export async function listVariables(
-  kernel: Kernel,
-  sessionId: string,
-  deps: InspectDeps,
-): Promise<{ variables: VariableSummary[]; omitted?: number }> {
-  return (await inspectKernel(kernel, sessionId, { kind: 'variables' }, deps)) as { variables: VariableSummary[] };
+export async function listVariables(kernel: Kernel, sessionId: string, deps: InspectDeps): Promise<VariableList> {
+  return (await inspectKernel(kernel, sessionId, { kind: 'variables' }, deps)) as unknown as VariableList;
 }
 
 /** `GET /notebooks/variables/:name`: one variable in more detail; 404 when the kernel has none of that name. */
@@ -166,7 +174,7 @@ export async function notebookVariables(
   ctx: VariablesContext,
   notebook: string | undefined,
   name?: string,
-): Promise<{ variables: VariableSummary[]; omitted?: number } | { variable: VariableDetail }> {
+): Promise<VariableList | { variable: VariableDetail }> {
   const { sessionId } = resolveNotebook(await ctx.cells.notebooks(), notebook);
   const kernel = await ctx.host.kernelFor(sessionId);
   const deps = { runs: ctx.runs, program: ctx.inspectProgram };

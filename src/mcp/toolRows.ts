@@ -117,8 +117,8 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
       const unlisten = activity.onStop(() => stop.abort());
       try {
         const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
-        const answer = await asAuthor(authorOf(activity.action), () => row.handle(args, own));
-        activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
+        const answer = await activity.within(() => asAuthor(authorOf(activity.action), () => row.handle(args, own)));
+        activity.noteJson(answer.body ?? errorBody(answer.outcome));
         activity.end(answer.outcome.kind, answer.outcome.detail);
         return reply(answer);
       } catch (error) {

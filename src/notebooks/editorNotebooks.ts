@@ -293,7 +293,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
-    const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
+    const indices = this.indicesOf(cells, ids);
     const chosen = indices.map((i) => cells[i]!);
     // A controller that runs cells itself opens their tickets as it queues them (synchronously),
     // and needs no editor: the notebook is not brought to the front (that costs the workbench a
@@ -316,6 +316,12 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     return tickets;
   }
 
+  /** Where each of `ids` is among `cells` (-1: not there), through one map: a selection can name thousands. */
+  private indicesOf(cells: readonly vscode.NotebookCell[], ids: readonly string[]): number[] {
+    const at = new Map(cells.map((c, i) => [this.ids.id(c), i]));
+    return ids.map((id) => at.get(id) ?? -1);
+  }
+
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined {
     return this.tickets.ticket(runId);
@@ -336,7 +342,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook);
     const cells = notebook.getCells();
-    const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
+    const indices = this.indicesOf(cells, ids);
     const busy = indices.filter((i) => this.tickets.execution(cells[i]!).status !== 'idle');
     if (busy.length)
       throw new BridgeError(

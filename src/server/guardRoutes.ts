@@ -85,9 +85,9 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
 /** Runs a handler as its activity (the author of the changes it makes), ending it with its answer's outcome. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
-    const result = await asAuthor(authorOf(activity.action), run);
+    const result = await activity.within(() => asAuthor(authorOf(activity.action), run));
     const body = fields(result instanceof Reply ? result.body : result);
-    if (result !== undefined) activity.note(JSON.stringify(body));
+    if (result !== undefined) activity.noteJson(body);
     activity.end(result instanceof Reply ? result.kind : 'ok', typeof body['detail'] === 'string' ? body['detail'] : '');
     return result;
   } catch (error) {

@@ -1,5 +1,6 @@
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { capConnections } from './connectionCap';
 
 export interface RunningServer {
   readonly port: number;
@@ -8,22 +9,40 @@ export interface RunningServer {
 
 /**
  * Most sockets open at once. Each is a file descriptor of the extension host, which every
- * extension in the window shares; past the cap a new connection is closed at once, and the
- * host (and the person's editor) carries on.
+ * extension in the window shares. At the cap an idle socket gives its slot to a new connection
+ * (connectionCap.ts); a new one is closed at once only when every socket has a request in flight.
  */
 export const MAX_CONNECTIONS = 256;
+
+/**
+ * A request's headers must arrive within this, checked every CHECK_MS: a socket that sends
+ * nothing, or half its headers, is closed within 5 s (the cap makes room sooner when it is needed).
+ */
+export const HEADERS_TIMEOUT_MS = 4_000;
+/** The whole request (headers and body, not the answer, which may stream for an hour). */
+const REQUEST_TIMEOUT_MS = 30_000;
+const CHECK_MS = 1_000;
+
+export interface ListenOptions {
+  maxConnections?: number;
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  checkMs?: number;
+}
 
 /** Listens on loopback only; `port` 0 picks a free one. */
 export function listen(
   app: RequestListener,
   port: number,
   onPort: (port: number) => void,
-  maxConnections = MAX_CONNECTIONS,
+  options: ListenOptions = {},
 ): Promise<RunningServer> {
   // noDelay: each event of a stream goes out when it is written, not after the client's ACK.
-  const server = createServer({ noDelay: true }, app);
+  const server = createServer({ noDelay: true, connectionsCheckingInterval: options.checkMs ?? CHECK_MS }, app);
   server.keepAliveTimeout = 5_000;
-  server.maxConnections = maxConnections;
+  server.headersTimeout = options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  server.requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  capConnections(server, options.maxConnections ?? MAX_CONNECTIONS);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {

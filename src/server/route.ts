@@ -49,6 +49,8 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   access?: AccessKind;
   /** The activity view's name for it (default: `METHOD path`). */
   activity?: string;
+  /** Its answer can wait on a kernel, or stream: it counts against the client's held requests (heldRequests.ts). */
+  holds?: true;
   /** What it does, for the person's prompt and the record, where its inputs do not say (default: them, as JSON). */
   describe?(input: RouteInput<B, Q>, ctx: Ctx, author: Author): string;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;

@@ -73,6 +73,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/api/kernel/execute',
+    holds: true,
     access: 'execute',
     activity: 'scratchpad run',
     // marimo ignores other keys, so this schema does too.
@@ -110,6 +111,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: MCP_PATH,
+    holds: true,
     access: 'gateway',
     // JSON-RPC messages, which the SDK validates itself.
     body: z.unknown(),
@@ -131,6 +133,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/kernel/start',
+    holds: true,
     access: 'run',
     activity: 'kernel start',
     body: startKernelBody,
@@ -164,6 +167,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/edits',
+    holds: true,
     activity: 'batch',
     body: editsBody,
     handle: async ({ body }, ctx) => {
@@ -192,6 +196,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/run',
+    holds: true,
     access: 'run',
     activity: 'cells run',
     body: runManyBody,
@@ -206,6 +211,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/run-stale',
+    holds: true,
     access: 'run',
     activity: 'stale cells run',
     body: runStaleBody,
@@ -255,6 +261,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/restart',
+    holds: true,
     access: 'run',
     activity: 'kernel restart',
     body: notebookBody,
@@ -267,12 +274,14 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/variables',
+    holds: true,
     query: notebookQuery,
     handle: ({ query }, ctx) => notebookVariables(ctx, query.notebook),
   }),
   route({
     method: 'get',
     path: '/notebooks/variables/:name',
+    holds: true,
     query: notebookQuery,
     handle: ({ query, params }, ctx) => notebookVariables(ctx, query.notebook, params['name']!),
   }),
@@ -307,6 +316,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/cells/:ref/run',
+    holds: true,
     access: 'run',
     activity: 'cell run',
     body: runBody,
@@ -321,6 +331,7 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'post',
     path: '/notebooks/cells/:ref/wait',
+    holds: true,
     access: 'read',
     body: followBody,
     handle: async ({ body, params, req, res }, ctx) =>

@@ -320,11 +320,10 @@ describe('cell routes in VS Code', function () {
     await poll('the cell to run', 10_000, async () =>
       (await cellsOf(session))[1].execution.status === 'running' ? true : undefined,
     );
-    const started = Date.now();
     const interrupt = await call('POST', '/notebooks/interrupt', { notebook: session });
     assert.equal(interrupt.status, 200);
-    await poll('the interrupted run to end', 10_000, () => (doc.cellAt(1).executionSummary?.timing ? true : undefined));
-    assert.ok(Date.now() - started < 10_000);
+    // The cell sleeps 30 s: an end before that is the interrupt's.
+    await poll('the interrupted run to end', 20_000, () => (doc.cellAt(1).executionSummary?.timing ? true : undefined));
     // The builtin kernel ends an interrupted run as cancelled: no success either way.
     assert.notEqual(doc.cellAt(1).executionSummary?.success, true);
     const [, interrupted] = await cellsOf(session);

@@ -2,37 +2,16 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import {
-  actionCode,
-  Gate,
-  rule,
-  summarize,
-  type AccessMode,
-  type ActionEnd,
-  type AgentAction,
-  type Answer,
-} from '../../src/core/accessPolicy';
+import { actionCode, Gate, rule, summarize, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
 import { ClientRegistry } from '../../src/core/clients';
+import { ended as endedWith } from '../../src/server/guardRoutes';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
-
-/** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
-class FakePerson {
-  current: AccessMode = 'full';
-  answers: Answer[] = [];
-  asked: AgentAction[] = [];
-  limitMs = 0;
-  mode = () => this.current;
-  maxRunMs = () => this.limitMs;
-  ask = async (action: AgentAction, _left?: AbortSignal): Promise<Answer> => {
-    this.asked.push(action);
-    return this.answers.shift() ?? 'no-answer';
-  };
-}
+import { FakePerson } from './fakes/person';
 
 const request$ = {
   transport: 'http' as const,
@@ -137,6 +116,28 @@ describe('Gate', () => {
     assert.equal(forged.credential, undefined, 'a credential the bridge never minted counts for nothing');
     await assert.rejects(gate.enter({ ...request$, ...forged, kind: 'execute' }), /denied/);
     assert.equal(person.asked.length, 5);
+  });
+
+  it("keeps the head of a batch's answer without reading the whole answer", async () => {
+    const activity = await gate.enter({ ...request$, kind: 'edit' });
+    let reads = 0;
+    // 1,000 cells of 10,000 characters each (10 MB as JSON); each field read is counted.
+    const cell = (i: number) =>
+      Object.defineProperties(
+        {},
+        {
+          id: { enumerable: true, get: () => (reads++, `c${i}`) },
+          code: { enumerable: true, get: () => (reads++, 'x'.repeat(10_000)) },
+        },
+      );
+    const answer = { cells: Array.from({ length: 1000 }, (_, i) => cell(i)), cellCount: 1000 };
+    assert.equal(await endedWith(activity!, () => answer), answer);
+    const output = ended[0]!.end.output;
+    assert.equal(output, JSON.stringify(answer).slice(0, output.length), 'the head of the answer as JSON');
+    assert.ok(output.length >= 1000 && output.length <= 2000, `${output.length} characters kept`);
+    reads = 0;
+    await endedWith((await gate.enter({ ...request$, kind: 'edit' }))!, () => answer);
+    assert.ok(reads <= 4, `${reads} fields of 2,000 read to keep the head`);
   });
 
   it('names clients short and honestly: "name (unverified)", "name ✓" once the person allowed that very client; the long form says the rest', async () => {

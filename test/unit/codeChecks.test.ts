@@ -1,6 +1,10 @@
 import { strict as assert } from 'node:assert';
+import * as path from 'node:path';
+import { codeWarnings } from '../../src/core/codeChecks';
+import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
+import type { InspectQuery } from '../../src/core/variables';
 import type { RunningServer } from '../../src/server/app';
-import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import { jsonRequest } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { inspectAnalyzer } from './support/kernelRuns';
@@ -68,6 +72,24 @@ describe('checks before code is written into a cell', function () {
     assert.equal(r.status, 201, JSON.stringify(r.body));
   });
 
+  it('a cell too deeply nested to check leaves the other cells checked; writing one is a 400 unless strict is false', async () => {
+    const deep = `total = ${Array.from({ length: 5000 }, () => 'x').join(' + ')}`;
+    docs.type(NOTEBOOK_A.uri, 1, deep); // a cloned notebook can ship such a cell
+    const broken = await api('POST', '/notebooks/cells', { code: 'def broken(:' });
+    assert.equal(broken.status, 400, JSON.stringify(broken.body).slice(0, 300));
+    assert.match(broken.body.detail, /Syntax error/);
+    const warned = await api('POST', '/notebooks/cells', { code: 'print(nowhere)' });
+    assert.equal(warned.status, 201);
+    assert.match(warned.body.cell.warnings.join(), /uses nowhere, defined in no cell \(cell .* could not be checked\)/);
+    const written = await api('POST', '/notebooks/cells', { code: deep });
+    assert.equal(written.status, 400, JSON.stringify(written.body).slice(0, 300));
+    assert.match(written.body.detail, /could not be checked: too deeply nested to check.*"strict": false/);
+    assert.equal((await code()).length, 4, 'nothing was written');
+    const unchecked = await api('POST', '/notebooks/cells', { code: deep, strict: false });
+    assert.equal(unchecked.status, 201, JSON.stringify(unchecked.body).slice(0, 300));
+    assert.match(unchecked.body.cell.warnings.join(), /not checked: too deeply nested to check/);
+  });
+
   it('warns about names defined nowhere and names defined twice; strict refuses them', async () => {
     const r = await api('POST', '/notebooks/cells', { code: 'x = 2\nprint(zz)' });
     assert.equal(r.status, 201);
@@ -79,5 +101,48 @@ describe('checks before code is written into a cell', function () {
     const clean = await api('POST', '/notebooks/cells', { code: 'print(x + y)', strict: true });
     assert.equal(clean.status, 201);
     assert.equal(clean.body.cell.warnings, undefined);
+  });
+});
+
+describe('the code-check cache', () => {
+  it('is bounded in characters: texts past the bound are analysed again, not kept', async () => {
+    const asked: string[] = [];
+    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
+    const kernel = {
+      kind: 'builtin',
+      executeScratchpad: () => Promise.reject(new Error('not used')),
+      status: () => ({ state: 'idle' as const }),
+      inspect: (query: InspectQuery) => {
+        const cells = query.kind === 'analyze' ? query.cells : [];
+        asked.push(...cells.map((c) => c.code));
+        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
+      },
+    };
+    const analyzer = new PythonAnalyzer({
+      python: () => 'python3',
+      script: path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py'),
+      builtinKernel: async () => kernel,
+      log: silentLog,
+    });
+    const text = (k: number) => `x_${k} = ${'1 + '.repeat(1_000_000)}1`; // 4 M characters each
+    for (let k = 0; k < 12; k++) await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(k) }]);
+    asked.length = 0;
+    await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
+    assert.ok(asked.length === 1 && asked[0] === text(0), 'the first text (48 M characters ago) was let go, and analysed again');
+    await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
+    assert.equal(asked.length, 1, 'and is kept again');
+  });
+});
+
+describe('code warnings', () => {
+  it('name at most 5 other cells, then how many more: 1,000 cells defining one name answer in linear size', () => {
+    const analyses = Array.from({ length: 1000 }, (_, i) => ({ id: `c${i}`, defines: ['y'], uses: [] }));
+    const warnings = codeWarnings(analyses, new Set(analyses.map((a) => a.id)));
+    assert.deepEqual(warnings.get('c0'), ['defines y, also defined in cell c1, c2, c3, c4, c5 and 994 more']);
+    assert.deepEqual(warnings.get('c3'), ['defines y, also defined in cell c0, c1, c2, c4, c5 and 994 more']);
+    const chars = [...warnings.values()].flat().join('').length;
+    assert.ok(chars < 1000 * 80, `${chars} characters of warnings for 1,000 cells`);
+    const two = codeWarnings(analyses.slice(0, 3), new Set(['c0']));
+    assert.deepEqual(two.get('c0'), ['defines y, also defined in cell c1, c2']);
   });
 });

@@ -9,7 +9,7 @@ import {
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
-import { collectRun, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
+import { collectRun, plainKernel, type Collected } from './support/kernelRuns';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
 
@@ -31,7 +31,7 @@ describe('nested runs in the builtin kernel', function () {
   const make = (opts: Partial<KernelProcessOptions> = {}) => {
     kernel?.dispose();
     // Plain Python: these tests read cell values as `done.value` (kernelIPython.test.ts covers IPython).
-    kernel = new KernelProcess({ python: PYTHON, script: SCRIPT, env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' }, ...opts });
+    kernel = plainKernel(opts);
     return kernel;
   };
   afterEach(() => kernel.dispose());
@@ -286,9 +286,7 @@ describe('agent_bridge (code mode) over a fake notebook', function () {
   function start(env: NodeJS.ProcessEnv = {}) {
     kernel?.dispose();
     const cells = new NotebookCells(docs, { outputTextLimit: () => 1000 });
-    kernel = new KernelProcess({
-      python: PYTHON,
-      script: SCRIPT,
+    kernel = plainKernel({
       env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0', ...env }, // plain Python's traceback format
       onCall: codeModeHandler({ cells, docs }, A.sessionId),
     });

@@ -72,6 +72,7 @@ describe('builtin kernel through IPython', function () {
   }
 
   before(function () {
+    this.timeout(120_000); // importing all four takes half a minute on a loaded machine
     try {
       execFileSync(SYSTEM_PYTHON, ['-c', 'import IPython, pandas, numpy, matplotlib, matplotlib_inline']);
     } catch (err) {
@@ -157,12 +158,41 @@ describe('builtin kernel through IPython', function () {
     await started(kernel);
     kernel.interrupt();
     const r = await running;
-    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt');
+    assert.equal(r.errors[0]?.name, 'KeyboardInterrupt', `no traceback; stderr ${JSON.stringify(r.stderr)}`);
     assert.match(
       r.errors[0]?.traceback ?? '',
       /Cell In ?\[\d+\], line 5\n[\s\S]*Cell In ?\[\d+\], line 3, in wait\(\)\n[\s\S]*----> 3 +time\.sleep\(10\)/,
     );
     assert.doesNotMatch(r.errors[0]?.traceback ?? '', /on_sigint|kernel(_protocol|_values)?\.py/);
+  });
+
+  it('leaves the report of an error whole when an interrupt lands while IPython writes it', async () => {
+    // The error's message takes a second of CPU to make: the interrupt arrives while IPython formats it.
+    const running = run(
+      kernel,
+      [
+        'import time',
+        'class Slow(Exception):',
+        '    said = False',
+        '    def __str__(self):',
+        '        if not Slow.said:',
+        '            Slow.said = True',
+        '            print("waiting", flush=True)',
+        '            start = time.process_time()',
+        '            while time.process_time() - start < 1: pass',
+        '        return "slow to say"',
+        'raise Slow()',
+      ].join('\n'),
+    );
+    await started(kernel);
+    const how = kernel.interrupt();
+    const r = await running;
+    assert.equal(await how, 'sigint');
+    assert.equal(r.errors.length, 1, `one error; stderr ${JSON.stringify(r.stderr)}`);
+    assert.equal(r.errors[0]?.name, 'Slow');
+    assert.match(r.errors[0]?.traceback ?? '', /-+> 11 raise Slow\(\)[\s\S]*Slow: slow to say/);
+    assert.doesNotMatch(`${r.stderr}${r.errors[0]?.traceback}`, /KeyboardInterrupt/);
+    assert.equal((await run(kernel, 'print("next")')).stdout, 'next\n', 'the request does not reach the next run');
   });
 
   it('runs scratchpads with IPython syntax in a copy of the globals, leaving counts, history and figures alone', async () => {

@@ -41,6 +41,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   stale: 409,
   conflict: 409,
   too_large: 413,
+  busy: 429,
   unsupported_media: 415,
   misdirected: 421,
   kernel_error: 502,

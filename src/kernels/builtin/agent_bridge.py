@@ -35,6 +35,9 @@ Rules:
   provisional id to its real id.
 - `ctx.globals` is the kernel's real global namespace (the scratchpad itself runs on a copy):
   what the cells you ran defined is there.
+- The bridge answers only while the run that calls is running, as the agent whose run it is:
+  a thread or subprocess left behind by an earlier run, a run the person stopped ("Stop Agents"),
+  or a change the access mode no longer allows gets `CallRefused` (nothing was changed).
 """
 
 import ast
@@ -49,7 +52,10 @@ __all__ = [
     "Cell",
     "CodeModeError",
     "StaleCellError",
+    "CallRefused",
 ]
+
+CallRefused = _host.CallRefused
 
 _PROVISIONAL_PREFIX = "new-"
 _provisional_count = 0

@@ -1,12 +1,11 @@
 import * as vscode from 'vscode';
-import { homedir } from 'node:os';
 import { BridgeError } from '../../core/bridgeError';
 import type { InterruptHow, Kernel } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { EditorCellRun } from './editorCellRun';
 import { KernelProcess, type CallHandler } from './kernelProcess';
-import { sandboxedKernel } from './kernelSandbox';
+import type { KernelCommand } from './kernelCommand';
 import { BuiltinScratchpad } from './scratchpad';
 import { errorMessage } from '../../core/errorMessage';
 
@@ -26,12 +25,14 @@ export interface BuiltinOptions {
   log: Log;
   /** Answers the host calls of a notebook's kernel (code mode: `agent_bridge`); read at each call. */
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
+  /** Whom a run is for, read when it is queued (kernelProcess.ts: its calls' `run.owner`). */
+  owner?: () => unknown;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
   /** The bridge's stable id of a cell: messages about a cell's run name it. */
   cellId?: (cell: vscode.NotebookCell) => string;
-  /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
-  sandbox?: () => boolean;
+  /** The kernel as it starts (the sandbox, workspaceSandbox.ts), or as it is when undefined; asked at each kernel start. */
+  wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv, cwd?: string) => KernelCommand | undefined;
 }
 
 /**
@@ -120,6 +121,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return (await stopping) ?? 'sigint';
   }
 
+  /** Interrupts the notebooks whose kernel runs (or has queued) a run for an owner `of` takes: the agents' runs, for "Stop Agents". */
+  async interruptRunsFor(of: (owner: unknown) => boolean): Promise<void> {
+    const running = [...this.kernels].filter(([, kernel]) => kernel.process.runsFor(of)).map(([notebook]) => notebook);
+    await Promise.all(running.map((notebook) => this.interrupt(notebook)));
+  }
+
   async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
     if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);
@@ -151,16 +158,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         script: this.options.script,
         cwd: folder,
         env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
-        wrap: (argv) =>
-          this.options.sandbox?.()
-            ? sandboxedKernel(argv, {
-                writable: (vscode.workspace.workspaceFolders ?? [])
-                  .filter((f) => f.uri.scheme === 'file')
-                  .map((f) => f.uri.fsPath),
-                home: homedir(),
-                cwd: folder,
-              })
-            : undefined,
+        wrap: (argv, env) => this.options.wrap?.(argv, env, folder),
+        owner: this.options.owner,
         onCall: (method, params, ctx) => {
           const handler = this.options.calls?.(notebook);
           return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));

@@ -12,6 +12,12 @@ import type { RunDataflow } from '../../core/cellGraph';
 
 /** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
 const OUTPUT_REPORT_MS = 10;
+/**
+ * Longest wait at a run's end for the editor to take its outputs. Past it the run ends without
+ * them and the log says so: an output edit the workbench never answers must not leave the cell
+ * running (and the notebook's Interrupt showing) for good.
+ */
+const OUTPUTS_TAKEN_MS = 30_000;
 
 /**
  * One cell's run as the editor shows it: the execution's start, its outputs as the kernel sends
@@ -108,7 +114,10 @@ export class EditorCellRun {
   /** Ends the execution once its outputs are out, on every path: a cell left running blocks its notebook for good. */
   async end(success: boolean | undefined): Promise<void> {
     clearTimeout(this.outputReport);
-    await this.appends;
+    if (!(await settlesWithin(this.appends, OUTPUTS_TAKEN_MS)))
+      this.log.warn(
+        `cell ${this.cell.index}: the editor had not taken this run's outputs ${OUTPUTS_TAKEN_MS / 1000} s after the kernel finished it; the run ends without waiting for them`,
+      );
     const started = this.startTime !== undefined;
     const startTime = (this.startTime ??= Date.now());
     if (!started) this.execution.start(startTime);
@@ -117,7 +126,12 @@ export class EditorCellRun {
     await savedCountCleared(this.cell, order, this.log);
     // After its start, so a cell's end times only grow: the editor layer tells its ends apart by them.
     const endTime = Math.max(Date.now(), startTime + 1);
-    this.execution.end(success, endTime);
+    try {
+      this.execution.end(success, endTime);
+    } catch (err) {
+      // The run is over all the same: its ticket must end, or every wait on it hangs.
+      this.log.warn(`cell ${this.cell.index}: the editor refused the end of this run (${errorMessage(err)})`);
+    }
     this.report({
       cell: this.cell,
       phase: 'ended',
@@ -166,4 +180,16 @@ export class EditorCellRun {
   private outputsChanged(): void {
     this.outputReport ??= setTimeout(() => this.reportOutputs('output'), OUTPUT_REPORT_MS);
   }
+}
+
+/** Whether `thenable` settled within `ms`. */
+function settlesWithin(thenable: Thenable<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    thenable.then(done, done);
+  });
 }

@@ -225,8 +225,8 @@ def _error_message(e, text):
 
 def _run_ipython(code, filename, cell, ns, record):
     """Runs through IPython, which reports errors itself; returns (success, value, execution count)."""
-    _wire.executing = True
     try:
+        _wire.start_user_code()
         if cell:
             succeeded, execution_count = _ipython.run_cell(code, record.instrument if record is not None else None)
             return succeeded, None, execution_count
@@ -273,8 +273,8 @@ def _execute(req):
         else:
             body, last = _compile(code, filename, record.instrument if record is not None else None)
             compiled = True
-            _wire.executing = True
             try:
+                _wire.start_user_code()
                 if body is not None:
                     _run_code(body, ns)
                 if last is not None:
@@ -389,6 +389,7 @@ def _start_ipython():
         display=_send_display,
         error=lambda name, message, text: _wire.send({"type": "error", "id": _wire.run_id, "name": name, "message": _values.cut(message), "traceback": _values.cut(text)}),
         show_figures=_show_figures,
+        reporting=_wire.reporting,
         trim_traceback=_trim_kernel_tail,
         own_frames=_own_frames_stripped,
         compile=_compile,

@@ -14,13 +14,16 @@
  * sent with the run. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
- * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
+ * The handler learns which run made the call, and for whom that run was queued (`owner`, read
+ * when it was), only while the run is in flight: a call from a thread or subprocess of a run that
+ * ended comes with no run, for the handler to refuse. Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
  * at once and the kernel runs it nested, on its main thread, while the caller waits (a call may
  * be answered by running cells, which would otherwise queue behind their caller forever). Each
  * run keeps its own id, so output is routed per run, and output of no active run (a thread or a
  * subprocess of a run that ended) goes to no run: it is counted in `strayOutput`. Interrupting
- * sends SIGINT (to the kernel's process group) for the innermost running code; a run still going
- * INTERRUPT_GRACE_MS later costs a kernel restart.
+ * sends a request naming the run, then SIGINT (to the kernel's process group), for the innermost
+ * running code; a run still going once the kernel was given INTERRUPT_GRACE_MS (timeGiven.ts)
+ * costs a kernel restart.
  */
 import type { InterruptHow, KernelStatus, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
@@ -33,7 +36,9 @@ import {
   type RunMode,
 } from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
+import { TimeGiven } from './timeGiven';
 import { errorMessage } from '../../core/errorMessage';
+import { BridgeError } from '../../core/bridgeError';
 import type { RunDataflow } from '../../core/cellGraph';
 
 export type { KernelInfo } from './kernelChild';
@@ -67,21 +72,36 @@ export interface KernelExitInfo {
   expected: boolean;
 }
 
+/** The run that made a call, while it is in flight. */
+export interface CallingRun {
+  readonly mode: RunMode;
+  /** Whom it runs for, as `KernelProcessOptions.owner` said when it was queued. */
+  readonly owner: unknown;
+}
+
 /** What a call handler knows of the run that called. */
 export interface CallContext {
-  /** Id of the calling run; null for a call made outside any run (from a thread of a run that ended). */
-  readonly runId: number | null;
+  /**
+   * The calling run; undefined when the call comes from no run in flight (a thread or subprocess
+   * an ended run left behind, or code running between runs).
+   */
+  readonly run: CallingRun | undefined;
   /** Output into the calling run, as if it had printed it; dropped once that run ended. */
   emit(output: KernelOutput): void;
   /** Aborted when the calling run is aborted (its client went away; the reply then interrupts it) or ends. */
   readonly signal: AbortSignal;
 }
 
-/** Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python. */
+/**
+ * Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python (CallRefused
+ * for a BridgeError of kind `refused`).
+ */
 export type CallHandler = (method: string, params: unknown, ctx: CallContext) => Promise<unknown>;
 
 export interface KernelProcessOptions extends KernelChildOptions {
   onCall?: CallHandler;
+  /** Whom a run is for, read when it is queued (the agent action in whose request it was): its calls' `run.owner`. */
+  owner?: () => unknown;
   /** Fires when a kernel that was ready exits (start failures reject start() instead). */
   onExit?: (info: KernelExitInfo) => void;
 }
@@ -101,6 +121,8 @@ export const INTERRUPT_GRACE_MS = 2000;
 /** Interrupts of the same innermost run this close together send one SIGINT: a second one could
  * reach the run it is nested in, once the first has ended the inner one. */
 const SIGINT_COALESCE_MS = 250;
+/** How often a stopping run's grace is measured. */
+const GRACE_POLL_MS = 100;
 const RESTARTED_MESSAGE = 'The kernel was restarted before the run completed; its state (variables, imports) is lost.';
 const RESTARTED_QUEUED_MESSAGE = 'The kernel was restarted before this run started; its state (variables, imports) is lost.';
 
@@ -108,6 +130,7 @@ interface Job {
   readonly id: number;
   readonly code: string;
   readonly mode: RunMode;
+  readonly owner: unknown;
   readonly cell: CellName | undefined;
   /** A cell run's execution count, once it is sent (IPython's own, when it reports it at the end). */
   count: number | undefined;
@@ -187,6 +210,11 @@ export class KernelProcess implements KernelChildEvents {
     return this.restartCount;
   }
 
+  /** Whether a run queued or in flight is for an owner `of` takes (`KernelProcessOptions.owner`). */
+  runsFor(of: (owner: unknown) => boolean): boolean {
+    return [...this.active, ...this.queue].some((job) => of(job.owner));
+  }
+
   /** Resolves on `ready`; rejects with the reason (and stderr tail) if the kernel cannot start. */
   start(): Promise<void> {
     if (this.disposed) return Promise.reject(new Error('The kernel was disposed.'));
@@ -213,6 +241,7 @@ export class KernelProcess implements KernelChildEvents {
         id: ++this.nextId,
         code,
         mode,
+        owner: this.opts.owner?.(),
         cell,
         count: undefined,
         onOutput,
@@ -292,7 +321,7 @@ export class KernelProcess implements KernelChildEvents {
 
   /**
    * Stops the innermost run: SIGINT to the kernel (and its subprocesses), and if the run has not
-   * ended INTERRUPT_GRACE_MS later, a kernel restart. Resolves with what it took once the run
+   * ended once the kernel was given INTERRUPT_GRACE_MS, a kernel restart. Resolves with what it took once the run
    * ended, or null when no run was in progress.
    */
   interrupt(): Promise<InterruptHow | null> {
@@ -384,19 +413,22 @@ export class KernelProcess implements KernelChildEvents {
     }
   }
 
-  /** SIGINT, then a restart if `job` is still running after the grace period. */
+  /**
+   * An interrupt request naming the run, then one SIGINT, then a restart if `job` is still running
+   * once the kernel was given the grace period (TimeGiven: a loaded machine does not shorten it).
+   * The kernel keeps a request that lands while it compiles the run until the run's code starts,
+   * ignores one for a run that ended, and raises once per request, so nothing is sent again.
+   */
   private stop(job: Job): Promise<InterruptHow> {
     if (job.stopping) return job.stopping;
     job.interrupted = true;
-    this.sigint();
-    // The kernel drops a SIGINT that lands before the run's code starts (it is sent as soon as the
-    // request is, and compiling comes first), so it is sent again while the run is the innermost.
-    const again = setInterval(() => {
-      if (this.active[this.active.length - 1] === job) this.sigint();
-    }, SIGINT_COALESCE_MS);
+    this.sigint(job);
+    const p = this.proc;
+    const given = TimeGiven.of(p?.info?.pid, p?.child.pid);
     job.stopping = new Promise<InterruptHow>((resolve) => {
-      const timer = setTimeout(() => {
-        clearInterval(again);
+      const poll = setInterval(() => {
+        if (given.read() < INTERRUPT_GRACE_MS) return;
+        clearInterval(poll);
         job.onEnd = undefined;
         if (!this.active.includes(job)) return resolve('sigint');
         this.opts.log?.(`kernel: run ${job.id} did not stop within ${INTERRUPT_GRACE_MS} ms of SIGINT; restarting the kernel`);
@@ -410,23 +442,23 @@ export class KernelProcess implements KernelChildEvents {
         );
         if (!this.disposed) this.ensureProc(); // the next run finds it ready
         resolve('restart');
-      }, INTERRUPT_GRACE_MS);
+      }, GRACE_POLL_MS);
       job.onEnd = () => {
-        clearTimeout(timer);
-        clearInterval(again);
+        clearInterval(poll);
         resolve('sigint');
       };
     });
     return job.stopping;
   }
 
-  /** SIGINT to the kernel's process group; the innermost running code gets it. */
-  private sigint(): void {
+  /** Asks the kernel to interrupt `job` (the innermost code gets it): the request, then SIGINT to its process group. */
+  private sigint(job: Job): void {
     const inner = this.active[this.active.length - 1];
     if (!inner || !this.proc?.alive) return;
     const now = Date.now();
     if (this.lastSigint?.job === inner && now - this.lastSigint.at < SIGINT_COALESCE_MS) return;
     this.lastSigint = { job: inner, at: now };
+    this.proc.send({ op: 'interrupt', id: job.id });
     this.proc.signal('SIGINT');
   }
 
@@ -605,18 +637,18 @@ export class KernelProcess implements KernelChildEvents {
       job.calls ??= new AbortController();
     }
     const ctx: CallContext = {
-      runId,
+      run: job && { mode: job.mode, owner: job.owner },
       emit: (output) => {
         if (job && this.active.includes(job)) emit(job, output, this.opts.log);
       },
       signal: job?.calls?.signal ?? new AbortController().signal,
     };
-    const reply = (answer: { result: unknown } | { error: string }) => {
+    const reply = (answer: { result: unknown } | { error: string; refused: boolean }) => {
       if (job) job.openCalls = Math.max(0, job.openCalls - 1);
       if (job?.aborted && this.active.includes(job)) {
         p.send({ op: 'reply', rid, error: 'The run was interrupted.', interrupt: true });
       } else if ('error' in answer) {
-        p.send({ op: 'reply', rid, error: answer.error });
+        p.send({ op: 'reply', rid, error: answer.error, ...(answer.refused && { refused: true }) });
       } else {
         try {
           p.send({ op: 'reply', rid, result: answer.result === undefined ? null : answer.result });
@@ -633,7 +665,7 @@ export class KernelProcess implements KernelChildEvents {
     }
     answer.then(
       (result) => reply({ result }),
-      (err: unknown) => reply({ error: errorMessage(err) }),
+      (err: unknown) => reply({ error: errorMessage(err), refused: err instanceof BridgeError && err.kind === 'refused' }),
     );
     // The caller now waits: a queued run can go ahead, nested in it.
     if (job) this.pump();

@@ -5,6 +5,7 @@
  *   host -> kernel  {"op":"execute","id","code","mode":"cell"|"scratchpad"[,"cell":{"count"}]}
  *                   {"op":"reply","rid","result"} | {"op":"reply","rid","error"[,"interrupt":true]}
  *                   {"op":"inspect","qid","query"}   read state or code without a run (kernel_inspect.py)
+ *                   {"op":"interrupt","id"}   then SIGINT: interrupt run `id` (or the run nested in it)
  *   kernel -> host  {"type":"ready","pid","python","ipython":str|null}   once, at start
  *                   {"type":"stream","id","name","text"}      id: the run that wrote it (null: none)
  *                   {"type":"display","id","data":{mime:str}[,"metadata"][,"execution_count"]}
@@ -36,8 +37,9 @@ export type DisplayMetadata = Record<string, unknown>;
 export type HostRequest =
   | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: { count: number } }
   | { op: 'reply'; rid: number; result: unknown }
-  | { op: 'reply'; rid: number; error: string; interrupt?: true }
-  | { op: 'inspect'; qid: number; query: unknown };
+  | { op: 'reply'; rid: number; error: string; interrupt?: true; refused?: true }
+  | { op: 'inspect'; qid: number; query: unknown }
+  | { op: 'interrupt'; id: number };
 
 export type KernelMessage =
   | { type: 'ready'; pid: number; python: string; ipython?: string | null }

@@ -81,7 +81,8 @@ class _InteractiveShell(InteractiveShell):
         tb = (exc_tuple or sys.exc_info())[2]
         if tb is not None:
             _hooks.trim_traceback(tb)  # an interrupt's last frame is the kernel's signal handler
-        return super(_InteractiveShell, self).showtraceback(exc_tuple, *args, **kwargs)
+        with _hooks.reporting():  # an interrupt now would cut the report short (a bare "KeyboardInterrupt")
+            return super(_InteractiveShell, self).showtraceback(exc_tuple, *args, **kwargs)
 
     def _showtraceback(self, etype, evalue, stb):
         try:

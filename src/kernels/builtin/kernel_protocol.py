@@ -6,15 +6,17 @@ and the lock that keeps messages in order. One JSON object per line, UTF-8, on e
 
   host -> kernel (the request fd)
     {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"count":int}]}
-    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
+    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true][,"refused":true]}
     {"op":"inspect","qid":int,"query":{"kind":"variables"|"variable"|"analyze",...}}  (kernel_inspect.py)
+    {"op":"interrupt","id":int}   followed by one SIGINT: interrupt run `id` (or the run nested in it)
   kernel -> host (the message fd)
     {"type":"ready","pid":int,"python":"3.11.7","ipython":"8.5.0"|null}  once, at start
     {"type":"stream","id":int|null,"name":"stdout"|"stderr","text":str}  id: the run that wrote it (null: none)
     {"type":"display","id":int,"data":{mime:str}[,"metadata":{}][,"execution_count":int]}
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
     {"type":"done","id":int,"success":bool,"value":{mime:str}|null[,"execution_count":int]}  ends every run
-    {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply
+    {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply; id: the run
+      that made the call (a thread's: the run that started it), null: none
     {"type":"inspected","qid":int,"result":{...}}   answers an inspect, even while a run executes
 
 While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level output
@@ -22,16 +24,22 @@ While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level o
 
 Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
 it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError
-(KeyboardInterrupt when the reply says the calling run was interrupted). While the main thread
+(CallRefused, a kind of it, when the bridge refuses the call: the run that made it has ended, or
+the person's access mode does not allow it; KeyboardInterrupt when the reply says the calling run
+was interrupted). A call names the run that made it, for a thread the run that started it: the
+host answers only calls of runs still in flight. While the main thread
 waits for a reply, execute requests that arrive are run at once, nested, on the main thread (the
 host may answer a call by running cells: they must not queue behind the run that waits for
-them). Each run keeps its own id, so its output is routed to it; SIGINT interrupts the innermost
-running code. `_agent_bridge_host.fail_run()` makes the current run end with success false.
-SIGINT raises KeyboardInterrupt only while a run executes. EOF on the request fd (host gone) exits.
+them). Each run keeps its own id, so its output is routed to it; an interrupt (a request naming
+the run, then SIGINT) interrupts the innermost running code, once, and only in the run's own code:
+never while the kernel compiles it, reports its error or writes a message (see on_sigint).
+`_agent_bridge_host.fail_run()` makes the current run end with success false. EOF on the request
+fd (host gone) exits.
 """
 
 import codecs
 import collections
+import contextlib
 import io
 import itertools
 import json
@@ -63,6 +71,17 @@ run_id = None  # the innermost run executing on the main thread (None between ru
 executing = False  # user code may be interrupted; the runner sets it around the code it runs
 _io_busy = False  # the main thread is inside _lock: an interrupt now would tear a message
 _interrupt_pending = False
+# Interrupts: the host writes {"op":"interrupt","id":run} and then sends one SIGINT. The request
+# says which run it stops, so a signal is never lost to the kernel's own work nor given to the
+# wrong run: one that lands while the run compiles or reports waits for its code to start
+# (start_user_code), one for a run that has ended is ignored, and a run gets one KeyboardInterrupt
+# per request. A SIGINT of no request (the user's own) raises as in plain Python.
+_runs = []  # ids of the runs on the main thread, outermost first (the last is run_id)
+_interrupts = set()  # runs the host asked to interrupt, not yet interrupted (the reader adds)
+_requests_read = 0  # interrupt requests the reader has read ...
+_signals_matched = 0  # ... and the SIGINTs the handler took as theirs
+_request_read = threading.Event()
+_REQUEST_WAIT = 1.0  # how long a SIGINT waits for its request (the reader may not have read it yet)
 _buf = []  # (stream name, text) items not yet sent
 _buf_size = 0
 _flush_armed = False
@@ -160,7 +179,60 @@ def _raise_deferred_interrupt():
     global _interrupt_pending
     _interrupt_pending = False
     if executing:
-        raise KeyboardInterrupt
+        _raise_interrupt()
+
+
+def _interrupt_due():
+    """The host asked to interrupt a run on the main thread (the innermost code gets it)."""
+    return any(r in _interrupts for r in _runs)
+
+
+def _raise_interrupt():
+    _interrupts.difference_update(_runs)  # answered: each request raises once
+    raise KeyboardInterrupt
+
+
+def start_user_code():
+    """Marks the run's own code as running, so a SIGINT interrupts it; an interrupt asked for while
+    the kernel compiled or started it is raised now."""
+    global executing
+    executing = True
+    if _interrupt_due():
+        _raise_interrupt()
+
+
+@contextlib.contextmanager
+def reporting():
+    """The kernel's own work inside a run's code (IPython reporting its error): a SIGINT now waits,
+    as while compiling, and is dropped with the run if no more of its code runs."""
+    global executing
+    was, executing = executing, False
+    try:
+        yield
+    finally:
+        executing = was
+
+
+def _request_arrives(run):
+    """The reader thread read an interrupt request; its SIGINT follows (or came just before)."""
+    global _requests_read
+    _interrupts.add(run)
+    _requests_read += 1
+    _request_read.set()
+
+
+def _wait_for_request():
+    """In the SIGINT handler: gives the reader (which needs the GIL) time to read the request the
+    host wrote before it signalled. True if an unmatched request is there."""
+    deadline = time.monotonic() + _REQUEST_WAIT
+    while True:
+        _request_read.clear()
+        if _requests_read > _signals_matched:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        _request_read.wait(left)
 
 
 def send(obj):
@@ -256,13 +328,17 @@ def _flusher():
 
 
 def on_sigint(signum, frame):
-    global _interrupt_pending
+    global _interrupt_pending, _signals_matched
+    if _requests_read > _signals_matched or _wait_for_request():
+        _signals_matched += 1  # the host's signal for its request
+        if not _interrupt_due():
+            return  # raised already as its run's code started, or its run has ended
     if not executing:
-        return
+        return  # compiling or reporting: start_user_code raises a request when the code starts
     if _io_busy:
         _interrupt_pending = True  # raised by the writer once the message is complete
         return
-    raise KeyboardInterrupt
+    _raise_interrupt()
 
 
 def _exit_flushed(status):
@@ -446,17 +522,23 @@ class HostCallError(Exception):
     """The host answered a call with an error (unknown method, handler failure, no handler)."""
 
 
-HostCallError.__module__ = "_agent_bridge_host"
+class CallRefused(HostCallError):
+    """The bridge refused the call: the run that made it is no longer in flight (a thread or
+    subprocess an earlier run left behind), or the person's access mode does not allow it."""
+
+
+HostCallError.__module__ = CallRefused.__module__ = "_agent_bridge_host"
 
 
 class _PendingCall(object):
-    __slots__ = ("event", "result", "error", "interrupt")
+    __slots__ = ("event", "result", "error", "interrupt", "refused")
 
     def __init__(self):
         self.event = threading.Event()
         self.result = None
         self.error = None
         self.interrupt = False
+        self.refused = False
 
 
 _calls = {}
@@ -472,8 +554,9 @@ def _bridge_call(method, params=None):
     rid = next(_call_ids)
     pending = _PendingCall()
     _calls[rid] = pending
+    caller = run_id if threading.get_ident() == _main_ident else _thread_run()
     try:
-        send({"type": "call", "rid": rid, "id": run_id, "method": method, "params": params})
+        send({"type": "call", "rid": rid, "id": caller, "method": method, "params": params})
         if threading.get_ident() == _main_ident:
             _serve_until(pending.event)
         else:
@@ -482,6 +565,8 @@ def _bridge_call(method, params=None):
         _calls.pop(rid, None)
     if pending.interrupt:
         raise KeyboardInterrupt
+    if pending.refused:
+        raise CallRefused(pending.error)
     if pending.error is not None:
         raise HostCallError(pending.error)
     return pending.result
@@ -500,6 +585,8 @@ def _serve_until(event):
                 _execute(_inbox.popleft())
             finally:
                 executing = outer
+            if outer and _interrupt_due():
+                _raise_interrupt()  # asked for while the nested run started or reported: the caller's
             continue
         _inbox_wake.wait()
         _inbox_wake.clear()
@@ -513,6 +600,7 @@ def _deliver_reply(msg):
     error = msg.get("error")
     pending.error = None if error is None else str(error)
     pending.interrupt = msg.get("interrupt") is True
+    pending.refused = msg.get("refused") is True
     pending.event.set()
     _inbox_wake.set()
 
@@ -528,6 +616,7 @@ def install_host_module():
     mod.call = _bridge_call
     mod.fail_run = _fail_run
     mod.HostCallError = HostCallError
+    mod.CallRefused = CallRefused
     sys.modules["_agent_bridge_host"] = mod
 
 
@@ -541,6 +630,7 @@ def enter_run(new_id):
     if run_id is not None:
         _locked_flush_then(None)  # the caller's buffered output leaves under the caller's id
     run_id = new_id
+    _runs.append(new_id)
     _interrupt_pending = False
     _run_fds = _open_run_fds(new_id)
     sys.stdout, sys.stderr = stdout, stderr  # undo redirections a previous run leaked
@@ -561,6 +651,8 @@ def finish_run(outer, done):
         _failed_runs.discard(done["id"])
         done["success"] = False
     send(done)
+    _runs.pop()
+    _interrupts.discard(done["id"])  # a request that came too late for the run has no other
     run_id = outer_id
     if outer_id is not None:
         sys.stdout, sys.stderr = outer_stdout, outer_stderr
@@ -617,6 +709,8 @@ def _read_requests(fd, inspect):
             if op == "execute":
                 _inbox.append(msg)
                 _inbox_wake.set()
+            elif op == "interrupt":
+                _request_arrives(msg.get("id"))
             elif op == "reply":
                 _deliver_reply(msg)
             elif op == "inspect" and inspect is not None:

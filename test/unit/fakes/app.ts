@@ -14,6 +14,7 @@ import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
 import { guardRoutes } from '../../../src/server/guardRoutes';
+import { limitHeld, type HeldLimits } from '../../../src/server/heldRequests';
 import { routes } from '../../../src/server/routes';
 import { FakeNotebookHost } from './notebookHost';
 import { FakeNotebooks } from './notebooks';
@@ -36,6 +37,7 @@ export function startTestServer(options: {
   analyzer?: CodeAnalyzer;
   presence?: Presence;
   confirm?: NotebookCellsOptions['confirm'];
+  heldLimits?: HeldLimits;
 }): Promise<RunningServer> {
   let port = 0;
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
@@ -60,7 +62,7 @@ export function startTestServer(options: {
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({
-    routes: guardRoutes(routes),
+    routes: limitHeld(guardRoutes(routes), options.heldLimits),
     context: { ...services, serveMcp: lazyMcp },
     token: options.token ?? (() => TEST_TOKEN),
     port: () => port,

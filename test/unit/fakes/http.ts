@@ -9,7 +9,15 @@ export interface RawResponse {
 /** A raw HTTP request whose Host, Origin and body bytes the test fully controls. */
 export function request(
   port: number,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer; abortAfterMs?: number },
+  options: {
+    method?: string;
+    path: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    abortAfterMs?: number;
+    /** Aborting it drops the request, as a client that goes away. */
+    signal?: AbortSignal;
+  },
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -34,6 +42,7 @@ export function request(
     );
     req.on('error', reject);
     if (options.abortAfterMs !== undefined) setTimeout(() => req.destroy(), options.abortAfterMs);
+    options.signal?.addEventListener('abort', () => req.destroy());
     req.end(options.body);
   });
 }

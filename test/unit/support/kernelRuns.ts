@@ -1,11 +1,27 @@
 /** What the builtin-kernel suites share: where kernel.py and the Pythons are, and one run with all it produced. */
 import * as path from 'node:path';
-import type { CellName, KernelOutput, KernelProcess, KernelRunResult, RunMode } from '../../../src/kernels/builtin/kernelProcess';
+import {
+  KernelProcess,
+  type CellName,
+  type KernelOutput,
+  type KernelProcessOptions,
+  type KernelRunResult,
+  type RunMode,
+} from '../../../src/kernels/builtin/kernelProcess';
 import { PythonAnalyzer } from '../../../src/kernels/pythonAnalyzer';
 
 export const SCRIPT = path.resolve(__dirname, '../../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 export const PYTHON = process.env['AGENT_BRIDGE_TEST_PYTHON'] || 'python3';
+/** The builtin kernel on plain Python (the IPython path has its own suite). */
+export function plainKernel(opts: Partial<KernelProcessOptions> = {}): KernelProcess {
+  return new KernelProcess({
+    python: PYTHON,
+    script: SCRIPT,
+    env: { ...process.env, AGENT_BRIDGE_IPYTHON: '0' },
+    ...opts,
+  });
+}
 /** A Python with IPython (Debian's, with python3-ipython, -numpy, -pandas and -matplotlib: `npm run setup` installs them). */
 export const IPYTHON_PYTHON = process.env['AGENT_BRIDGE_TEST_IPYTHON_PYTHON'] || '/usr/bin/python3';
 
