@@ -1,14 +1,5 @@
-import type {
-  BatchOp,
-  CellKind,
-  CellMetadata,
-  CellState,
-  CellRef,
-  MetadataChange,
-  NewCell,
-  NotebookChange,
-  WriteGuard,
-} from './cellService';
+import type { BatchOp, CellKind, CellMetadata, CellState, CellRef, MetadataChange, NewCell, NotebookChange } from './cellService';
+import type { WriteGuard } from './versions';
 import { BridgeError } from './bridgeError';
 import { cellIndexer } from './refs';
 

@@ -1,6 +1,6 @@
 import type { CellRunResult, CellStatus, CellView, RunHandle } from './cellService';
 import type { StaleCell } from './cellGraph';
-import type { RunOutcome } from './kernelPort';
+import type { RunOutcome } from './outcome';
 import { runKind, type OutcomeKind } from './outcome';
 import { answerAt, type CellAnswer, type OutputDetail } from './outputDetail';
 

@@ -4,9 +4,10 @@
  * implementation is src/notebooks/editorNotebooks.ts, unit tests use an in-memory fake).
  */
 
-import type { InterruptHow, KernelState, KernelStatus, RunOutcome } from './kernelPort';
+import type { InterruptHow, KernelState, KernelStatus } from './kernelPort';
+import type { RunOutcome } from './outcome';
 import type { RunTicket } from './runTicket';
-import type { Reader } from './versions';
+import type { Reader, WriteGuard } from './versions';
 import type { EditStopwatch } from './editSpans';
 import type { CellDataflow, FactSource, RunDataflow, StaleCell } from './cellGraph';
 
@@ -133,12 +134,6 @@ export interface ActiveNotebook {
   readonly selections: readonly IndexRange[];
   readonly selectedCells: readonly { id: string; index: number }[];
   readonly visibleRanges: readonly IndexRange[];
-}
-
-/** Guards a write against clobbering what the person typed (see versions.ts). */
-export interface WriteGuard {
-  readonly version?: number | undefined;
-  readonly force?: boolean | undefined;
 }
 
 /** Where a new or moved cell goes: an index, or next to another cell; default: the end. */
@@ -413,10 +408,6 @@ export interface NotebookChange {
   readonly splices: readonly { readonly start: number; readonly end: number; readonly cells: readonly NewCell[] }[];
   /** Ids of the cells after the change, in order (to check and to place the new cells). */
   readonly resultIds: readonly string[];
-}
-
-export interface Disposable {
-  dispose(): void;
 }
 
 /**

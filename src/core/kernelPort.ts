@@ -1,5 +1,10 @@
 /** What every kernel behind a notebook offers the bridge, whoever implements it. */
-import type { InspectQuery } from './variables';
+import type { RunOutcome } from './outcome';
+
+export type InspectQuery =
+  | { readonly kind: 'variables' }
+  | { readonly kind: 'variable'; readonly name: string }
+  | { readonly kind: 'analyze'; readonly cells: readonly { id: string; code: string }[]; readonly ipython: boolean };
 
 /** A rich value as mime type → string (binary mimes base64-encoded, as in Jupyter). */
 export type MimeBundle = Record<string, string>;
@@ -29,9 +34,6 @@ export interface KernelStatus {
   /** Why the state is `unknown`. */
   readonly note?: string;
 }
-
-/** How a run ended. */
-export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
 
 /** What stopping a run took: SIGINT was enough, or the kernel was restarted (its state lost). */
 export type InterruptHow = 'sigint' | 'restart';

@@ -27,7 +27,6 @@ import type {
   StaleRun,
   SeriesHandle,
   StrictFlag,
-  WriteGuard,
 } from './cellService';
 import { cellGraph, staleDownstream, stalePlan, type CellDependencies, type GraphCell, type StaleCell } from './cellGraph';
 import { isPythonCell, isPythonLanguage } from './cellLanguages';
@@ -40,7 +39,7 @@ import type { RunTicket } from './runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOutputs';
 import { cellIndexer, notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
-import { KERNEL_READER, ReadTracker, type Reader } from './versions';
+import { KERNEL_READER, ReadTracker, type Reader, type WriteGuard } from './versions';
 import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {

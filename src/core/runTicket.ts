@@ -1,6 +1,8 @@
-import type { Disposable } from './cellService';
-
 /** Where a cell run is. */
+export interface Disposable {
+  dispose(): void;
+}
+
 export type RunPhase = 'queued' | 'running' | 'ended';
 
 /** How a ticket settled: its run ended, or its cell or notebook went away before it did. */

@@ -7,17 +7,12 @@
  */
 import type { CellService } from './cellService';
 import { BridgeError } from './bridgeError';
-import type { Kernel } from './kernelPort';
+import type { InspectQuery, Kernel } from './kernelPort';
 import type { KeyedQueue } from './keyedQueue';
 import { resolveNotebook } from './refs';
 import { runScratchpad } from './scratchpadRuns';
 import type { NotebookHost } from './notebookHost';
 import { errorMessage } from './errorMessage';
-
-export type InspectQuery =
-  | { readonly kind: 'variables' }
-  | { readonly kind: 'variable'; readonly name: string }
-  | { readonly kind: 'analyze'; readonly cells: readonly { id: string; code: string }[]; readonly ipython: boolean };
 
 /**
  * One variable as listed: each part present only when reading it succeeded in time (each read

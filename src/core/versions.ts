@@ -1,6 +1,10 @@
-import type { WriteGuard } from './cellService';
-
 /** Whose reads and writes: a client as clients.ts knows it (`key` tells clients apart, `label` is shown). */
+/** Guards a write against clobbering what the person typed (see ReadTracker below). */
+export interface WriteGuard {
+  readonly version?: number | undefined;
+  readonly force?: boolean | undefined;
+}
+
 export interface Reader {
   readonly key: string;
   readonly label: string;

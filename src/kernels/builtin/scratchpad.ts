@@ -6,7 +6,7 @@ import {
   type KernelStatus,
   type StreamEvent,
 } from '../../core/kernelPort';
-import type { InspectQuery } from '../../core/variables';
+import type { InspectQuery } from '../../core/kernelPort';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
 import { ConsoleLines } from '../../core/consoleLines';
 
