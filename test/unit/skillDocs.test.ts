@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { cellTools } from '../../src/mcp/cellTools';
 import { codeTools } from '../../src/mcp/tools';
-import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
+import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cells/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
 const SKILL = path.join(__dirname, '..', '..', 'skills', 'agent-bridge');
