@@ -14,7 +14,7 @@ import type { BridgeClient, HttpResult } from '../http';
 import { openAgentBridge, screenshot, widenSideBar } from './access';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
-import type { PresenceAnswer } from '../../src/core/presence';
+import type { PresenceAnswer } from '../../src/core/model/presenceAnswer';
 
 const RUNNER = 'presence-runner';
 const READER = 'presence-reader';

@@ -7,9 +7,9 @@
  * difference presence makes, which nothing else in a request waits on. The person's view redraws
  * (at most every 150 ms, off the request) read `marks` once per visible cell: timed for 30.
  */
-import { Presence } from '../../src/core/presence';
-import { Ticket } from '../../src/core/runTicket';
-import type { Reader } from '../../src/core/versions';
+import { Presence } from '../../src/core/agents/presence';
+import { Ticket } from '../../src/core/model/runTicket';
+import type { Reader } from '../../src/core/model/versions';
 import { goal, p50, percentile, row, type Row } from './report';
 
 const NB = 'file:///bench/presence.ipynb';

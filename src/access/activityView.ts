@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ActionOutcome } from '../core/accessPolicy';
+import type { ActionOutcome } from '../core/agents/accessPolicy';
 import type { ActivityStore, Entry } from './record';
 
 export const VIEW_ID = 'agentBridge.activity';

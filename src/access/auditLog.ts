@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
-import type { AgentAction } from '../core/accessPolicy';
+import type { AgentAction } from '../core/agents/accessPolicy';
 import type { Entry } from './record';
 import { errorMessage } from '../core/errorMessage';
 

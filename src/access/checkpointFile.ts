@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Checkpoint, CheckpointFile } from '../core/checkpoints';
+import type { Checkpoint, CheckpointFile } from '../core/cells/checkpoints';
 import type { Log } from '../core/log';
 import { writeFileAtomic } from '../fsAtomic';
 

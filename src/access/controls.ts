@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
 import * as vscode from 'vscode';
-import { ACCESS_MODES, type AccessMode, type AgentAction, type Gate } from '../core/accessPolicy';
-import type { CellService } from '../core/cellService';
+import { ACCESS_MODES, type AccessMode, type AgentAction, type Gate } from '../core/agents/accessPolicy';
+import type { CellService } from '../core/model/cellService';
 import type { Log } from '../core/log';
 import { readAudit, type AuditLog } from './auditLog';
 import { renderSession, sessionSteps, type ExportFormat } from './export';

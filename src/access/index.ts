@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
 import type { Settings } from '../config';
-import { Gate, type Person } from '../core/accessPolicy';
-import type { CellService, CellSnapshot } from '../core/cellService';
-import type { Checkpoints, Journal } from '../core/checkpoints';
-import type { ClientRegistry } from '../core/clients';
+import { Gate, type Person } from '../core/agents/accessPolicy';
+import type { CellService, CellSnapshot } from '../core/model/cellService';
+import type { Checkpoints, Journal } from '../core/cells/checkpoints';
+import type { ClientRegistry } from '../core/agents/clients';
 import type { Log } from '../core/log';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
@@ -14,7 +14,7 @@ import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
 import { PresenceMarks } from './presenceMarks';
-import type { Presence } from '../core/presence';
+import type { Presence } from '../core/agents/presence';
 import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { AccessMode } from '../core/accessPolicy';
+import type { AccessMode } from '../core/agents/accessPolicy';
 
 /** Changes the mode where the person's settings keep it (the user settings); config.ts reads it back. */
 export async function setAccessMode(mode: AccessMode): Promise<void> {

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import type { AgentVerb, CellMark, ForcedWrite, Presence, PresentAgent } from '../core/presence';
+import type { CellMark, ForcedWrite, Presence, PresentAgent } from '../core/agents/presence';
+import type { AgentVerb } from '../core/model/presenceAnswer';
 
 export const SHOW_AGENTS_HERE = 'agentBridge.showAgentsHere';
 const NOTEBOOK_TYPES = ['jupyter-notebook', 'marimo-notebook'];

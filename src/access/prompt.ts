@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { AgentAction, Answer } from '../core/accessPolicy';
+import type { AgentAction, Answer } from '../core/agents/accessPolicy';
 
 const ALLOW = 'Allow';
 const ALLOW_10 = 'Allow for 10 Minutes';

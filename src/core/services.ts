@@ -1,9 +1,9 @@
-import type { Gate } from './accessPolicy';
-import type { CellService } from './cellService';
-import type { Checkpoints } from './checkpoints';
-import type { KeyedQueue } from './keyedQueue';
-import type { ScratchpadOutputs } from './scratchpadOutputs';
-import type { NotebookHost } from './notebookHost';
+import type { Gate } from './agents/accessPolicy';
+import type { CellService } from './model/cellService';
+import type { Checkpoints } from './cells/checkpoints';
+import type { KeyedQueue } from './flow/keyedQueue';
+import type { ScratchpadOutputs } from './outputs/scratchpadOutputs';
+import type { NotebookHost } from './model/notebookHost';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
 export interface BridgeServices {

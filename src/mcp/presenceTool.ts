@@ -1,6 +1,6 @@
-import { notebookBody } from '../core/cellSchemas';
+import { notebookBody } from '../core/cells/cellSchemas';
 import type { BridgeServices } from '../core/services';
-import { PERSON_EDITING_MS } from '../core/presence';
+import { PERSON_EDITING_MS } from '../core/agents/presence';
 import { tool } from './toolRows';
 import { answer } from './cellTools';
 

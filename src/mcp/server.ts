@@ -9,7 +9,7 @@ import {
   readerOf,
   SESSIONS_PER_MINUTE,
   type Caller,
-} from '../core/clients';
+} from '../core/agents/clients';
 import { BridgeError } from '../core/bridgeError';
 import type { BridgeServices } from '../core/services';
 import { registerTools, serveCompactToolList } from './toolRows';

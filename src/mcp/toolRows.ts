@@ -1,14 +1,14 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ListToolsRequestSchema, type CallToolResult, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
-import type { Caller } from '../core/clients';
-import { asAuthor, authorOf, type Author } from '../core/checkpoints';
+import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/agents/accessPolicy';
+import type { Caller } from '../core/agents/clients';
+import { asAuthor, authorOf, type Author } from '../core/cells/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorBody, toolResult, type Outcome } from '../core/outcome';
 import { errorMessage } from '../core/errorMessage';
 // The SDK validates tool arguments itself: this names the allowed keys in its unknown-key message.
-import '../core/inputErrors';
+import '../core/text/inputErrors';
 
 type Fields = Record<string, unknown>;
 

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { BridgeError } from '../core/bridgeError';
-import { HeadTail } from '../core/headTail';
-import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
-import { CappedOutput } from '../core/scratchpadOutputs';
-import type { ExecResult, StreamName } from '../core/kernelPort';
-import { runScratchpad } from '../core/scratchpadRuns';
+import { HeadTail } from '../core/text/headTail';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputs/outputCap';
+import { CappedOutput } from '../core/outputs/scratchpadOutputs';
+import type { ExecResult, StreamName } from '../core/model/kernelPort';
+import { runScratchpad } from '../core/runs/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
-import type { SessionInfo } from '../core/notebookHost';
+import type { SessionInfo } from '../core/model/notebookHost';
 import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
 import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { Presence } from '../core/presence';
+import type { Presence } from '../core/agents/presence';
 
 export interface CursorNotebooks {
   cellId(cell: vscode.NotebookCell): string;

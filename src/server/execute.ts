@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BridgeError } from '../core/bridgeError';
-import type { KeyedQueue } from '../core/keyedQueue';
-import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
-import { CappedOutput, type ScratchpadOutputs } from '../core/scratchpadOutputs';
-import { runScratchpad } from '../core/scratchpadRuns';
-import type { NotebookHost } from '../core/notebookHost';
+import type { KeyedQueue } from '../core/flow/keyedQueue';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputs/outputCap';
+import { CappedOutput, type ScratchpadOutputs } from '../core/outputs/scratchpadOutputs';
+import { runScratchpad } from '../core/runs/scratchpadRuns';
+import type { NotebookHost } from '../core/model/notebookHost';
 import { DEFAULT_LIMITS, openEventStream, type StreamLimits } from './sse';
 
 export interface ExecuteOptions {

@@ -1,10 +1,10 @@
-import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/accessPolicy';
-import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
-import { agentHost, cappedCells } from '../core/agentRuns';
-import { asAuthor, authorOf } from '../core/checkpoints';
-import type { CellService } from '../core/cellService';
+import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/agents/accessPolicy';
+import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/agents/clients';
+import { agentHost, cappedCells } from '../core/runs/agentRuns';
+import { asAuthor, authorOf } from '../core/cells/checkpoints';
+import type { CellService } from '../core/model/cellService';
 import { BridgeError } from '../core/bridgeError';
-import type { NotebookHost } from '../core/notebookHost';
+import type { NotebookHost } from '../core/model/notebookHost';
 import { Reply, type Route, type RouteInput } from './route';
 import { errorMessage } from '../core/errorMessage';
 

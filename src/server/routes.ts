@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
-import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
-import { answerAt } from '../core/outputDetail';
-import { listAnswer } from '../core/cellBrief';
+import { MCP_URL_PATH as MCP_PATH } from '../core/agents/agentConfig';
+import { DEFAULT_RUN_TIMEOUT_MS } from '../core/runs/cellRuns';
+import { answerAt } from '../core/outputs/outputDetail';
+import { listAnswer } from '../core/outputs/cellBrief';
 import type { BridgeServices } from '../core/services';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
@@ -25,11 +25,11 @@ import {
   saveBody,
   toSelection,
   undoBody,
-} from '../core/cellSchemas';
-import { notebookVariables } from '../core/variables';
+} from '../core/cells/cellSchemas';
+import { notebookVariables } from '../core/runs/variables';
 import { serveExecute } from './execute';
-import { SCRATCHPAD_OUTPUT_PATH } from '../core/scratchpadOutputs';
-import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
+import { SCRATCHPAD_OUTPUT_PATH } from '../core/outputs/scratchpadOutputs';
+import { kernelChoice, startKernelBody } from '../core/runs/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';
 import { BridgeError } from '../core/bridgeError';
@@ -48,7 +48,7 @@ function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }):
   );
 }
 
-/** marimo's `/health`, with the server named: its `version` is a marimo version (core/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
+/** marimo's `/health`, with the server named: its `version` is a marimo version (core/runs/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
 const health = (ctx: RouteContext) => ({
   status: 'healthy',
   server: 'agent-bridge',
@@ -144,7 +144,7 @@ export const routes: readonly Route<RouteContext>[] = [
   // the query of GET/DELETE and in the body of POST/PATCH; omitted, the only open notebook.
   route({ method: 'get', path: '/notebooks', handle: async (_i, ctx) => ({ notebooks: await ctx.cells.notebooks() }) }),
   route({ method: 'get', path: '/notebooks/active', handle: (_i, ctx) => ctx.cells.active() }),
-  // Who is where: the person's cells, the agents' and what runs for whom (src/core/presence.ts).
+  // Who is where: the person's cells, the agents' and what runs for whom (src/core/agents/presence.ts).
   route({
     method: 'get',
     path: '/notebooks/presence',

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
+import { KeyedQueue } from '../../src/core/flow/keyedQueue';
+import { ScratchpadOutputs } from '../../src/core/outputs/scratchpadOutputs';
 import { serveExecute } from '../../src/server/execute';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 

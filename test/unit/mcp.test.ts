@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { EXECUTE_OUTPUT_CAP } from '../../src/mcp/tools';
-import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputCap';
+import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputs/outputCap';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';

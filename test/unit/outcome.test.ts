@@ -4,8 +4,8 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { Gate, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
-import { ClientRegistry } from '../../src/core/clients';
+import { Gate, type ActionEnd, type AgentAction } from '../../src/core/agents/accessPolicy';
+import { ClientRegistry } from '../../src/core/agents/clients';
 import { BridgeError } from '../../src/core/bridgeError';
 import {
   httpStatus,
@@ -17,10 +17,10 @@ import {
   type ErrorKind,
   type OutcomeKind,
 } from '../../src/core/outcome';
-import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
-import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
-import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
-import { KeyedQueue } from '../../src/core/keyedQueue';
+import { RUN_LIMIT_DETAIL } from '../../src/core/runs/agentRuns';
+import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/model/kernelPort';
+import { ScratchpadOutputs } from '../../src/core/outputs/scratchpadOutputs';
+import { KeyedQueue } from '../../src/core/flow/keyedQueue';
 import { ended } from '../../src/server/guardRoutes';
 import { Reply } from '../../src/server/route';
 import { registerTools, tool, type ToolAnswer } from '../../src/mcp/toolRows';

@@ -2,8 +2,8 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Gate, type AgentAction } from '../../src/core/accessPolicy';
-import { ClientRegistry } from '../../src/core/clients';
+import { Gate, type AgentAction } from '../../src/core/agents/accessPolicy';
+import { ClientRegistry } from '../../src/core/agents/clients';
 import {
   ACTIVE_MS,
   type ForcedWrite,
@@ -11,9 +11,9 @@ import {
   PERSON_EDITING_MS,
   PERSON_RECENT_MS,
   Presence,
-} from '../../src/core/presence';
-import { Ticket } from '../../src/core/runTicket';
-import { KERNEL_READER } from '../../src/core/versions';
+} from '../../src/core/agents/presence';
+import { Ticket } from '../../src/core/model/runTicket';
+import { KERNEL_READER } from '../../src/core/model/versions';
 import { sleep } from '../../src/core/sleep';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { cellTools } from '../../src/mcp/cellTools';
 import { codeTools } from '../../src/mcp/tools';
 import { presenceTool } from '../../src/mcp/presenceTool';
-import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
+import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cells/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
 const SKILL = path.join(__dirname, '..', '..', 'skills', 'agent-bridge');

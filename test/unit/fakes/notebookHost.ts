@@ -1,6 +1,6 @@
 import { BridgeError } from '../../../src/core/bridgeError';
-import type { ExecResult, Kernel, KernelStatus, StreamEvent } from '../../../src/core/kernelPort';
-import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
+import type { ExecResult, Kernel, KernelStatus, StreamEvent } from '../../../src/core/model/kernelPort';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/model/notebookHost';
 import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
