@@ -1,4 +1,5 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
@@ -15,13 +16,16 @@ import { EditSpans } from './core/editSpans';
 import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
-import { JsonCheckpointFile } from './access/checkpointFile';
-import { asAuthor, Checkpoints } from './core/checkpoints';
+import { JsonListFile } from './access/jsonListFile';
+import { asAuthor, Checkpoints, type Checkpoint } from './core/checkpoints';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MarimoKernels } from './kernels/marimoKernels';
 import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
+import { PythonRiskScanner } from './kernels/riskScanner';
+import { RiskChecks } from './core/riskChecks';
+import { RunHistory, type AgentRun } from './core/runHistory';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
@@ -97,12 +101,23 @@ export function compose({ context, log, settings, bridge, version }: Composition
     },
     log,
   });
-  const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
+  const scanner = new PythonRiskScanner({
+    python: () => settings.current.pythonPath,
+    script: context.asAbsolutePath(join('dist', 'risk_scan.py')),
+    roots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    home: homedir(),
+    log,
+  });
+  // The gate exists by the time an agent runs anything.
+  const risk = new RiskChecks(scanner, notebooks, () => access.gate);
+  push(scanner);
+  const checkpointFile = new JsonListFile<Checkpoint>(join(storage, 'agent-changes.json'), 'agent changes to review', log);
   const checkpoints = new Checkpoints(() => cells, checkpointFile);
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     analyzer,
+    risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
@@ -116,8 +131,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
   // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
   const identities = new ClientRegistry();
   const bearer = new BearerCheck();
+  const runFile = new JsonListFile<AgentRun>(join(storage, 'agent-runs.json'), 'agent runs', log);
+  const history = new RunHistory(runFile);
   const access = createAgentAccess({
     identities,
+    history,
     context,
     cells,
     notebooks: sessions,
@@ -127,7 +145,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     checkpoints,
     cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
   });
-  push(...access.disposables, checkpointFile);
+  push(...access.disposables, checkpointFile, runFile);
   const status = new BridgeStatus();
   const sandboxStatus = new KernelSandboxStatus();
   // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
@@ -207,6 +225,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
           outputs: new ScratchpadOutputs(),
           version,
           access: access.gate,
+          risk,
+          history,
           serveMcp: lazyMcp,
           inspectProgram,
         },

@@ -9,7 +9,13 @@ import { renderSession, sessionSteps, type ExportFormat } from './export';
 import type { Settings } from '../config';
 import { MODE_HELP, setAccessMode } from './modes';
 
-const MODE_ICONS: Record<AccessMode, string> = { full: 'unlock', ask: 'question', 'read-only': 'eye', off: 'circle-slash' };
+const MODE_ICONS: Record<AccessMode, string> = {
+  full: 'unlock',
+  'ask-risky': 'warning',
+  ask: 'question',
+  'read-only': 'eye',
+  off: 'circle-slash',
+};
 
 /** The access mode in the status bar; a click picks another. */
 export class ModeStatus implements vscode.Disposable {

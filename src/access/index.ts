@@ -5,6 +5,7 @@ import type { CellService, CellSnapshot } from '../core/cellService';
 import type { Author, Checkpoints } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
+import type { RunHistory } from '../core/runHistory';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
@@ -28,6 +29,8 @@ export interface AccessDeps {
   cellsOf: (notebook: vscode.NotebookDocument) => CellSnapshot[];
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
+  /** The agents' past runs: recorded as actions end. */
+  history: RunHistory;
 }
 
 const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
@@ -48,9 +51,10 @@ export function createAgentAccess(deps: AccessDeps): {
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
+    ask: (action, left, risk) =>
+      askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left, risk),
   };
-  const gate = new Gate(person, [store], deps.identities);
+  const gate = new Gate(person, [store, deps.history], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   /** Opens the change an action made (to one cell of it, given), from its checkpoint; false when there is none. */

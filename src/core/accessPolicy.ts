@@ -4,12 +4,27 @@
  * single wrapper each; the VS Code side (src/access) supplies the mode, the prompt and the sinks
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { ClientRegistry, type Caller } from './clients';
 import { BridgeError } from './bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from './outcome';
+import {
+  asksPerson,
+  describeFinding,
+  findingKey,
+  joinCode,
+  KindGrants,
+  kindOf,
+  mergeReports,
+  riskReport,
+  type RiskFinding,
+  type RiskReport,
+  type RunCode,
+} from './riskScan';
 
-export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
-export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
+/** `ask-risky`: as `full`, but a run the risk scan flags critical or high waits for the person. */
+export type AccessMode = 'full' | 'ask-risky' | 'ask' | 'read-only' | 'off';
+export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask-risky', 'ask', 'read-only', 'off'];
 
 /**
  * What a route row or MCP tool does, as the policy sees it. `open` is never refused (/health);
@@ -57,16 +72,29 @@ export interface ActionEnd {
   readonly detail: string;
   /** The head of what it printed or returned. */
   readonly output: string;
+  /** What the risk scan found in the code it ran (absent: it ran none, or nothing was found). */
+  readonly risk?: RiskReport;
+  /** The code it ran (or was refused running), as the risk scan read it: a scratchpad's, or each cell's under a `# cell` line. */
+  readonly ran?: string;
 }
 
 /** The person's answer to an `ask`; `withdrawn`: the client left before they answered. */
 export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer' | 'withdrawn';
 
+/** A run the risk scan flagged, as the person is asked about it: the findings and the code they are in. */
+export interface RiskQuestion {
+  readonly report: RiskReport;
+  readonly code: string;
+}
+
 /** The person's side of the policy: the current mode, a way to ask, and the cap on agent runs. */
 export interface Person {
   mode(): AccessMode;
-  /** Asks about `action`; once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`. */
-  ask(action: AgentAction, left?: AbortSignal): Promise<Answer>;
+  /**
+   * Asks about `action` (with `risk`: about a run the scan flagged, where "for 10 minutes" allows
+   * the findings' kinds); once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`.
+   */
+  ask(action: AgentAction, left?: AbortSignal, risk?: RiskQuestion): Promise<Answer>;
   /** Longest an agent's run may take before it is interrupted as timed out; 0: no cap. */
   maxRunMs(): number;
 }
@@ -83,9 +111,9 @@ const SUMMARY_CHARS = 100;
 
 export type Ruling = 'allow' | 'ask' | { refuse: string };
 
-/** The pure rule: what a mode does with a kind of action. */
+/** The pure rule: what a mode does with a kind of action (`ask-risky` rules on runs by their scan, Gate.vetRisk). */
 export function rule(mode: AccessMode, kind: AccessKind): Ruling {
-  if (kind === 'open' || mode === 'full') return 'allow';
+  if (kind === 'open' || mode === 'full' || mode === 'ask-risky') return 'allow';
   if (mode === 'off') {
     return {
       refuse:
@@ -111,6 +139,12 @@ export const alsoRuns = (run: unknown) => Array.isArray(run) && run.length > 0;
 function strictest(rulings: readonly Ruling[]): Ruling {
   return rulings.find((r) => typeof r === 'object') ?? (rulings.includes('ask') ? 'ask' : 'allow');
 }
+
+const REFUSED_RISKY: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
+  withdrawn: 'The client left before the person answered, so nothing was run.',
+  deny: 'The person denied this run in VS Code (access mode "ask-risky"); nothing was run.',
+  'no-answer': 'The person did not answer in time (access mode "ask-risky"), so nothing was run; try again when they are there.',
+};
 
 const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
   withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
@@ -140,6 +174,9 @@ export function summarize(label: string, code: string): string {
   return lines.length > 1 ? `${cut} (${lines.length} lines)` : cut;
 }
 
+/** The action whose work is running (what `Activity.within` runs), across awaits. */
+const acting = new AsyncLocalStorage<Activity>();
+
 /**
  * An action under way: ends once, with the outcome a transport settled on or the one its
  * handler's result implies. Stopped by "Stop Agents".
@@ -148,16 +185,46 @@ export class Activity {
   private settled: { kind: OutcomeKind; detail: string } | undefined;
   private output = '';
   private over = false;
+  private risk: RiskReport | undefined;
+  /** The code it ran, by cell ('' for a scratchpad's): a series checks its cells again one by one. */
+  private readonly ran = new Map<string, string>();
+  /** Findings the person allowed for this action: the same code checked again is not asked about twice. */
+  private readonly allowed = new Set<string>();
   // Plain listeners, not an AbortController: a controller, its signal and a listener are paid
   // on every run (SETUP.md, measured figures), and almost no action is ever stopped.
   private stopped = false;
   private readonly onStopped = new Set<() => void>();
+
+  /** The action whose work calls this (undefined: none, e.g. the person's own click). */
+  static current(): Activity | undefined {
+    return acting.getStore();
+  }
 
   constructor(
     readonly action: AgentAction,
     private readonly finish: (activity: Activity, end: ActionEnd) => void,
     private readonly now: () => number,
   ) {}
+
+  /** Runs `work` as this action: what it starts (a kernel run, the calls that run makes) knows whose it is. */
+  within<T>(work: () => T): T {
+    return acting.run(this, work);
+  }
+
+  /** Adds code this action runs, and what the risk scan found in it, to its record. */
+  flag(report: RiskReport, pieces: readonly RunCode[]): void {
+    for (const p of pieces) this.ran.set(p.cell ?? '', p.code);
+    if (report.findings.length) this.risk = this.risk ? mergeReports([this.risk, report]) : report;
+  }
+
+  /** Whether the person allowed this finding for this action already. */
+  allows(finding: RiskFinding): boolean {
+    return this.allowed.has(findingKey(finding));
+  }
+
+  allow(findings: readonly RiskFinding[]): void {
+    for (const f of findings) this.allowed.add(findingKey(f));
+  }
 
   /** Calls `listener` when the person stops every agent run (at once if they already did); returns its removal. */
   onStop(listener: () => void): () => void {
@@ -194,6 +261,8 @@ export class Activity {
       durationMs: this.now() - this.action.startedAt,
       detail: settled.detail,
       output: this.output,
+      ...(this.risk && { risk: this.risk }),
+      ...(this.ran.size && { ran: joinCode([...this.ran].map(([cell, code]) => (cell ? { cell, code } : { code }))) }),
     });
   }
 }
@@ -207,6 +276,8 @@ export class Gate {
   private nextId = 1;
   /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
   private readonly grants = new Map<string, number>();
+  /** "Allow this kind for 10 minutes" of the `ask-risky` prompt, per credential and kind of finding. */
+  private readonly kindGrants = new KindGrants();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -255,6 +326,35 @@ export class Gate {
     return activity;
   }
 
+  /**
+   * Rules on a run by what its risk scan found, just before it starts: the findings join the
+   * action's record, and in the `ask-risky` mode critical and high ones wait for the person
+   * (unless they allowed that kind for this client within 10 minutes, or these findings for this
+   * action). Throws a 403 naming the findings when the person does not allow them.
+   */
+  async vetRisk(activity: Activity | undefined, report: RiskReport, pieces: readonly RunCode[]): Promise<void> {
+    if (!activity) return;
+    activity.flag(report, pieces);
+    if (this.person.mode() !== 'ask-risky') return;
+    const { action } = activity;
+    const at = this.now();
+    const asking = report.findings.filter(
+      (f) => asksPerson(f) && !activity.allows(f) && !this.kindGrants.allows(action.credential, kindOf(f), at),
+    );
+    if (!asking.length) return;
+    const flagged = riskReport(asking);
+    const answer = action.left?.aborted
+      ? 'withdrawn'
+      : await this.person.ask(action, action.left, { report: flagged, code: joinCode(pieces) });
+    if (answer === 'allow-10-minutes') {
+      const credential = this.credentialFor(action);
+      if (credential !== undefined) this.kindGrants.grant(credential, asking.map(kindOf), this.now() + GRANT_MS);
+    }
+    if (answer === 'allow' || answer === 'allow-10-minutes') return activity.allow(asking);
+    const why = asking.slice(0, 3).map(describeFinding).join('; ');
+    throw new BridgeError('refused', `${REFUSED_RISKY[answer]} The risk scan flagged ${why}.`, { risk: flagged });
+  }
+
   /** Interrupts every action under way (their transports hear it through `onStop`); returns them. */
   stopAll(): AgentAction[] {
     const stopped = [...this.running];
@@ -274,12 +374,16 @@ export class Gate {
 
   /** Binds a 10-minute grant to the caller's credential, minting one first for a caller that can take it. */
   private grant(action: AgentAction): void {
-    let credential = action.credential;
-    if (credential === undefined && action.issue) {
-      credential = this.identities.mint(action.claim);
-      action.issue(credential);
-    }
+    const credential = this.credentialFor(action);
     if (credential !== undefined) this.grants.set(credential, this.now() + GRANT_MS);
+  }
+
+  /** The caller's credential, minted and handed over first for a caller that had none and can take one. */
+  private credentialFor(action: AgentAction): string | undefined {
+    if (action.credential !== undefined || !action.issue) return action.credential;
+    const credential = this.identities.mint(action.claim);
+    action.issue(credential);
+    return credential;
   }
 
   private finished(activity: Activity, end: ActionEnd): void {

@@ -43,6 +43,9 @@ const wait = {
 };
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** On execute and the run routes: answer the risk scan of the code, run nothing. */
+export const dryRun = z.boolean().optional().describe('true: answer what the risk scan finds in the code; run nothing.');
 const count = z
   .string()
   .regex(/^\d+$/, 'must be a whole number')
@@ -55,6 +58,7 @@ export const deleteQuery = z.strictObject({ notebook, version: count.optional(),
 /** For clients that POST without a body (`curl -X POST …/run?wait=true`); the body wins. */
 export const runQuery = z.strictObject({
   notebook,
+  dryRun: flag.optional(),
   wait: flag.optional(),
   timeoutMs: count.optional(),
   outputs: outputsQuery.optional(),
@@ -80,7 +84,7 @@ export const editBody = z.strictObject({
   ...guard,
 });
 export const moveBody = z.strictObject({ notebook, ...moveTarget });
-export const runBody = z.strictObject({ notebook, ...wait });
+export const runBody = z.strictObject({ notebook, dryRun, ...wait });
 /** Waiting again on a cell's run: how long, and how much of its outputs. */
 export const followBody = z.strictObject({ notebook, timeoutMs: wait.timeoutMs, outputs: wait.outputs });
 
@@ -151,6 +155,7 @@ export const runManyBody = z
       .enum(['stop', 'continue'])
       .optional()
       .describe('"stop" (default): a cell that fails ends the series; "continue": every cell runs.'),
+    dryRun,
     ...wait,
   })
   .refine(oneSelection, SELECTION);
@@ -158,6 +163,7 @@ export const runManyBody = z
 export const runStaleBody = z.strictObject({
   notebook,
   cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
+  dryRun,
   ...wait,
 });
 

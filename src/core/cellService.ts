@@ -8,6 +8,7 @@ import type { InterruptHow, KernelState, KernelStatus, RunOutcome } from './kern
 import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
 import type { EditStopwatch } from './editSpans';
+import type { RiskReport } from './riskScan';
 
 export type CellKind = 'code' | 'markup';
 
@@ -187,7 +188,12 @@ export interface CellRunResult {
    * deadline; one still queued or running has `done: false`.
    */
   readonly alsoRan?: readonly CellRunResult[];
+  /** What the risk scan found in the cell's code (absent: nothing). */
+  readonly risk?: RiskReport;
 }
+
+/** What a dry run would run: one cell, a selection, or the stale cells (from one, or all). */
+export type DryRun = { readonly cell: CellRef } | { readonly selection: RunSelection } | { readonly stale: CellRef | undefined };
 
 /** Which cells a run of many runs: a list of refs, a half-open index range, or all code cells. */
 export type RunSelection = { readonly cells: readonly CellRef[] } | { readonly range: IndexRange } | { readonly all: true };
@@ -237,6 +243,8 @@ export interface RunHandle {
   readonly cellId: string;
   /** The run's ticket (RunTicket.runId). */
   readonly runId: string;
+  /** What the risk scan found in the cell's code before it started. */
+  readonly risk?: RiskReport | undefined;
   wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult>;
 }
 
@@ -269,6 +277,8 @@ export interface CellService {
   follow(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** Runs every stale cell, or `from` and the cells downstream of it that ran before, in notebook order. */
   runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle>;
+  /** The cells a run would run and what the risk scan finds in them; runs nothing. */
+  dryRun(notebook: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */

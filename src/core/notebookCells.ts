@@ -19,6 +19,7 @@ import type {
   RunHandle,
   RunSelection,
   CellRunResult,
+  DryRun,
   SavedNotebook,
   SeriesHandle,
   StrictFlag,
@@ -36,6 +37,8 @@ import { errorNames, logicalItems, OutputFollower, shapeOutputs } from './cellOu
 import { notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
+import type { RiskChecks, RunPiece } from './riskChecks';
+import { riskField, type RiskReport } from './riskScan';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -46,6 +49,8 @@ export interface NotebookCellsOptions {
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
+  /** Scans the code of every cell run before it starts, and rules on it (riskChecks.ts). */
+  risk?: Pick<RiskChecks, 'vet' | 'scan'>;
 }
 
 const single = () => '';
@@ -126,6 +131,13 @@ export class NotebookCells implements CellService {
 
   async runStale(ref: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
     const notebook = this.notebook(ref);
+    const order = await this.staleOrder(notebook, from);
+    if (!order.length) return new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
+    return this.runMany(notebook.sessionId, { cells: order }, 'stop');
+  }
+
+  /** The stale cells a stale run would run (from `from` and what ran downstream of it), in notebook order. */
+  private async staleOrder(notebook: NotebookEntry, from: CellRef | undefined): Promise<string[]> {
     const cells = this.docs.cells(notebook.uri);
     const label = notebookLabel(notebook);
     const graph = await this.graph(notebook, cells);
@@ -135,9 +147,20 @@ export class NotebookCells implements CellService {
         `No dependency analysis for ${label}: it needs a Jupyter notebook and a Python to parse its cells`,
       );
     const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
-    const order = staleRunOrder(graphCells(cells), graph, start);
-    if (!order.length) return new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
-    return this.runMany(notebook.sessionId, { cells: order }, 'stop');
+    return staleRunOrder(graphCells(cells), graph, start);
+  }
+
+  async dryRun(ref: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const chosen =
+      'cell' in run
+        ? [cells[resolveCellIndex(ids(cells), run.cell, notebookLabel(notebook))]!.id]
+        : 'stale' in run
+          ? await this.staleOrder(notebook, run.stale)
+          : this.select(notebook, run.selection);
+    const risk = this.options.risk ? await this.options.risk.scan(notebook.uri, pieces(cells, chosen)) : NO_SCAN;
+    return { cells: chosen, risk };
   }
 
   private async graph(
@@ -231,6 +254,8 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
     await this.checkKernel(notebook);
+    // All of a series is ruled on at once (one question for the person); each cell is checked again as it starts.
+    await this.options.risk?.vet(notebook.uri, pieces(this.docs.cells(notebook.uri), ids));
     const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
     return new CellSeries(ids, first, onError, async (id) => (await this.start(notebook, [id]))[0]!);
   }
@@ -343,7 +368,11 @@ export class NotebookCells implements CellService {
         checkCode(planned, `run.${i}: `);
         return planned.id;
       });
-      if (runIds.length) await this.checkKernel(notebook);
+      if (runIds.length) {
+        await this.checkKernel(notebook);
+        // A run the person refuses refuses the batch: nothing is changed either.
+        await this.options.risk?.vet(notebook.uri, pieces(plan.layout, runIds));
+      }
       const before = new Map(cells.map((c) => [c.id, c.code]));
       span?.checking();
       const warnings = await checkWrittenCode(
@@ -415,15 +444,35 @@ export class NotebookCells implements CellService {
   }
 
   private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+    const before = await this.vetted(notebook, cellIds);
     this.touched.add(notebook.uri);
-    const before = this.docs.cells(notebook.uri);
     const tickets = await this.docs.execute(notebook.uri, cellIds);
-    return tickets.map((ticket) => this.handle(notebook, ticket, before.find((c) => c.id === ticket.cellId)?.outputs ?? []));
+    return tickets.map((ticket) => {
+      const risk = before.risk?.findings.filter((f) => f.cell === ticket.cellId);
+      const own = risk?.length ? { ...before.risk!, findings: risk } : undefined;
+      return this.handle(notebook, ticket, before.cells.find((c) => c.id === ticket.cellId)?.outputs ?? [], own);
+    });
   }
 
-  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[]): RunHandle {
+  /**
+   * The cells as they are about to run, their code scanned and ruled on: code changed while the
+   * person was asked is checked again, so what runs is what was allowed.
+   */
+  private async vetted(notebook: NotebookEntry, cellIds: readonly string[]) {
+    let cells = this.docs.cells(notebook.uri);
+    if (!this.options.risk) return { cells, risk: undefined };
+    for (;;) {
+      const code = pieces(cells, cellIds);
+      const risk = await this.options.risk.vet(notebook.uri, code);
+      cells = this.docs.cells(notebook.uri);
+      const now = pieces(cells, cellIds);
+      if (now.length === code.length && now.every((p, i) => p.code === code[i]!.code)) return { cells, risk };
+    }
+  }
+
+  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[], risk?: RiskReport): RunHandle {
     const id = ticket.cellId;
-    return new CellRun(ticket, baseline, {
+    return new CellRun(ticket, baseline, risk, {
       snapshot: () => {
         const now = this.docs.cells(notebook.uri);
         const index = now.findIndex((c) => c.id === id);
@@ -496,6 +545,18 @@ export class NotebookCells implements CellService {
 }
 
 const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
+
+/** What a dry run answers where no scan is wired (unit tests of other rules). */
+const NO_SCAN: RiskReport = { level: null, findings: [] };
+
+/** The code of the cells `chosen` (in that order), as the risk scan takes it. */
+function pieces(cells: readonly { id: string; code: string; language: string }[], chosen: readonly string[]): RunPiece[] {
+  const byId = new Map(cells.map((c) => [c.id, c]));
+  return chosen.flatMap((id) => {
+    const cell = byId.get(id);
+    return cell ? [{ cell: id, code: cell.code, language: cell.language }] : [];
+  });
+}
 
 function checkCode(cell: { id: string; kind: string }, where: string): void {
   if (cell.kind !== 'code') throw new BridgeError('bad_input', `${where}cell ${cell.id} is a markup cell; only code cells run`);
@@ -619,6 +680,8 @@ class CellRun implements RunHandle {
   constructor(
     private readonly ticket: RunTicket,
     baseline: readonly RawOutput[],
+    /** What the risk scan found in the cell's code. */
+    readonly risk: RiskReport | undefined,
     private readonly deps: RunDeps,
   ) {
     this.follower = new OutputFollower(baseline);
@@ -635,7 +698,7 @@ class CellRun implements RunHandle {
   /** The run's end, then (when it ended) the runs the kernel started on its own meanwhile, under one deadline. */
   async wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
     const deadline = Date.now() + options.timeoutMs;
-    const own = await this.waitOwn(options);
+    const own = { ...(await this.waitOwn(options)), ...riskField(this.risk) };
     if (!own.done) return own;
     const alsoRan = await this.deps.alsoRan(deadline - Date.now(), options.signal);
     return alsoRan.length ? { ...own, alsoRan } : own;

@@ -37,6 +37,10 @@ export interface RunCode {
   readonly cell?: string;
 }
 
+/** The code of a run as one text: each cell's under a `# cell <id>` line. */
+export const joinCode = (pieces: readonly RunCode[]) =>
+  pieces.map((p) => (p.cell === undefined ? p.code : `# cell ${p.cell}\n${p.code}`)).join('\n\n');
+
 /** Where the code runs, for paths and names: the kernel's folder and the notebook's cells. */
 export interface ScanPlace {
   /** The kernel's working folder (the notebook's); undefined: the first workspace folder. */
@@ -61,10 +65,12 @@ export function riskReport(findings: readonly RiskFinding[], omitted = 0): RiskR
 /** Several reports as one (a run of several cells, an action of several runs); each finding once. */
 export function mergeReports(reports: readonly RiskReport[]): RiskReport {
   const seen = new Set<string>();
-  const findings = reports.flatMap((r) => r.findings).filter((f) => {
-    const key = `${f.cell ?? ''}\n${f.line}\n${f.kind}\n${f.pattern}\n${f.reason}`;
-    return !seen.has(key) && seen.add(key);
-  });
+  const findings = reports
+    .flatMap((r) => r.findings)
+    .filter((f) => {
+      const key = `${f.line}\n${findingKey(f)}`;
+      return !seen.has(key) && seen.add(key);
+    });
   return riskReport(
     findings,
     reports.reduce((n, r) => n + (r.omitted ?? 0), 0),
@@ -76,6 +82,36 @@ export const asksPerson = (f: RiskFinding) => f.tier === 'critical' || f.tier ==
 
 /** What "Allow this kind for 10 minutes" allows: a finding's kind and pattern, whatever its line. */
 export const kindOf = (f: RiskFinding) => `${f.kind}:${f.pattern}`;
+
+/** A finding as the person allowed it: changed code (another command for the same call) is asked about again. */
+export const findingKey = (f: RiskFinding) => `${f.cell ?? ''}\n${f.kind}\n${f.pattern}\n${f.reason}`;
+
+/** Most kinds one client holds grants for (a client allowing kind after kind keeps its newest). */
+const KINDS_PER_CLIENT = 64;
+
+/**
+ * "Allow this kind for 10 minutes": per credential (what only that client holds, never a name),
+ * the kinds of finding its runs may carry without asking, until when.
+ */
+export class KindGrants {
+  private readonly byCredential = new Map<string, Map<string, number>>();
+
+  grant(credential: string, kinds: readonly string[], until: number): void {
+    const kept = this.byCredential.get(credential) ?? new Map<string, number>();
+    for (const kind of kinds) {
+      kept.delete(kind);
+      kept.set(kind, until);
+    }
+    while (kept.size > KINDS_PER_CLIENT) kept.delete(kept.keys().next().value!);
+    this.byCredential.set(credential, kept);
+  }
+
+  allows(credential: string | undefined, kind: string, now: number): boolean {
+    if (credential === undefined) return false;
+    const until = this.byCredential.get(credential)?.get(kind);
+    return until !== undefined && until > now;
+  }
+}
 
 /** One finding on one line: `line 3: subprocess.run (critical): starts a program: ls`. */
 export function describeFinding(f: RiskFinding): string {

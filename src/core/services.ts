@@ -4,6 +4,8 @@ import type { Checkpoints } from './checkpoints';
 import type { KeyedQueue } from './keyedQueue';
 import type { ScratchpadOutputs } from './scratchpadOutputs';
 import type { NotebookHost } from './notebookHost';
+import type { RiskChecks } from './riskChecks';
+import type { RunHistory } from './runHistory';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
 export interface BridgeServices {
@@ -21,4 +23,8 @@ export interface BridgeServices {
   inspectProgram: () => string;
   /** Every agent change to a notebook, to keep, revert or undo. */
   checkpoints: Checkpoints;
+  /** The risk scan before every agent run, and the person's ruling on it. */
+  risk: RiskChecks;
+  /** The agents' past runs, to list and run again. */
+  history: RunHistory;
 }

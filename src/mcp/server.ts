@@ -7,6 +7,7 @@ import { registerTools } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { undoTool } from './undoTool';
+import { runTools } from './runTools';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -15,13 +16,14 @@ const INSTRUCTIONS = [
   'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
   'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait;',
   'undo_last_change takes back your own newest change when nobody changed those cells since.',
+  'list_runs, get_run and rerun: your past runs, with what the risk scan found in each.',
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own)]);
+  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own), ...runTools(own, caller)]);
   return server;
 }
 

@@ -92,7 +92,8 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
           transport: 'mcp',
           ...caller,
           left: extra.signal,
-          kind,
+          // A dry run only reads the code (the risk scan): nothing runs.
+          kind: rest['dryRun'] === true || rest['dry_run'] === true ? 'read' : kind,
           ...(kind === 'edit' && alsoRuns(rest['run'])
             ? { also: ['run'] as const, label: `${row.label ?? `mcp ${name}`} (edit and run)` }
             : { label: row.label ?? `mcp ${name}` }),
@@ -109,7 +110,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
       try {
         const author = { client: activity.action.client, action: activity.action.id };
         const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
-        const answer = await asAuthor(author, () => row.handle(args, own));
+        const answer = await activity.within(() => asAuthor(author, () => row.handle(args, own)));
         activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
         activity.end(answer.outcome.kind, answer.outcome.detail);
         return reply(answer);

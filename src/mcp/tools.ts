@@ -6,6 +6,7 @@ import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/notebookHost';
 import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
+import { riskField } from '../core/riskScan';
 import { found, tool, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
@@ -20,6 +21,21 @@ export const EXECUTE_OUTPUT_CAP = 100_000;
 const sessionShape = z.object({ name: z.string(), path: z.string(), session_id: z.string() });
 const listSessionsResult = z.object({ sessions: z.array(sessionShape) });
 
+const finding = z.object({
+  tier: z.enum(['critical', 'high', 'medium']),
+  kind: z.string(),
+  pattern: z.string(),
+  line: z.number(),
+  reason: z.string(),
+  cell: z.string().optional(),
+});
+/** What the risk scan found in the code (absent when it found nothing, but on a dry run). */
+export const riskShape = z.object({
+  level: z.enum(['critical', 'high', 'medium']).nullable(),
+  findings: z.array(finding).readonly(),
+  omitted: z.number().optional(),
+});
+
 const executeCodeResult = z.object({
   success: z.boolean(),
   output: z.string().nullable(),
@@ -27,6 +43,8 @@ const executeCodeResult = z.object({
   stderr: z.array(z.string()),
   errors: z.array(z.string()),
   error: z.string().nullable(),
+  risk: riskShape.optional(),
+  dryRun: z.boolean().optional(),
 });
 export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
 
@@ -39,6 +57,7 @@ const executeCodeArgs = z.object({
     .max(3600)
     .optional()
     .describe(`How long to wait before interrupting the run (default ${DEFAULT_EXECUTE_TIMEOUT_S}).`),
+  dry_run: z.boolean().optional().describe('true: answer what the risk scan finds in the code ("risk"); run nothing.'),
 });
 
 /** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
@@ -66,7 +85,8 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
         "Run Python in a notebook's live kernel, as a scratchpad: notebook variables are readable, in-place " +
         'mutations persist, new top-level names are discarded after the call; the value of a trailing expression ' +
         'is returned as "output". Top-level await works. Runs of one notebook go one at a time. On timeout the run ' +
-        'is interrupted. To change the notebook durably, use the cell tools.',
+        'is interrupted. To change the notebook durably, use the cell tools. What the risk scan found in the code, if ' +
+        'anything, comes back as "risk" (dry_run: true scans without running).',
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
       handle: async (args, extra) => {
@@ -77,10 +97,12 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
   ];
 }
 
+const NOTHING_RAN = { success: false, output: null, stdout: [], stderr: [], errors: [], error: null };
+
 /** A run that did not happen or did not end by itself: marimo's result shape, with the outcome it stands for. */
 const failed = (kind: OutcomeKind, error: string, stdout: string[] = [], stderr: string[] = []): CodeExecution => ({
   outcome: { kind, detail: error },
-  result: { success: false, output: null, stdout, stderr, errors: [], error },
+  result: { ...NOTHING_RAN, stdout, stderr, error },
 });
 
 /** An execute_code answer: marimo's result, and how the request ended (the tool result and the activity follow from it). */
@@ -94,13 +116,20 @@ export interface CodeExecution {
  * session's turn), collecting what the event stream would have carried.
  */
 export async function executeCode(
-  ctx: Pick<BridgeServices, 'host' | 'runs'>,
+  ctx: Pick<BridgeServices, 'host' | 'runs' | 'risk'>,
   args: z.infer<typeof executeCodeArgs>,
   cancelled: AbortSignal,
 ): Promise<CodeExecution> {
   let kernel;
+  let risk;
   try {
+    if (args.dry_run) {
+      if (!(await ctx.host.sessions()).some((s) => s.id === args.session_id)) throw new BridgeError('not_found', '');
+      const report = await ctx.risk.scan(args.session_id, [{ code: args.code }]);
+      return { outcome: { kind: 'ok', detail: '' }, result: { ...NOTHING_RAN, success: true, dryRun: true, risk: report } };
+    }
     kernel = await ctx.host.kernelFor(args.session_id);
+    risk = await ctx.risk.vet(args.session_id, [{ code: args.code }]);
   } catch (error) {
     if (!(error instanceof BridgeError)) throw error;
     if (error.kind === 'not_found')
@@ -144,6 +173,7 @@ export async function executeCode(
       stderr,
       errors,
       error: null,
+      ...riskField(risk),
     },
   };
 }

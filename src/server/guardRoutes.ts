@@ -21,12 +21,14 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
   rows: readonly Route<Ctx>[],
 ): Route<Ctx>[] {
   return rows.map((row) => {
-    const kind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
-    if (kind === 'open') return row;
+    const rowKind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
+    if (rowKind === 'open') return row;
     const label = row.activity ?? `${row.method.toUpperCase()} ${row.path}`;
     return {
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
+        // A dry run only reads the code (the risk scan): nothing runs.
+        const kind = isDryRun(input.body, input.query) ? 'read' : rowKind;
         const caller = httpCaller(ctx.access.identities, input.req.headers);
         const runs = kind === 'edit' && alsoRuns(fields(input.body)['run']);
         const activity = await ctx.access.enter({
@@ -56,8 +58,11 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
   });
 }
 
+/** `dryRun: true` in the body (or the query of a cell run). */
+const isDryRun = (body: unknown, query: unknown) => fields(body)['dryRun'] === true || fields(query)['dryRun'] === true;
+
 /** Aborted if the client closes its connection before the answer is sent (listened for before any wait). */
-function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
+export function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
   const left = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) left.abort();
@@ -79,7 +84,7 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
 /** Runs a handler as its activity (the author of the changes it makes), ending it with its answer's outcome. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
-    const result = await asAuthor({ client: activity.action.client, action: activity.action.id }, run);
+    const result = await activity.within(() => asAuthor({ client: activity.action.client, action: activity.action.id }, run));
     const body = fields(result instanceof Reply ? result.body : result);
     if (result !== undefined) activity.note(JSON.stringify(body));
     activity.end(result instanceof Reply ? result.kind : 'ok', typeof body['detail'] === 'string' ? body['detail'] : '');

@@ -4,10 +4,12 @@ import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
 import { answerAt } from '../core/outputDetail';
 import type { BridgeServices } from '../core/services';
+import type { DryRun } from '../core/cellService';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
   cellsQuery,
   clearBody,
+  dryRun,
   createBody,
   deleteQuery,
   editBody,
@@ -24,7 +26,11 @@ import {
   toSelection,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
-import { SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
+import { httpCaller } from '../core/clients';
+import { ownerOf } from '../core/runHistory';
+import { rerun, rerunArgs } from '../mcp/runTools';
+import { leaving } from './guardRoutes';
+import { dryRunExecute, SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';
@@ -44,7 +50,18 @@ function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }):
   );
 }
 
+const runsQuery = z.strictObject({
+  notebook: z.string().optional(),
+  limit: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(500)).optional(),
+});
+
 const health = () => ({ status: 'healthy', server: 'agent-bridge' });
+
+/** A run route's `dryRun: true`: the cells it would run and what the risk scan finds in them. */
+const dryRunAnswer = async (ctx: BridgeServices, notebook: string | undefined, run: DryRun) => ({
+  dryRun: true,
+  ...(await ctx.cells.dryRun(notebook, run)),
+});
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
 export const routes: readonly Route<RouteContext>[] = [
@@ -66,8 +83,9 @@ export const routes: readonly Route<RouteContext>[] = [
     access: 'execute',
     activity: 'scratchpad run',
     // marimo ignores other keys, so this schema does too.
-    body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }) }),
-    handle: ({ body, req, res }, ctx) => serveExecute(body.code, req, res, ctx),
+    body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }), dryRun }),
+    handle: ({ body, req, res }, ctx) =>
+      body.dryRun ? dryRunExecute(body.code, req, ctx) : serveExecute(body.code, req, res, ctx),
   }),
 
   route({
@@ -167,12 +185,14 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'cells run',
     body: runManyBody,
     handle: async ({ body, req, res }, ctx) =>
-      respondSeries(
-        await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
-        req,
-        res,
-      ),
+      body.dryRun
+        ? dryRunAnswer(ctx, body.notebook, { selection: toSelection(body) })
+        : respondSeries(
+            await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
+            { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+            req,
+            res,
+          ),
   }),
   route({
     method: 'post',
@@ -181,12 +201,14 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'stale cells run',
     body: runStaleBody,
     handle: async ({ body, req, res }, ctx) =>
-      respondSeries(
-        await ctx.cells.runStale(body.notebook, body.cell),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
-        req,
-        res,
-      ),
+      body.dryRun
+        ? dryRunAnswer(ctx, body.notebook, { stale: body.cell })
+        : respondSeries(
+            await ctx.cells.runStale(body.notebook, body.cell),
+            { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
+            req,
+            res,
+          ),
   }),
   route({
     method: 'post',
@@ -222,6 +244,33 @@ export const routes: readonly Route<RouteContext>[] = [
     handle: async ({ body }, ctx) => {
       await ctx.cells.restart(body.notebook);
       return { restarted: true };
+    },
+  }),
+  // ---- the run history: an agent's own past runs (its credential's; without one, its name's).
+  route({
+    method: 'get',
+    path: '/notebooks/runs',
+    query: runsQuery,
+    handle: ({ query, req }, ctx) => ({ runs: ctx.history.list(ownerOf(httpCaller(ctx.access.identities, req.headers)), query) }),
+  }),
+  route({
+    method: 'get',
+    path: '/notebooks/runs/:id',
+    handle: ({ params, req }, ctx) => {
+      const { owner: _o, ...run } = ctx.history.get(ownerOf(httpCaller(ctx.access.identities, req.headers)), params['id']!);
+      return run;
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/runs/:id/rerun',
+    access: 'execute',
+    activity: 'rerun',
+    body: rerunArgs,
+    handle: async ({ body, params, req, res }, ctx) => {
+      const caller = httpCaller(ctx.access.identities, req.headers);
+      const { outcome, result, run, rerunOf } = await rerun(ctx, caller, params['id']!, body, leaving(res));
+      return Reply.of(outcome.kind, { ...result, run, rerunOf, ...(outcome.detail && { detail: outcome.detail }) });
     },
   }),
   // ---- the kernel's variables, read beside the runs: no cell, no execution count, no history.
@@ -275,6 +324,7 @@ export const routes: readonly Route<RouteContext>[] = [
     body: runBody,
     query: runQuery,
     handle: async ({ body, query, params, req, res }, ctx) => {
+      if (body.dryRun ?? query.dryRun) return dryRunAnswer(ctx, body.notebook ?? query.notebook, { cell: params['ref']! });
       const handle = await ctx.cells.run(body.notebook ?? query.notebook, params['ref']!);
       const wait = body.wait ?? query.wait ?? false;
       const timeoutMs = body.timeoutMs ?? query.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;

@@ -20,12 +20,15 @@ import {
 import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
 import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
 import { KeyedQueue } from '../../src/core/keyedQueue';
+import { RiskChecks } from '../../src/core/riskChecks';
+import { NOTHING_FOUND } from './fakes/app';
 import { ended } from '../../src/server/guardRoutes';
 import { Reply } from '../../src/server/route';
 import { registerTools, tool, type ToolAnswer } from '../../src/mcp/toolRows';
 import { codeTools } from '../../src/mcp/tools';
 import type { BridgeServices } from '../../src/core/services';
 import { FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks } from './fakes/notebooks';
 
 const RUN_ENDS: readonly OutcomeKind[] = ['ok', 'failed', 'interrupted', 'kernel_restarted', 'timed_out'];
 
@@ -167,7 +170,8 @@ describe('transports answer by kind, never by the words of a message', () => {
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel: silent },
     ]);
     const { gate, ends } = recordingGate();
-    const ctx = { host, runs: new KeyedQueue() } as unknown as BridgeServices;
+    const risk = new RiskChecks(NOTHING_FOUND, new FakeNotebooks(), () => gate);
+    const ctx = { host, runs: new KeyedQueue(), risk } as unknown as BridgeServices;
     const client = await callTools(codeTools(ctx), gate);
     const result = (await client.callTool({
       name: 'execute_code',

@@ -124,7 +124,7 @@ const FLAGGED: Row[] = [
 /** Code that must not be flagged at all: names, strings and comments that look like the real thing. */
 const NEAR_MISSES: string[] = [
   'print(1)',
-  'print("subprocess.run([\'rm\', \'-rf\', \'/\'])")',
+  "print(\"subprocess.run(['rm', '-rf', '/'])\")",
   '# subprocess.run(["rm", "-rf", "/"])\nprint(1)',
   '"""\nimport subprocess\nsubprocess.run(["x"])\n"""',
   "s = '''\n!rm -rf build\n'''",
@@ -244,18 +244,26 @@ describe('risk reports', () => {
   });
 
   it('merges the reports of several cells, each finding once', () => {
-    const merged = mergeReports([riskReport([f('high', 'a', 1, 'c1')]), riskReport([f('high', 'a', 1, 'c1'), f('critical', 'b', 2, 'c2')])]);
+    const merged = mergeReports([
+      riskReport([f('high', 'a', 1, 'c1')]),
+      riskReport([f('high', 'a', 1, 'c1'), f('critical', 'b', 2, 'c2')]),
+    ]);
     assert.equal(merged.findings.length, 2);
     assert.equal(merged.level, 'critical');
   });
 
   it('describes each finding on one line with its line, and counts the rest', () => {
     const report = riskReport([f('critical', 'os.system', 3, 'c1'), f('high', 'x'), f('high', 'y')]);
-    assert.deepEqual(describeFindings(report, 2), ['cell c1 line 3: os.system (critical): does os.system', 'line 1: x (high): does x', 'and 1 more']);
+    assert.deepEqual(describeFindings(report, 2), [
+      'cell c1 line 3: os.system (critical): does os.system',
+      'line 1: x (high): does x',
+      'and 1 more',
+    ]);
   });
 
   it("keeps only a cell's imports and plain bindings as context", () => {
-    const code = 'import numpy as np\nfrom os import (\n    path,\n    system as s,\n)\nx = compute(1)\nsp = subprocess\n    import inner\nprint(1)';
+    const code =
+      'import numpy as np\nfrom os import (\n    path,\n    system as s,\n)\nx = compute(1)\nsp = subprocess\n    import inner\nprint(1)';
     assert.equal(namesOfCell(code), 'import numpy as np\nfrom os import (\n    path,\n    system as s,\n)\nsp = subprocess');
   });
 });

@@ -8,6 +8,9 @@ import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
 import { NotebookCells } from '../../../src/core/notebookCells';
+import { RiskChecks } from '../../../src/core/riskChecks';
+import { RunHistory } from '../../../src/core/runHistory';
+import type { RiskScanner } from '../../../src/core/riskScan';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -17,6 +20,9 @@ import { FakeNotebookHost } from './notebookHost';
 import { FakeNotebooks } from './notebooks';
 
 export const TEST_TOKEN = 'test-token-0123456789';
+
+/** A fake risk scanner that finds nothing in any code (the tests of other rules). */
+export const NOTHING_FOUND: RiskScanner = { scan: () => Promise.resolve({ findings: [] }) };
 export const silentLog: Log = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
@@ -32,13 +38,21 @@ export function startTestServer(options: {
   log?: Log;
   access?: Gate;
   analyzer?: CodeAnalyzer;
+  /** Reads code for the risk scan (default: a fake that finds nothing). */
+  scanner?: RiskScanner;
+  /** The run history (default: an empty one kept nowhere); it records only when it is among `access`'s sinks. */
+  history?: RunHistory;
 }): Promise<RunningServer> {
   let port = 0;
+  const notebooks = options.notebooks ?? new FakeNotebooks();
+  const access = options.access ?? Gate.open();
+  const risk = new RiskChecks(options.scanner ?? NOTHING_FOUND, notebooks, () => access);
   const checkpoints = new Checkpoints(() => cells, { load: () => [], save: () => undefined });
-  const cells = new NotebookCells(options.notebooks ?? new FakeNotebooks(), {
+  const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
+    risk,
   });
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
@@ -47,7 +61,9 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
-    access: options.access ?? Gate.open(),
+    access,
+    risk,
+    history: options.history ?? new RunHistory({ load: () => [], save: () => undefined }),
     inspectProgram: () => readFileSync(join(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'), 'utf8'),
   };
   const app = createApp({

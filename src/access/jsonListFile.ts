@@ -1,37 +1,39 @@
 import { readFileSync } from 'node:fs';
-import type { Checkpoint, CheckpointFile } from '../core/checkpoints';
 import type { Log } from '../core/log';
 import { writeFileAtomic } from '../fsAtomic';
 
 const WRITE_DELAY_MS = 200;
 
 /**
- * The checkpoints in a JSON file of the extension's workspace storage, so a window reload still
- * offers them for review. Written shortly after a change (a burst of edits is one write) and on
- * dispose; written whole through a temporary file, so a crash never leaves half a list.
+ * A list kept in a JSON file of the extension's workspace storage, so a window reload still has
+ * it (the agent changes to review, the agent runs). Written shortly after a change (a burst of
+ * changes is one write) and on dispose; written whole through a temporary file (0600), so a crash
+ * never leaves half a list.
  */
-export class JsonCheckpointFile implements CheckpointFile {
-  private latest: readonly Checkpoint[] | undefined;
+export class JsonListFile<T> {
+  private latest: readonly T[] | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly file: string,
+    /** What the list holds, for the log: "agent changes to review". */
+    private readonly what: string,
     private readonly log: Log,
   ) {}
 
-  load(): Checkpoint[] {
+  load(): T[] {
     try {
       const parsed: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
-      return Array.isArray(parsed) ? (parsed as Checkpoint[]) : [];
+      return Array.isArray(parsed) ? (parsed as T[]) : [];
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-        this.log.warn(`agent changes to review: ${this.file} is unreadable, starting empty (${String(error)})`);
+        this.log.warn(`${this.what}: ${this.file} is unreadable, starting empty (${String(error)})`);
       return [];
     }
   }
 
-  save(checkpoints: readonly Checkpoint[]): void {
-    this.latest = checkpoints;
+  save(list: readonly T[]): void {
+    this.latest = list;
     this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
   }
 
@@ -43,7 +45,7 @@ export class JsonCheckpointFile implements CheckpointFile {
       writeFileAtomic(this.file, JSON.stringify(this.latest));
       this.latest = undefined;
     } catch (error) {
-      this.log.warn(`agent changes to review: cannot write ${this.file} (${String(error)})`);
+      this.log.warn(`${this.what}: cannot write ${this.file} (${String(error)})`);
     }
   }
 

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { Activity } from '../core/accessPolicy';
+import { BridgeError } from '../core/bridgeError';
+import type { Caller } from '../core/clients';
+import type { SessionInfo } from '../core/notebookHost';
+import { ownerOf, runIdOf, type AgentRun } from '../core/runHistory';
+import type { BridgeServices } from '../core/services';
+import { executeCode, type CodeExecution } from './tools';
+import { found, tool, type ToolRow } from './toolRows';
+
+export const listRunsArgs = z.strictObject({
+  notebook: z.string().optional().describe('Only the runs in this notebook, as they named it (session id, path or uri).'),
+  limit: z.number().int().min(1).max(500).optional().describe('Most runs listed, newest first (default 50).'),
+});
+export const rerunArgs = z.strictObject({
+  code: z.string().optional().describe("Run this code instead of the run's own (the same notebook, as a scratchpad)."),
+  timeout_seconds: z.number().int().min(1).max(3600).optional().describe('How long to wait before interrupting the run.'),
+});
+
+/** The open notebook a past run ran in: the session it named, its path or uri, or the only one open. */
+async function sessionOf(ctx: Pick<BridgeServices, 'host'>, run: AgentRun): Promise<SessionInfo> {
+  const sessions = await ctx.host.sessions();
+  const named = run.notebook;
+  const session =
+    named === null
+      ? sessions.length === 1
+        ? sessions[0]
+        : undefined
+      : sessions.find((s) => [s.id, s.path, s.uri].includes(named));
+  if (!session)
+    throw new BridgeError(
+      'not_found',
+      `The notebook of ${run.id} (${named ?? 'unnamed'}) is not open with a kernel; open it, or run the code with execute_code`,
+    );
+  return session;
+}
+
+/**
+ * Runs a past run's code again (or `code` instead) as a scratchpad in its notebook: the same path,
+ * risk scan and ruling as any execute; it is a new run of its own in the history.
+ */
+export async function rerun(
+  ctx: Pick<BridgeServices, 'host' | 'runs' | 'risk' | 'history'>,
+  caller: Pick<Caller, 'credential' | 'claim'>,
+  id: string,
+  args: z.infer<typeof rerunArgs>,
+  cancelled: AbortSignal,
+): Promise<CodeExecution & { run: string | undefined; rerunOf: string }> {
+  const past = ctx.history.get(ownerOf(caller), id);
+  const session = await sessionOf(ctx, past);
+  const code = args.code ?? past.code;
+  const action = Activity.current()?.action;
+  const execution = await executeCode(ctx, { session_id: session.id, code, timeout_seconds: args.timeout_seconds }, cancelled);
+  return { ...execution, run: action && runIdOf(action), rerunOf: id };
+}
+
+/** The run history over MCP: an agent's own runs, one of them whole, and running one again. */
+export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
+  const owner = ownerOf(caller);
+  return [
+    tool({
+      name: 'list_runs',
+      access: 'read',
+      description:
+        'Your recent runs (execute_code and cell runs, refused ones too), newest first: id, client, code hash, status, ' +
+        'duration, start time and what the risk scan found ("risk"). get_run gives one with its code and output; rerun runs it again.',
+      inputSchema: listRunsArgs,
+      annotations: { readOnlyHint: true },
+      handle: async (args) => found({ runs: ctx.history.list(owner, args) }),
+    }),
+    tool({
+      name: 'get_run',
+      access: 'read',
+      description: 'One of your runs (an id from list_runs) with its code and the head of its output.',
+      inputSchema: z.strictObject({ run_id: z.string() }),
+      annotations: { readOnlyHint: true },
+      handle: async (args) => {
+        const { owner: _o, ...run } = ctx.history.get(owner, args.run_id);
+        return found(run);
+      },
+    }),
+    tool({
+      name: 'rerun',
+      access: 'execute',
+      description:
+        'Run one of your past runs again (an id from list_runs), or changed `code` in its place, as a scratchpad in its ' +
+        'notebook; answers as execute_code, with the new run\'s id as "run".',
+      inputSchema: rerunArgs.extend({ run_id: z.string() }),
+      handle: async ({ run_id, ...args }, extra) => {
+        const { outcome, result, run, rerunOf } = await rerun(ctx, caller, run_id, args, extra.signal);
+        return { outcome, body: { ...result, run, rerunOf } };
+      },
+    }),
+  ];
+}
