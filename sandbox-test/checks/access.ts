@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
+import { callTool, toolJson } from './jupyter';
 
 export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
@@ -41,8 +42,9 @@ export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.keyboard.press('Enter');
   // Away from the status bar, whose hover would cover the notifications.
   await page.mouse.move(600, 300);
+  // Whole: "Agents: ask" must not be taken for "Agents: ask-risky".
   await page
-    .locator('.statusbar-item', { hasText: `Agents: ${mode}` })
+    .locator('.statusbar-item', { hasText: new RegExp(`Agents: ${mode}\\s*$`) })
     .first()
     .waitFor({ timeout: 5_000 });
 }
@@ -80,6 +82,89 @@ export function accessChecks(): void {
       await pickMode(page(), 'full');
     }
   }).timeout(45_000);
+
+  it('access: ask-risky mode, print(1) runs unasked; a subprocess run raises the prompt with its finding, and Deny runs nothing', async () => {
+    const { note, signal } = checkRun();
+    await pickMode(page(), 'ask-risky');
+    try {
+      const quiet = await client.run(sid, 'print(1)', { headers, signal });
+      eq(quiet.status, 200, 'print(1) status');
+      eq(quiet.stdout, '1\n', 'print(1) ran with no prompt');
+      // What it would leave behind in the kernel (a scratchpad keeps changes to modules).
+      const risky = 'import builtins; builtins.risky_ran = True\nimport subprocess; subprocess.run(["true"])';
+      const run = client.execute(sid, risky, { headers, timeoutMs: 30_000 });
+      const toast = page().locator('.notification-toast', { hasText: 'that the risk scan flags' });
+      await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
+      const text = await toast.first().innerText();
+      note(`prompt: ${show(text, 400)}`);
+      includes(text, `says it is ${AGENT} wants a scratchpad run`, 'the prompt names the client and the action');
+      includes(text, 'line 2: subprocess.run (critical): starts a program: true', 'the prompt shows the finding with its line');
+      includes(text, 'Allow This Kind for 10 Minutes', 'the prompt offers to allow this kind');
+      await sleep(600); // the toast slides in
+      await screenshot(page(), 'access-ask-risky-prompt.png', note);
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Deny$/ })
+        .click({ timeout: 5_000 });
+      const result = await run.result;
+      eq(result.status, 403, 'status after Deny');
+      includes(result.raw, 'subprocess.run', 'the refusal names the finding');
+      const after = await client.run(sid, 'import builtins; print(getattr(builtins, "risky_ran", False))', { headers, signal });
+      eq(after.stdout, 'False\n', 'the denied code did not run');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+  }).timeout(60_000);
+
+  it('access: dryRun scans and runs nothing; the runs list, get and rerun over HTTP and MCP', async () => {
+    const { note, signal } = checkRun();
+    const probe = 'import builtins; builtins.dry_ran = True\nimport os; os.system("true")';
+    const dry = await client.post(
+      '/api/kernel/execute',
+      { code: probe, dryRun: true },
+      { headers: { ...headers, 'marimo-session-id': sid }, signal },
+    );
+    eq(dry.status, 200, `dryRun status (${show(dry.text, 300)})`);
+    const report = (JSON.parse(dry.text) as { risk: { level: string; findings: { pattern: string; line: number }[] } }).risk;
+    eq(report.level, 'critical', 'dryRun level');
+    eq(report.findings[0]?.pattern, 'os.system', 'dryRun finding');
+    const after = await client.run(sid, 'import builtins; print(getattr(builtins, "dry_ran", False))', { headers, signal });
+    eq(after.stdout, 'False\n', 'the dry run ran nothing');
+
+    const marker = `history_${Date.now()}`;
+    eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to list');
+    const listed = await client.get(`/notebooks/runs?notebook=${sid}&limit=5`, { headers, signal });
+    eq(listed.status, 200, `GET /notebooks/runs (${show(listed.text, 300)})`);
+    note(`GET /notebooks/runs: ${show(listed.text, 1500)}`);
+    const runs = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string; status: string; client: string }[] }).runs;
+    const newest = runs[0]!;
+    eq(newest.status, 'succeeded', 'the newest run');
+    const one = await client.get(`/notebooks/runs/${newest.id}`, { headers, signal });
+    includes(one.text, marker, 'GET /notebooks/runs/:id has the code');
+    const rerun = await client.post(
+      `/notebooks/runs/${newest.id}/rerun`,
+      { code: `print("${marker}", "again")` },
+      { headers, signal },
+    );
+    eq(rerun.status, 200, `rerun (${show(rerun.text, 300)})`);
+    eq((JSON.parse(rerun.text) as { stdout: string[] }).stdout.join(''), `${marker} again\n`, 'rerun with changed code');
+    const others = await client.get('/notebooks/runs', { headers: { 'x-agent-bridge-client': 'someone-else' }, signal });
+    ok(!others.text.includes(newest.id), 'another client does not see these runs');
+
+    const mcpRun = toolJson(
+      await callTool(client, 'execute_code', { session_id: sid, code: `print("${marker}", "mcp")` }, signal),
+    );
+    eq(mcpRun['success'], true, 'MCP execute_code');
+    const mcpList = toolJson(await callTool(client, 'list_runs', { notebook: sid, limit: 3 }, signal)) as {
+      runs: { id: string; label: string }[];
+    };
+    note(`MCP list_runs: ${show(JSON.stringify(mcpList), 1500)}`);
+    eq(mcpList.runs[0]?.label, 'mcp execute_code', 'MCP list_runs: the newest run');
+    const got = toolJson(await callTool(client, 'get_run', { run_id: mcpList.runs[0]!.id }, signal));
+    includes(String(got['code']), `"${marker}", "mcp"`, 'MCP get_run has the code');
+    const again = toolJson(await callTool(client, 'rerun', { run_id: mcpList.runs[0]!.id }, signal));
+    eq((again['stdout'] as string[]).join(''), `${marker} mcp\n`, 'MCP rerun');
+  }).timeout(60_000);
 
   it('access: a marked cell carries who changed it', async () => {
     const { note, signal } = checkRun();

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
+import type { RiskReport } from '../core/riskScan';
 import type { Entry } from './record';
 import { errorMessage } from '../core/errorMessage';
 
@@ -27,6 +28,8 @@ export interface AuditRecord {
   detail: string;
   /** Cells an edit created or changed: their index, text before and after. */
   cells: { index: number; before: string; after: string }[];
+  /** What the risk scan found in the code it ran (absent: nothing). */
+  risk?: RiskReport;
 }
 
 /** The files of the log, oldest first. */
@@ -80,6 +83,7 @@ export class AuditLog {
       outcome: end!.outcome,
       detail: end!.detail,
       cells: entry.changes.map((c) => ({ index: c.cell.index, before: c.before, after: c.after })),
+      ...(end!.risk && { risk: end!.risk }),
     };
     const line = JSON.stringify(record);
     const token = this.secret();
