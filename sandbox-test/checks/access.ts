@@ -166,6 +166,53 @@ export function accessChecks(): void {
     eq((again['stdout'] as string[]).join(''), `${marker} mcp\n`, 'MCP rerun');
   }).timeout(60_000);
 
+  it('access: "Open Agent Runs as a Notebook" writes the chosen runs as an .ipynb that opens, and its cells run', async () => {
+    const { note, signal } = checkRun();
+    const marker = `exported_${Date.now()}`;
+    eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to export');
+    await page().keyboard.press('F1');
+    await page().keyboard.type('Agent Bridge: Open Agent Runs as a Notebook');
+    await page()
+      .locator('.quick-input-widget .monaco-list-row', { hasText: 'Open Agent Runs as a Notebook' })
+      .first()
+      .click({ timeout: 10_000 });
+    const input = page().locator('.quick-input-widget input.input');
+    await page()
+      .locator('.quick-input-widget .monaco-list-row', { hasText: 'scratchpad run' })
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await input.first().fill(marker);
+    const row = page().locator('.quick-input-widget .monaco-list-row', { hasText: marker });
+    await row.first().waitFor({ timeout: 10_000 });
+    await row.first().locator('.monaco-checkbox, input[type=checkbox]').first().click({ timeout: 5_000 });
+    await page().keyboard.press('Enter');
+    const tab = page().getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
+    await tab
+      .first()
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(() => fail('no agent-runs-….ipynb editor opened'));
+    await sleep(800);
+    await screenshot(page(), 'access-runs-notebook.png', note);
+    const notebooks = JSON.parse((await client.get('/notebooks', { headers, signal })).text) as {
+      notebooks: { path: string | null; uri: string }[];
+    };
+    const opened = notebooks.notebooks.find((n) => /agent-runs-.*\.ipynb$/.test(n.path ?? ''));
+    ok(opened, `the exported notebook is not listed: ${show(JSON.stringify(notebooks), 400)}`);
+    const started = await client.post(
+      '/notebooks/kernel/start',
+      { notebook: opened.path, kernel: 'builtin' },
+      { headers, signal },
+    );
+    ok(started.status < 300, `kernel start (${show(started.text, 300)})`);
+    const ran = await client.post(
+      '/notebooks/run',
+      { notebook: opened.path, all: true, wait: true, timeoutMs: 60_000 },
+      { headers, signal, timeoutMs: 90_000 },
+    );
+    eq(ran.status, 200, `its cells run (${show(ran.text, 400)})`);
+    includes(ran.text, marker, 'the exported cell ran and printed again');
+  }).timeout(90_000);
+
   it('access: a marked cell carries who changed it', async () => {
     const { note, signal } = checkRun();
     const created = await client.post(

@@ -86,7 +86,15 @@ export function createAgentAccess(deps: AccessDeps): {
     deps.settings.onDidChange(() => view.schedule()),
   ];
   for (const [id, run] of Object.entries(
-    accessCommands({ gate, cells: deps.cells, audit, auditDir, log: deps.log, mode: () => settings().accessMode }),
+    accessCommands({
+      gate,
+      cells: deps.cells,
+      audit,
+      auditDir,
+      history: deps.history,
+      log: deps.log,
+      mode: () => settings().accessMode,
+    }),
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }

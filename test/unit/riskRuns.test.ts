@@ -10,6 +10,7 @@ import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { testScanner } from './riskScan.test';
+import { renderSession, runSteps } from '../../src/access/export';
 
 /** The person: a mode, and answers given in turn to what they are asked (with the findings shown). */
 class FakePerson {
@@ -272,5 +273,59 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
     assert.ok(
       results.every((r) => r.status === 200 && (JSON.parse(r.body) as { risk: { level: string } }).risk.level === 'critical'),
     );
+  });
+});
+
+describe('agent runs as a notebook', () => {
+  it('each run is a markdown cell (client, time, status, risk) and a code cell with its code and output, oldest first', () => {
+    const run = (id: string, startedAt: string, code: string, risk: AgentRun['risk']): AgentRun => ({
+      id,
+      client: 'agent #1 (says it is tester)',
+      owner: 'x',
+      transport: 'http',
+      label: 'scratchpad run',
+      notebook: 's_aaaaaa',
+      code,
+      codeHash: 'h',
+      status: 'succeeded',
+      durationMs: 12,
+      startedAt,
+      detail: '',
+      output: 'out\n',
+      risk,
+    });
+    const finding = {
+      tier: 'critical' as const,
+      kind: 'process',
+      pattern: 'subprocess.run',
+      line: 2,
+      reason: 'starts a program: ls',
+    };
+    const nb = JSON.parse(
+      renderSession(
+        runSteps([
+          run('run_b', '2026-01-01T00:00:02.000Z', 'import subprocess\nsubprocess.run(["ls"])', {
+            level: 'critical',
+            findings: [finding],
+          }),
+          run('run_a', '2026-01-01T00:00:01.000Z', 'print(1)', null),
+        ]),
+        'ipynb',
+        'agent runs',
+      ),
+    ) as { nbformat: number; cells: { cell_type: string; source: string[]; outputs?: { text: string[] }[] }[] };
+    assert.equal(nb.nbformat, 4);
+    assert.deepEqual(
+      nb.cells.map((c) => c.cell_type),
+      ['markdown', 'code', 'markdown', 'code'],
+    );
+    assert.match(
+      nb.cells[0]!.source.join(''),
+      /by agent #1 \(says it is tester\), 2026-01-01T00:00:01.000Z — succeeded.*risk: nothing found/s,
+    );
+    assert.equal(nb.cells[1]!.source.join(''), 'print(1)');
+    assert.deepEqual(nb.cells[1]!.outputs![0]!.text, ['out\n']);
+    assert.match(nb.cells[2]!.source.join(''), /risk: line 2: subprocess\.run \(critical\): starts a program: ls/);
+    assert.equal(nb.cells[3]!.source.join(''), 'import subprocess\nsubprocess.run(["ls"])');
   });
 });
