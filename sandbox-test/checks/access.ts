@@ -184,8 +184,9 @@ export function accessChecks(): void {
     await input.first().fill(marker);
     const row = page().locator('.quick-input-widget .monaco-list-row', { hasText: marker });
     await row.first().waitFor({ timeout: 10_000 });
-    await row.first().locator('.monaco-checkbox, input[type=checkbox]').first().click({ timeout: 5_000 });
-    await page().keyboard.press('Enter');
+    // Check the (filtered) runs shown, then OK.
+    await page().locator('.quick-input-widget .quick-input-check-all').first().click({ timeout: 5_000 });
+    await page().locator('.quick-input-widget .monaco-button', { hasText: /^OK$/ }).first().click({ timeout: 5_000 });
     const tab = page().getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
     await tab
       .first()
