@@ -42,9 +42,11 @@ import { reviewChecks } from './checks/review';
 import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
+import { staleChecks } from './checks/stale';
 import { terminalChecks } from './checks/terminal';
 import { twoWindowChecks } from './checks/twoWindows';
 import { guardChecks } from './checks/guard';
+import { identityChecks } from './checks/identity';
 import { errorMessage } from '../src/core/errorMessage';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
@@ -82,6 +84,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('cells', cellChecks);
   describe('answers', answerChecks);
   describe('cell state', cellStateChecks);
+  describe('stale', staleChecks);
   describe('scripts', scriptChecks);
   describe('security', securityChecks);
   describe('chaos', chaosChecks);
@@ -95,6 +98,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('terminal', terminalChecks); // it moves the bridge to a new port
   describe('ipython', ipythonChecks); // it switches the kernel's Python
   describe('two windows', twoWindowChecks); // a second window shares the harness's discovery file
+  describe('identity', identityChecks); // it restarts the extension host (kernels and session ids go)
   describe('reload', () => reloadChecks(extensions)); // last with VS Code up: it restarts the window
   describe('after stop', afterStopChecks);
 }

@@ -8,7 +8,8 @@
  * runs the sections (scripts/bench/sections.ts): scratchpad and framework cost, kernel modes,
  * cell runs, Run All side by side (scripts/bench/runAll.ts: it starts a second sandbox without
  * our extension), insert vs edit with its split (scripts/bench/editSplit.ts), stalled reader,
- * agents, listing; then the Jupyter row, activation and sizes. Prints
+ * agents, listing, the stale marks' analysis per edit (scripts/bench/staleAnalysis.ts); then the
+ * Jupyter row, activation and sizes. Prints
  * a table and writes bench-results/<time>.json. The Jupyter row runs when the Jupyter extension is
  * given by path (SANDBOX_EXTENSIONS or --extension, as for the harness: sandbox-test/extensions.ts). Targets print as met/MISSED and fail nothing:
  * the exit code is 1 only when the run broke.
@@ -35,6 +36,7 @@ import { insertVsEdit } from './bench/editSplit';
 import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
+import { staleAnalysis } from './bench/staleAnalysis';
 import * as sections from './bench/sections';
 import { errorMessage } from '../src/core/errorMessage';
 import { progressLog } from '../sandbox-test/progress';
@@ -49,6 +51,7 @@ const SECTIONS = [
   'agents',
   'batch',
   'listing',
+  'stale',
   'jupyter',
   'activation',
 ] as const;
@@ -209,7 +212,9 @@ async function main(): Promise<number> {
     // the large notebook is opened only by its section, last.
     const unused = { path: '', sid: '' };
     const openIf = (wanted: boolean, file: string) => (wanted ? open(path.join(ws.dir, file), 'builtin') : unused);
-    const agentsWanted = SECTIONS.some((s) => s !== 'runall' && s !== 'edits' && s !== 'activation' && opts.wants(s));
+    const agentsWanted = SECTIONS.some(
+      (s) => s !== 'runall' && s !== 'edits' && s !== 'stale' && s !== 'activation' && opts.wants(s),
+    );
     const notebooks = {
       agents: [] as sections.Opened[],
       ipython: await openIf(opts.wants('modes'), 'ipython/ipython.ipynb'),
@@ -284,6 +289,7 @@ async function main(): Promise<number> {
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
+    if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
     if (jupyter) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));
   } catch (err) {

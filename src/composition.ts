@@ -112,10 +112,16 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const risk = new RiskChecks(scanner, notebooks, () => access.gate);
   push(scanner);
   const checkpointFile = new JsonListFile<Checkpoint>(join(storage, 'agent-changes.json'), 'agent changes to review', log);
-  const checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const checkpoints: Checkpoints = new Checkpoints(() => cells, checkpointFile);
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
+    // A batch applied in steps: its checkpoint and audit line are on disk before its first step.
+    onApplying: async (notebook, before, planned) => {
+      const journal = checkpoints.begin(notebook, before, planned);
+      if (journal) await access.applying(journal);
+      return journal;
+    },
     analyzer,
     risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
@@ -126,10 +132,12 @@ export function compose({ context, log, settings, bridge, version }: Composition
       (uri) => cells.dependencies(uri),
       (cell) => notebooks.cellId(cell),
       log,
+      sessions.onDidChange,
     ),
   );
-  // One per window, across server restarts: the names agents gave (MCP's from `initialize`) and the token's bytes.
+  // One per window, across server restarts: the credentials minted (an agent's changes stay its own) and the token's bytes.
   const identities = new ClientRegistry();
+  identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const bearer = new BearerCheck();
   const runFile = new JsonListFile<AgentRun>(join(storage, 'agent-runs.json'), 'agent runs', log);
   const history = new RunHistory(runFile);

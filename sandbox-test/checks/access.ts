@@ -12,7 +12,9 @@ import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
-import { callTool, toolJson } from './jupyter';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { toolJson } from './jupyter';
 
 export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
@@ -31,6 +33,14 @@ export async function openAgentBridge(page: Page): Promise<void> {
     .locator('.activitybar .action-item', { has: page.locator('a[aria-label^="Agent Bridge"]') })
     .first()
     .click({ timeout: 5_000 });
+}
+
+/** Runs a command from the palette, as the person would. */
+export async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
+  await page.keyboard.type(title);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
 }
 
 /** The person clicks the access mode in the status bar and picks `mode` from the quick pick. */
@@ -66,7 +76,7 @@ export function accessChecks(): void {
     await pickMode(page(), 'ask');
     try {
       const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: `says it is ${AGENT} wants a scratchpad run` });
+      const toast = page().locator('.notification-toast', { hasText: `${AGENT} (unverified) wants a scratchpad run` });
       await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
       includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
       await sleep(600); // the toast slides in
@@ -97,7 +107,7 @@ export function accessChecks(): void {
       await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
       const text = await toast.first().innerText();
       note(`prompt: ${show(text, 400)}`);
-      includes(text, `says it is ${AGENT} wants a scratchpad run`, 'the prompt names the client and the action');
+      includes(text, `${AGENT} (unverified) wants a scratchpad run`, 'the prompt names the client and the action');
       includes(text, 'line 2: subprocess.run (critical): starts a program: true', 'the prompt shows the finding with its line');
       includes(text, 'Allow This Kind for 10 Minutes', 'the prompt offers to allow this kind');
       await sleep(600); // the toast slides in
@@ -132,50 +142,63 @@ export function accessChecks(): void {
     eq(after.stdout, 'False\n', 'the dry run ran nothing');
 
     const marker = `history_${Date.now()}`;
-    eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to list');
-    const listed = await client.get(`/notebooks/runs?notebook=${sid}&limit=5`, { headers, signal });
+    const first = await client.run(sid, `print("${marker}")`, { headers, signal });
+    eq(first.status, 200, 'a run to list');
+    // The credential the run was answered with makes its runs this client's own.
+    const mine = { ...headers, 'x-agent-bridge-credential': String(first.headers['x-agent-bridge-credential']) };
+    const listed = await client.get(`/notebooks/runs?notebook=${sid}&limit=5`, { headers: mine, signal });
     eq(listed.status, 200, `GET /notebooks/runs (${show(listed.text, 300)})`);
     note(`GET /notebooks/runs: ${show(listed.text, 1500)}`);
     const runs = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string; status: string; client: string }[] }).runs;
     const newest = runs[0]!;
     eq(newest.status, 'succeeded', 'the newest run');
-    const one = await client.get(`/notebooks/runs/${newest.id}`, { headers, signal });
+    const one = await client.get(`/notebooks/runs/${newest.id}`, { headers: mine, signal });
     includes(one.text, marker, 'GET /notebooks/runs/:id has the code');
     const rerun = await client.post(
       `/notebooks/runs/${newest.id}/rerun`,
       { code: `print("${marker}", "again")` },
-      { headers, signal },
+      { headers: mine, signal },
     );
     eq(rerun.status, 200, `rerun (${show(rerun.text, 300)})`);
     eq((JSON.parse(rerun.text) as { stdout: string[] }).stdout.join(''), `${marker} again\n`, 'rerun with changed code');
-    const others = await client.get('/notebooks/runs', { headers: { 'x-agent-bridge-client': 'someone-else' }, signal });
-    ok(!others.text.includes(newest.id), 'another client does not see these runs');
+    for (const other of [headers, { 'x-agent-bridge-client': 'someone-else' }]) {
+      const theirs = await client.get('/notebooks/runs', { headers: other, signal });
+      ok(!theirs.text.includes(newest.id), `a client without the credential sees none of these runs: ${show(theirs.text, 200)}`);
+    }
 
-    const mcpRun = toolJson(
-      await callTool(client, 'execute_code', { session_id: sid, code: `print("${marker}", "mcp")` }, signal),
+    // An MCP client as an agent's would be (the SDK's, in a session of its own).
+    const mcp = new Client({ name: 'harness-mcp-agent', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${ctx.advert.url}/mcp/server`), {
+        requestInit: { headers: { authorization: `Bearer ${ctx.advert.token}` } },
+      }),
     );
-    eq(mcpRun['success'], true, 'MCP execute_code');
-    const mcpList = toolJson(await callTool(client, 'list_runs', { notebook: sid, limit: 3 }, signal)) as {
-      runs: { id: string; label: string }[];
-    };
-    note(`MCP list_runs: ${show(JSON.stringify(mcpList), 1500)}`);
-    eq(mcpList.runs[0]?.label, 'mcp execute_code', 'MCP list_runs: the newest run');
-    const got = toolJson(await callTool(client, 'get_run', { run_id: mcpList.runs[0]!.id }, signal));
-    includes(String(got['code']), `"${marker}", "mcp"`, 'MCP get_run has the code');
-    const again = toolJson(await callTool(client, 'rerun', { run_id: mcpList.runs[0]!.id }, signal));
-    eq((again['stdout'] as string[]).join(''), `${marker} mcp\n`, 'MCP rerun');
+    try {
+      const call = async (name: string, args: object) =>
+        toolJson((await mcp.callTool({ name, arguments: { ...args } })) as never);
+      eq(
+        (await call('execute_code', { session_id: sid, code: `print("${marker}", "mcp")` }))['success'],
+        true,
+        'MCP execute_code',
+      );
+      const mcpList = (await call('list_runs', { notebook: sid, limit: 3 })) as { runs: { id: string; label: string }[] };
+      note(`MCP list_runs: ${show(JSON.stringify(mcpList), 1500)}`);
+      eq(mcpList.runs.length, 1, 'MCP list_runs: its own run only');
+      eq(mcpList.runs[0]?.label, 'mcp execute_code', 'MCP list_runs: the newest run');
+      const got = await call('get_run', { run_id: mcpList.runs[0]!.id });
+      includes(String(got['code']), `"${marker}", "mcp"`, 'MCP get_run has the code');
+      const again = await call('rerun', { run_id: mcpList.runs[0]!.id });
+      eq((again['stdout'] as string[]).join(''), `${marker} mcp\n`, 'MCP rerun');
+    } finally {
+      await mcp.close();
+    }
   }).timeout(60_000);
 
   it('access: "Open Agent Runs as a Notebook" writes the chosen runs as an .ipynb that opens, and its cells run', async () => {
     const { note, signal } = checkRun();
     const marker = `exported_${Date.now()}`;
     eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to export');
-    await page().keyboard.press('F1');
-    await page().keyboard.type('Agent Bridge: Open Agent Runs as a Notebook');
-    await page()
-      .locator('.quick-input-widget .monaco-list-row', { hasText: 'Open Agent Runs as a Notebook' })
-      .first()
-      .click({ timeout: 10_000 });
+    await runCommand(page(), 'Agent Bridge: Open Agent Runs as a Notebook');
     const input = page().locator('.quick-input-widget input.input');
     await page()
       .locator('.quick-input-widget .monaco-list-row', { hasText: 'scratchpad run' })
@@ -184,14 +207,22 @@ export function accessChecks(): void {
     await input.first().fill(marker);
     const row = page().locator('.quick-input-widget .monaco-list-row', { hasText: marker });
     await row.first().waitFor({ timeout: 10_000 });
-    // Check the (filtered) runs shown, then OK.
-    await page().locator('.quick-input-widget .quick-input-check-all').first().click({ timeout: 5_000 });
-    await page().locator('.quick-input-widget .monaco-button', { hasText: /^OK$/ }).first().click({ timeout: 5_000 });
+    // The person checks the run (a click on its row toggles it) and accepts.
+    try {
+      await row.first().click({ timeout: 5_000 });
+      await page().keyboard.press('Enter');
+    } catch (error) {
+      await page().keyboard.press('Escape'); // the next checks need the workbench uncovered
+      throw error;
+    }
     const tab = page().getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
     await tab
       .first()
       .waitFor({ state: 'visible', timeout: 15_000 })
-      .catch(() => fail('no agent-runs-….ipynb editor opened'));
+      .catch(async () => {
+        await page().keyboard.press('Escape');
+        fail('no agent-runs-….ipynb editor opened');
+      });
     await sleep(800);
     await screenshot(page(), 'access-runs-notebook.png', note);
     const notebooks = JSON.parse((await client.get('/notebooks', { headers, signal })).text) as {
@@ -226,11 +257,11 @@ export function accessChecks(): void {
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    const item = page().locator('.cell-statusbar-container', { hasText: `Added by an agent that says it is ${AGENT}` });
+    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
     await item
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no cell status bar item "Added by an agent that says it is ${AGENT}" in the workbench`));
+      .catch(() => fail(`no cell status bar item "Added by ${AGENT} (unverified)" in the workbench`));
     includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
     await screenshot(page(), 'access-marked-cell.png', note);
   }).timeout(30_000);
@@ -249,7 +280,7 @@ export function accessChecks(): void {
     note(`rows: ${show(texts.slice(0, 4), 400)}`);
     includes(texts[0] ?? '', 'scratchpad run', 'the newest row');
     includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
-    includes(texts[0] ?? '', `says it is ${AGENT}`, 'the newest row names the client, as a claim');
+    includes(texts[0] ?? '', `${AGENT} (unverified)`, 'the newest row names the client, as a claim');
     includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
     const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
     includes(message, ctx.advert.url, 'the view names the server');

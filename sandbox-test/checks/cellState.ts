@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import { sleep } from '../../src/core/sleep';
 import { checkRun, context } from './context';
 
 const FIXTURE = 'nbformat44.ipynb';
@@ -132,7 +133,12 @@ export function cellStateChecks(): void {
     match(traceback, new RegExp(`Cell In ?\\[${defCount}\\], line 2, in ratio`), 'and the cell that defined ratio by its count');
     ok(!/cell id|index \d/.test(traceback), 'no id or index in the traceback');
 
-    const audit = lastAuditLine(sandbox.dirs.userData);
+    // The audit log is appended after the answer is sent, so its line may lag the answer a little.
+    let audit = lastAuditLine(sandbox.dirs.userData);
+    for (let tries = 0; tries < 50 && !audit.includes('"kind":"save"'); tries++) {
+      await sleep(200);
+      audit = lastAuditLine(sandbox.dirs.userData);
+    }
     note(`audit: ${show(audit, 600)}`);
     includes(audit, '"kind":"save","action":"notebook save"', 'the save is logged as a save');
 

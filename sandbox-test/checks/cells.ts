@@ -182,7 +182,7 @@ export function cellChecks(): void {
     const after = (await list(signal)).cells;
     eq(after.length, before.length + 1, 'cell count');
     // Reads add the cell's place in the dependency graph, which a write's answer does not carry.
-    const { dependsOn: _d, dependents: _e, stale: _s, ...listed } = after[1] as Cell & Record<string, unknown>;
+    const { dependsOn: _d, dependents: _e, stale: _s, dataflow: _f, ...listed } = after[1] as Cell & Record<string, unknown>;
     deepEq(listed, cell, 'the listed cell at index 1');
     deepEq(
       after.filter((c) => c.id !== cell.id).map((c) => [c.id, c.code, c.version]),

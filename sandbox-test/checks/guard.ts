@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { pickMode } from './access';
+import { pickMode, runCommand } from './access';
 import { type CheckContext, checkRun, context, readJson } from './context';
 import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
@@ -33,13 +33,6 @@ async function ignoredWarning(page: Page): Promise<void> {
     .first()
     .waitFor({ state: 'visible', timeout: 20_000 })
     .catch(() => fail('no status bar warning that the workspace settings are ignored'));
-}
-
-/** Runs a command from the palette, as the person would. */
-async function runCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press('F1');
-  await page.keyboard.type(title);
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().click({ timeout: 10_000 });
 }
 
 /** The `guard` suite's checks. */
@@ -112,7 +105,7 @@ export function guardChecks(): void {
     await pickMode(page(), 'ask');
     try {
       const first = client.execute(sid, 'print("approved")', { headers: named, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: 'says it is guard-agent wants a scratchpad run' });
+      const toast = page().locator('.notification-toast', { hasText: 'guard-agent (unverified) wants a scratchpad run' });
       await toast.first().waitFor({ state: 'visible', timeout: 15_000 });
       await toast
         .first()
@@ -233,7 +226,7 @@ export function guardChecks(): void {
       eq((await write('agent-b', 'shared = "b"')).status, 200, 'B writes');
       const refused = await write('agent-a', 'shared = "a"');
       eq(refused.status, 409, `A's write after B's change (${show(refused.text, 300)})`);
-      includes(refused.json().detail, 'says it is agent-b', 'the 409 names who changed the cell');
+      includes(refused.json().detail, 'agent-b (unverified)', 'the 409 names who changed the cell');
       eq(refused.json().cell.code, 'shared = "b"', 'the 409 returns the current cell');
       const never = await write('agent-c', 'shared = "c"');
       eq(never.status, 409, `a write by an agent that never read the cell (${show(never.text, 300)})`);

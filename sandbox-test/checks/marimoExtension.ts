@@ -17,6 +17,7 @@ import { screenshot } from './access';
 import { checkRun, context, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
+import { sleep } from '../../src/core/sleep';
 
 interface Cell {
   id: string;
@@ -280,6 +281,60 @@ export function marimoExtensionChecks(): void {
     });
     eq(back.status, 200, `edit back (body ${show(back.text, 300)})`);
     eq((await runCell(first.id, signal)).success, true, 'run of x = 41');
+  });
+
+  it("marimo extension: a cell that changes a list in place (rows.append(…)) re-runs none of its readers in marimo; the bridge marks them stale, the run's answer names them, and run-stale re-runs them", async function () {
+    this.timeout(120_000);
+    const { signal, note } = checkRun();
+    const name = `rows_${Date.now().toString(36)}`;
+    const made = await client.post(
+      '/notebooks/edits',
+      {
+        notebook: sid,
+        ops: [
+          { op: 'create', name: 'make', code: `${name} = [1, 2]` },
+          { op: 'create', name: 'grow', code: `${name}.append(3)`, after: 'make' },
+          { op: 'create', name: 'count', code: `print(len(${name}))`, after: 'grow' },
+        ],
+      },
+      { signal },
+    );
+    eq(made.status, 200, `create three cells (body ${show(made.text, 300)})`);
+    const ids = made.json<{ names: Record<string, string> }>().names;
+    const [make, grow, count] = [ids['make']!, ids['grow']!, ids['count']!];
+    for (const id of [make, grow, count]) eq((await runCell(id, signal)).success, true, `first run of ${id}`);
+    const printed = async () =>
+      ((await cells(signal)).find((c) => c.id === count)?.outputs ?? [])
+        .flatMap((o) => (o.items ?? []).map((i) => i.text ?? ''))
+        .join('')
+        .trim();
+    eq(await printed(), '3', 'the count after the first runs');
+    const again = await runCell(grow, signal);
+    note(`alsoRan: ${show(again.alsoRan?.map((r) => r.cell.id) ?? [])}`);
+    eq(await printed(), '3', 'marimo did not re-run the reader: it still counts 3');
+    const caused = (again as RunAnswer & { stale?: { id: string; reason: string }[] }).stale ?? [];
+    deepEq(
+      caused.map((s) => s.id),
+      [count],
+      `the run's answer names the reader it left stale (${show(caused)})`,
+    );
+    match(caused[0]!.reason, new RegExp(`changes ${name} in place \\(${name}\\.append\\(…\\)\\), ran again`), 'its reason');
+    await sleep(1000); // the editor's marks follow once changes settle
+    await screenshot(context().sandbox.page, 'marimo-stale.png', note);
+    const rerun = await client.post(
+      '/notebooks/run-stale',
+      { notebook: sid, wait: true, outputs: 'full' },
+      { signal, timeoutMs: 35_000 },
+    );
+    eq(rerun.status, 200, `run-stale (body ${show(rerun.text, 300)})`);
+    deepEq(
+      rerun.json<{ runs: RunAnswer[] }>().runs.map((r) => r.cell.id),
+      [count],
+      'run-stale re-ran the reader',
+    );
+    eq(await printed(), '4', 'which now counts 4');
+    for (const id of [count, grow, make])
+      await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}&force=true`, signal });
   });
 
   it('marimo extension: MCP execute_code runs there; list_sessions lists it', async function () {

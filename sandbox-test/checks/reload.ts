@@ -224,7 +224,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       'the ids in the saved file',
     );
     // The person is reading the agent's change when the window restarts.
-    await openChange(page, `${RELOAD_AGENT}: 1 added`, 'made_here = 1');
+    await openChange(page, `${RELOAD_AGENT} (unverified): 1 added`, 'made_here = 1');
 
     await restartWindow(signal, note);
   }).timeout(180_000);
@@ -246,14 +246,14 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
     const nb = ctx.other.path;
     // The restored editor (its tab, behind the notebook reopened since) reads its left side from
     // the new bridge, built again from the checkpoint.
-    const tab = page.locator('.tabs-container .tab', { hasText: `${RELOAD_AGENT}: 1 added` }).first();
+    const tab = page.locator('.tabs-container .tab', { hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
     await tab.click({ timeout: 10_000 }).catch(() => fail('the diff open at the restart has no tab after it'));
     const shown = await notebookDiffShowing(page, 'made_here = 1', 'the restored tab');
     note(`restored diff: ${show(shown, 400)}`);
-    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT}: 1 added` }).first();
+    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
     await row
       .waitFor({ state: 'visible', timeout: 10_000 })
-      .catch(() => fail(`no "${RELOAD_AGENT}: 1 added" row in Agent Changes after the restart`));
+      .catch(() => fail(`no "${RELOAD_AGENT} (unverified): 1 added" row in Agent Changes after the restart`));
     await page.mouse.move(900, 600);
     const shot = path.join(RESULTS_DIR, 'review-after-reload.png');
     await page.screenshot({ path: shot });

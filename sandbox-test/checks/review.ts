@@ -141,12 +141,14 @@ export function reviewChecks(): void {
 
     // The review list shows the agent's change; its row opens the diff.
     const rows = await reviewRows(page);
-    const row = rows.filter({ hasText: `${agent}: 3 edited` }).first();
-    await row.waitFor({ state: 'visible', timeout: 10_000 }).catch(() => fail(`no "${agent}: 3 edited" row in Agent Changes`));
+    const row = rows.filter({ hasText: `${agent} (unverified): 3 edited` }).first();
+    await row
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => fail(`no "${agent} (unverified): 3 edited" row in Agent Changes`));
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-list.png', note);
-    const shown = await openChange(page, `${agent}: 3 edited`, changed[0]!);
+    const shown = await openChange(page, `${agent} (unverified): 3 edited`, changed[0]!);
     note(`diff: ${show(shown, 800)}`);
     for (const code of [...originals, ...changed]) includes(shown, code, 'the diff');
     // The person typed in a cell since: the right side is the notebook as the agent left it.
@@ -241,7 +243,7 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch and run (${show(batch.text, 300)})`);
 
-    const shown = await openChange(page, `${agent}: 2 edited`, `shown_after_${tag}`);
+    const shown = await openChange(page, `${agent} (unverified): 2 edited`, `shown_after_${tag}`);
     note(`diff: ${show(shown, 800)}`);
     eq(shown.match(/Outputs changed/g)?.length, 1, `cells whose outputs differ (${show(shown, 600)})`);
     ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
@@ -291,7 +293,7 @@ export function reviewChecks(): void {
     );
     eq(batch.status, 200, `the agent's batch (${show(batch.text, 300)})`);
 
-    const shown = await openChange(page, `${agent}: 1 added, 1 edited`, edited);
+    const shown = await openChange(page, `${agent} (unverified): 1 added, 1 edited`, edited);
     note(`diff: ${show(shown, 600)}`);
     for (const code of [first!.code, edited, added]) includes(shown, code, 'the diff');
     const crumbs = await breadcrumbs(page);
@@ -309,7 +311,7 @@ export function reviewChecks(): void {
     eq(front.status, 200, `showing ${path.basename(nb)} (${show(front.text, 200)})`);
     const mark = page
       .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: edited }) })
-      .locator('.cell-status-item', { hasText: `Changed by an agent that says it is ${agent}` });
+      .locator('.cell-status-item', { hasText: `Changed by ${agent} (unverified)` });
     await mark
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
@@ -323,7 +325,7 @@ export function reviewChecks(): void {
     ok(!cellShown.includes(added), `the cell's diff shows the other cell of the change as unchanged (${show(cellShown, 400)})`);
 
     // Revert that cell alone from its row in Agent Changes: the rest of the change stays to review.
-    const change = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added, 1 edited` }).first();
+    const change = (await reviewRows(page)).filter({ hasText: `${agent} (unverified): 1 added, 1 edited` }).first();
     if ((await change.getAttribute('aria-expanded')) !== 'true')
       await change.locator('.monaco-tl-twistie').click({ timeout: 5_000 });
     const cellRow = (await reviewRows(page)).filter({ hasText: `cell 1 edited` }).filter({ hasText: edited }).first();
@@ -340,7 +342,7 @@ export function reviewChecks(): void {
       [first!.code, added],
       'the cells after reverting the edited one alone',
     );
-    const rest = (await reviewRows(page)).filter({ hasText: `${agent}: 1 added` }).first();
+    const rest = (await reviewRows(page)).filter({ hasText: `${agent} (unverified): 1 added` }).first();
     await rest
       .waitFor({ state: 'visible', timeout: 5_000 })
       .catch(() => fail('the rest of the change ("1 added") is not listed'));
@@ -353,7 +355,7 @@ export function reviewChecks(): void {
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other.ipynb'), nb);
     const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
     eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
-    const headers = { 'x-agent-bridge-client': `undo-agent-${tag}` };
+    const named = { 'x-agent-bridge-client': `undo-agent-${tag}` };
     const save = async (what: string) => {
       const r = await client.post('/notebooks/save', { notebook: nb }, { signal });
       eq(r.status, 200, `save ${what} (${show(r.text, 200)})`);
@@ -373,9 +375,11 @@ export function reviewChecks(): void {
           { op: 'move', ref: cells[cells.length - 1]!.id, to: 0 },
         ],
       },
-      { signal, headers },
+      { signal, headers: named },
     );
     eq(batch.status, 200, `the batch (${show(batch.text, 300)})`);
+    // The agent keeps the credential its first write was answered with: its changes are its own through it.
+    const headers = { ...named, 'x-agent-bridge-credential': String(batch.headers['x-agent-bridge-credential']) };
     await save('after the batch');
     ok(!fs.readFileSync(nb).equals(original), 'the batch changed the file');
     const undo = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
@@ -401,17 +405,17 @@ export function reviewChecks(): void {
       signal,
     });
     eq(later.status, 200, `another agent's edit (${show(later.text, 200)})`);
+    const other = {
+      'x-agent-bridge-client': `other-agent-${tag}`,
+      'x-agent-bridge-credential': String(later.headers['x-agent-bridge-credential']),
+    };
     const refused = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(refused.status, 409, `undo over later work (${show(refused.text, 300)})`);
     const detail = refused.json<{ detail: string }>().detail;
     includes(detail, first.id, 'the 409 names the cell');
     includes(detail, `other-agent-${tag}`, 'the 409 names who changed it');
     // Put it back as it was for the checks after this one.
-    const back = await client.post(
-      '/notebooks/undo',
-      { notebook: nb },
-      { signal, headers: { 'x-agent-bridge-client': `other-agent-${tag}` } },
-    );
+    const back = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers: other });
     eq(back.status, 200, `the other agent's undo (${show(back.text, 200)})`);
     const mine = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(mine.status, 200, `the first agent's undo once the cell is as it left it (${show(mine.text, 200)})`);

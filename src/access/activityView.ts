@@ -97,7 +97,13 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     item.id = String(entry.action.id);
     item.description = description;
     item.iconPath = new vscode.ThemeIcon(ICONS[entry.end?.outcome ?? 'running']);
-    item.tooltip = [label, description, entry.end?.detail, ...(entry.end?.risk ? describeFindings(entry.end.risk) : [])]
+    item.tooltip = [
+      label,
+      description,
+      `By ${entry.action.about}`,
+      entry.end?.detail,
+      ...(entry.end?.risk ? describeFindings(entry.end.risk) : []),
+    ]
       .filter(Boolean)
       .join('\n');
     item.contextValue = entry.notebook ? 'agentAction.notebook' : 'agentAction';
@@ -111,6 +117,7 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     const { action, end } = entry;
     return [
       `# ${action.label} by ${action.client} in ${entry.notebookLabel}`,
+      `# ${action.client}: ${action.about}`,
       `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
       ...(end?.detail ? [`# ${end.detail.replace(/\n/g, '\n# ')}`] : []),
       ...(end?.risk ? describeFindings(end.risk, 50).map((l) => `# risk: ${l}`) : []),

@@ -14,7 +14,10 @@ const KEPT_FILES = 2;
 /** One line of the audit log. */
 export interface AuditRecord {
   time: string;
+  /** Who, short ("bob (unverified)"); `about` says what that name is worth. */
   client: string;
+  /** Absent in lines written by earlier versions. */
+  about?: string;
   transport: 'http' | 'mcp';
   notebook: string | null;
   notebookUri: string | null;
@@ -24,6 +27,7 @@ export interface AuditRecord {
   code: string;
   sha256: string;
   durationMs: number;
+  /** How it ended; `applying`: a batch about to be applied in steps (a line with its end follows, unless the editor stopped). */
   outcome: string;
   detail: string;
   /** Cells an edit created or changed: their index, text before and after. */
@@ -40,13 +44,19 @@ export function auditFiles(dir: string): string[] {
   return [...rotated, path.join(dir, AUDIT_FILE)];
 }
 
+/** An action to write: ended, or (`applying`) a batch about to be applied in steps. */
+interface Queued {
+  readonly entry: Entry;
+  readonly applying?: string;
+}
+
 /**
  * Appends every ended action to a JSON Lines file, off the agent's path: lines are queued and
  * written together on a later turn. The bridge's token never reaches the file, even inside code
  * an agent sent.
  */
 export class AuditLog {
-  private queue: Entry[] = [];
+  private queue: Queued[] = [];
   private writing: Promise<void> | undefined;
   private size: number | undefined;
   readonly file: string;
@@ -62,15 +72,26 @@ export class AuditLog {
   /** Queues an ended action; it is serialized, hashed and written on a later turn, off the agent's path. */
   append(entry: Entry): void {
     if (!entry.end) return;
-    this.queue.push(entry);
+    this.queue.push({ entry });
     this.writing ??= new Promise((resolve) => setImmediate(resolve)).then(() => this.drain());
   }
 
-  private line(entry: Entry): string {
+  /**
+   * Writes, before returning, that an action is about to apply a batch in steps (`what`), so an
+   * editor stopped between two steps leaves a line of it; its usual line follows when it ends.
+   */
+  async applying(entry: Entry, what: string): Promise<void> {
+    this.queue.push({ entry, applying: what });
+    this.writing ??= this.drain();
+    await this.flushed();
+  }
+
+  private line({ entry, applying }: Queued): string {
     const { action, end, notebook } = entry;
     const record: AuditRecord = {
       time: new Date(action.startedAt).toISOString(),
       client: action.client,
+      about: action.about,
       transport: action.transport,
       notebook: action.notebook ?? null,
       notebookUri: notebook?.uri.toString() ?? null,
@@ -79,11 +100,11 @@ export class AuditLog {
       summary: action.summary,
       code: action.code,
       sha256: createHash('sha256').update(action.code).digest('hex'),
-      durationMs: Math.round(end!.durationMs),
-      outcome: end!.outcome,
-      detail: end!.detail,
-      cells: entry.changes.map((c) => ({ index: c.cell.index, before: c.before, after: c.after })),
-      ...(end!.risk && { risk: end!.risk }),
+      durationMs: applying === undefined ? Math.round(end!.durationMs) : 0,
+      outcome: applying === undefined ? end!.outcome : 'applying',
+      detail: applying ?? end!.detail,
+      cells: applying === undefined ? entry.changes.map((c) => ({ index: c.cell.index, before: c.before, after: c.after })) : [],
+      ...(applying === undefined && end!.risk && { risk: end!.risk }),
     };
     const line = JSON.stringify(record);
     const token = this.secret();
@@ -98,7 +119,7 @@ export class AuditLog {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length) {
-        const chunk = this.queue.map((entry) => this.line(entry)).join('');
+        const chunk = this.queue.map((queued) => this.line(queued)).join('');
         this.queue = [];
         await fs.mkdir(this.dir, { recursive: true });
         this.size ??= await fs.stat(this.file).then(

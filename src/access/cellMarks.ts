@@ -6,6 +6,8 @@ interface Mark {
   /** The action of the activity record that made the change. */
   readonly action: number;
   readonly client: string;
+  /** The client in full (the hover). */
+  readonly about: string;
   readonly at: number;
   readonly after: string;
   readonly created: boolean;
@@ -63,7 +65,7 @@ export class CellMarks implements vscode.NotebookCellStatusBarItemProvider, vsco
       `$(hubot) ${mark.created ? 'Added' : 'Changed'} by ${mark.client} · ${ago(mark.at)}`,
       vscode.NotebookCellStatusBarAlignment.Right,
     );
-    item.tooltip = `${mark.created ? 'Created' : 'Changed'} by ${mark.client} at ${new Date(mark.at).toLocaleTimeString()}. Click to compare before and after; the mark goes when you edit the cell.`;
+    item.tooltip = `${mark.created ? 'Created' : 'Changed'} by ${mark.client} at ${new Date(mark.at).toLocaleTimeString()}: ${mark.about}. Click to compare before and after; the mark goes when you edit the cell.`;
     item.command = { title: 'Compare with before the agent', command: SHOW_CELL_CHANGE, arguments: [cell.document.uri] };
     return [item];
   }
@@ -113,6 +115,7 @@ function toMark(entry: Entry, change: CellChange): Mark {
   return {
     action: entry.action.id,
     client: entry.action.client,
+    about: entry.action.about,
     at: entry.action.startedAt + (entry.end?.durationMs ?? 0),
     after: change.after,
     created: change.created,

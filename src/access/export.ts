@@ -34,12 +34,12 @@ export function runSteps(runs: readonly AgentRun[]): Step[] {
  * A notebook's agent actions, in order, as steps someone can run again: scratchpad code as it
  * was sent, and the text each edit left in the cells it created or changed. Refused actions,
  * reads and runs of existing cells carry no code of their own and are left out (runs stay as a
- * comment, so the order of events reads true).
+ * comment, so the order of events reads true), and so are the lines that announce a batch in steps.
  */
 export function sessionSteps(records: readonly AuditRecord[], notebookUri: string): Step[] {
   const steps: Step[] = [];
   for (const r of records) {
-    if (r.notebookUri !== notebookUri || r.outcome === 'refused') continue;
+    if (r.notebookUri !== notebookUri || r.outcome === 'refused' || r.outcome === 'applying') continue;
     const header = `${r.time} ${r.client}: ${r.action} (${r.outcome})`;
     if (r.kind === 'execute') steps.push({ header, code: r.code });
     else if (r.kind === 'edit')

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService, CellSnapshot } from '../core/cellService';
-import type { Author, Checkpoints } from '../core/checkpoints';
+import { authorOf, type Author, type Checkpoints, type Journal } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import type { RunHistory } from '../core/runHistory';
@@ -44,6 +44,8 @@ export function createAgentAccess(deps: AccessDeps): {
   gate: Gate;
   /** Who code run in this notebook acts for: the agent's scratchpad run under way there, else a cell the person ran. */
   codeAuthor: (notebook: vscode.NotebookDocument) => Author;
+  /** Writes the audit line of a batch about to be applied in steps, before its first step. */
+  applying: (journal: Journal) => Promise<void>;
   disposables: vscode.Disposable[];
 } {
   const store = new ActivityStore(deps.notebooks);
@@ -100,7 +102,15 @@ export function createAgentAccess(deps: AccessDeps): {
   }
   const codeAuthor = (notebook: vscode.NotebookDocument): Author => {
     const run = store.newest().find((e) => !e.end && e.notebook === notebook && e.action.kind === 'execute');
-    return run ? { client: run.action.client, action: run.action.id } : { client: CELL_RUN_AUTHOR };
+    return run ? authorOf(run.action) : { client: CELL_RUN_AUTHOR };
   };
-  return { gate, codeAuthor, disposables };
+  const applying = async ({ action, checkpoint }: Journal) => {
+    const entry = action === undefined ? undefined : store.get(action);
+    if (entry)
+      await audit.applying(
+        entry,
+        `applying ${checkpoint.summary} in steps (agent change ${checkpoint.id}); a line with its end follows unless the editor stopped first`,
+      );
+  };
+  return { gate, codeAuthor, applying, disposables };
 }

@@ -7,8 +7,9 @@ const WRITE_DELAY_MS = 200;
 /**
  * A list kept in a JSON file of the extension's workspace storage, so a window reload still has
  * it (the agent changes to review, the agent runs). Written shortly after a change (a burst of
- * changes is one write) and on dispose; written whole through a temporary file (0600), so a crash
- * never leaves half a list.
+ * changes is one write; an editor that stops within that delay loses the changes of it) or at
+ * once when asked (a batch about to be applied in steps), and on dispose; written whole through a
+ * temporary file (0600), so a crash never leaves half a list.
  */
 export class JsonListFile<T> {
   private latest: readonly T[] | undefined;
@@ -32,9 +33,10 @@ export class JsonListFile<T> {
     }
   }
 
-  save(list: readonly T[]): void {
+  save(list: readonly T[], now = false): void {
     this.latest = list;
-    this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
+    if (now) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), WRITE_DELAY_MS);
   }
 
   flush(): void {

@@ -25,9 +25,10 @@ export async function askPerson(
   risk?: RiskQuestion,
 ): Promise<Answer> {
   const deadline = Date.now() + timeoutMs;
-  const who = action.client.charAt(0).toUpperCase() + action.client.slice(1);
-  const what = risk ? `that the risk scan flags: ${describeFindings(risk.report, 3).join('; ')}` : `: ${action.summary}`;
-  const message = `${who} wants a ${action.label} in ${where}${risk ? ' ' : ''}${what} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
+  // The name as the client gave it (never re-cased), with what it is worth; the long form is in the audit log.
+  const a = /^([aeiou]|mcp )/i.test(action.label) ? 'an' : 'a';
+  const what = risk ? ` that the risk scan flags: ${describeFindings(risk.report, 3).join('; ')}` : `: ${action.summary}`;
+  const message = `${action.client} wants ${a} ${action.label} in ${where}${what} (no answer in ${Math.round(timeoutMs / 1000)} s: denied)`;
   const allowFor = risk ? (new Set(risk.report.findings.map(kindOf)).size > 1 ? ALLOW_KINDS : ALLOW_KIND) : ALLOW_10;
   for (;;) {
     const left = deadline - Date.now();

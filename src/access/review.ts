@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { deltaKind, type CellDelta, type Checkpoint, type Checkpoints, type RevertResult } from '../core/checkpoints';
+import { Checkpoints, deltaKind, type CellDelta, type Checkpoint, type RevertResult } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorMessage } from '../core/errorMessage';
 import { ago } from './cellMarks';
@@ -17,16 +17,26 @@ type Node = Checkpoint | { checkpoint: Checkpoint; delta: CellDelta };
 const fileName = (uri: string) => decodeURIComponent(uri.split('/').pop() ?? uri);
 const clock = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
 
+/** Cells left alone named one by one up to this many; beyond, counted by reason. */
+const NAMED_SKIPS = 5;
+
 /** Tells the person what a revert did: what went back, and which cells it left alone and why. */
 function report(results: readonly RevertResult[]): void {
   const reverted = results.reduce((n, r) => n + r.reverted.length, 0);
   const skipped = results.flatMap((r) => r.skipped);
-  const head = `Reverted ${reverted} cell${reverted === 1 ? '' : 's'}.`;
-  if (!skipped.length) void vscode.window.showInformationMessage(head);
-  else
-    void vscode.window.showWarningMessage(
-      `${head} Left alone: ${skipped.map((s) => `cell ${s.index + 1} (${s.id}): ${s.why}`).join('; ')}.`,
-    );
+  const cells = (n: number) => `${n} cell${n === 1 ? '' : 's'}`;
+  const head = `Reverted ${cells(reverted)}.`;
+  if (!skipped.length) {
+    void vscode.window.showInformationMessage(head);
+    return;
+  }
+  const reasons = new Map<string, number>();
+  for (const s of skipped) reasons.set(s.why, (reasons.get(s.why) ?? 0) + 1);
+  const alone =
+    skipped.length <= NAMED_SKIPS
+      ? skipped.map((s) => `cell ${s.index + 1} (${s.id}): ${s.why}`)
+      : [...reasons].map(([why, n]) => `${cells(n)}: ${why}`);
+  void vscode.window.showWarningMessage(`${head} Left alone: ${alone.join('; ')}.`);
 }
 
 /**
@@ -58,7 +68,7 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
       vscode.commands.registerCommand(KEEP_CHANGE, (n: Node | number) => this.keep(n)),
       vscode.commands.registerCommand(REVERT_CHANGE, (n: Node | number) => this.revert(n)),
       vscode.commands.registerCommand(REVERT_CELL_CHANGE, (n: Node) => ('delta' in n ? this.revert(n, n.delta.id) : undefined)),
-      vscode.commands.registerCommand(REVERT_ALL_BY, (client?: string, since?: number) => this.revertAllBy(client, since)),
+      vscode.commands.registerCommand(REVERT_ALL_BY, (who?: string, since?: number) => this.revertAllBy(who, since)),
     );
   }
 
@@ -80,8 +90,14 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
     }
     const item = new vscode.TreeItem(`${node.client}: ${node.summary}`, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = `checkpoint-${node.id}`;
-    item.description = `${fileName(node.notebook)} · ${clock(node.at)} (${ago(node.at)})`;
-    item.tooltip = `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}. Keep it, or revert it where its cells are still as the agent left them.`;
+    const cut = node.applying ? ' · cut short' : '';
+    item.description = `${fileName(node.notebook)} · ${clock(node.at)} (${ago(node.at)})${cut}`;
+    item.tooltip =
+      `${node.client} changed ${fileName(node.notebook)} at ${new Date(node.at).toLocaleString()}: ${node.summary}.` +
+      (node.about ? ` By ${node.about}.` : '') +
+      (this.checkpoints.earlier(node) ? ' Made before the editor restarted: no agent can undo it now.' : '') +
+      (node.applying ? ' The editor stopped while this batch was applied in steps: part of it may be applied.' : '') +
+      ' Keep it, or revert it where its cells are still as the agent left them.';
     item.contextValue = 'agentChange';
     item.iconPath = new vscode.ThemeIcon('hubot');
     item.command = { title: 'Show', command: SHOW_CHECKPOINT, arguments: [node.id] };
@@ -125,26 +141,33 @@ export class ReviewView implements vscode.TreeDataProvider<Node>, vscode.Disposa
     return results?.[0];
   }
 
-  /** "Revert all changes by <agent> since <time>": the agent and the first change to go are picked from the list. */
-  private async revertAllBy(client?: string, since?: number): Promise<RevertResult[] | undefined> {
+  /**
+   * "Revert all changes by <agent> since <time>": the agent (`who`: its credential's key, else its
+   * name; see Checkpoints.whose) and the first change to go are picked from the list.
+   */
+  private async revertAllBy(who?: string, since?: number): Promise<RevertResult[] | undefined> {
     const pending = this.checkpoints.pending();
-    client ??= (
-      await vscode.window.showQuickPick([...new Set(pending.map((c) => c.client))], {
-        title: 'Revert all changes by which agent?',
-      })
-    )?.trim();
-    if (!client) return undefined;
+    if (who === undefined) {
+      const agents = new Map(pending.map((c) => [Checkpoints.whose(c), c]));
+      who = (
+        await vscode.window.showQuickPick(
+          [...agents].map(([key, c]) => ({ label: c.client, description: c.about, key })),
+          { title: 'Revert all changes by which agent?' },
+        )
+      )?.key;
+    }
+    if (!who) return undefined;
+    const theirs = pending.filter((c) => Checkpoints.whose(c) === who);
     if (since === undefined) {
-      const theirs = pending.filter((c) => c.client === client);
       const from = await vscode.window.showQuickPick(
         theirs.map((c) => ({ label: `since ${clock(c.at)}`, description: `${c.summary} · ${fileName(c.notebook)}`, at: c.at })),
-        { title: `Revert every change by ${client} since…` },
+        { title: `Revert every change by ${theirs[0]?.client ?? who} since…` },
       );
       if (!from) return undefined;
       since = from.at;
     }
-    const [who, when] = [client, since];
-    return this.reporting(() => this.checkpoints.revertAllBy(who, when));
+    const [agent, when] = [who, since];
+    return this.reporting(() => this.checkpoints.revertAllBy(agent, when));
   }
 
   private async reporting(work: () => Promise<RevertResult[]>): Promise<RevertResult[] | undefined> {

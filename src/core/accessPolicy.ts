@@ -41,7 +41,7 @@ export interface ActionRequest extends Caller {
   readonly transport: 'http' | 'mcp';
   /**
    * Hands a credential the bridge minted to a caller that had none (an HTTP response header), so
-   * that a grant can bind to it; absent where the transport has no way to.
+   * that its changes and grants bind to it; absent where the transport has no way to.
    */
   readonly issue?: (credential: string) => void;
   /** Aborted when the client goes away (its connection closed): a prompt still open is withdrawn. */
@@ -59,6 +59,8 @@ export interface ActionRequest extends Caller {
 
 export interface AgentAction extends ActionRequest {
   readonly id: number;
+  /** Its credential was minted for it: the client sent none (so it owns no earlier change). */
+  readonly minted?: true;
   /** Epoch milliseconds. */
   readonly startedAt: number;
   /** One line for lists. */
@@ -274,8 +276,6 @@ export class Activity {
  */
 export class Gate {
   private nextId = 1;
-  /** Credential → end of its "Allow for 10 minutes": a grant binds to what only its client holds. */
-  private readonly grants = new Map<string, number>();
   /** "Allow this kind for 10 minutes" of the `ask-risky` prompt, per credential and kind of finding. */
   private readonly kindGrants = new KindGrants();
   private readonly running = new Set<Activity>();
@@ -285,7 +285,7 @@ export class Gate {
   constructor(
     private readonly person: Person,
     private readonly sinks: readonly ActivitySink[],
-    /** The credentials minted so far and whom they went to (MCP's named agents among them); one per window. */
+    /** The credentials minted so far, whom they went to and their grants; one per window. */
     readonly identities: ClientRegistry,
     private readonly now: () => number = Date.now,
   ) {}
@@ -312,7 +312,21 @@ export class Gate {
     if (ruling === 'allow' && !recorded) return null;
     if (typeof ruling === 'object' && !recorded) throw new BridgeError('refused', ruling.refuse);
 
-    const action: AgentAction = { ...request, id: this.nextId++, startedAt: at, summary: summarize(request.label, request.code) };
+    // A writing client that sent no credential gets one now: what it changes, and a grant, bind to it.
+    const issue = typeof ruling !== 'object' && request.credential === undefined ? request.issue : undefined;
+    let caller: Caller = request;
+    if (issue) {
+      caller = this.identities.identify(this.identities.mint(request.claim, request.transport), request.claim);
+      issue(caller.credential!);
+    }
+    const action: AgentAction = {
+      ...request,
+      ...caller,
+      ...(issue && { minted: true as const }),
+      id: this.nextId++,
+      startedAt: at,
+      summary: summarize(request.label, request.code),
+    };
     const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
     this.running.add(activity);
     for (const sink of this.sinks) sink.started(action);
@@ -346,10 +360,9 @@ export class Gate {
     const answer = action.left?.aborted
       ? 'withdrawn'
       : await this.person.ask(action, action.left, { report: flagged, code: joinCode(pieces) });
-    if (answer === 'allow-10-minutes') {
-      const credential = this.credentialFor(action);
-      if (credential !== undefined) this.kindGrants.grant(credential, asking.map(kindOf), this.now() + GRANT_MS);
-    }
+    // As the `ask` grants: bound to what only its client holds (a caller without a credential gets none).
+    if (answer === 'allow-10-minutes' && action.credential !== undefined)
+      this.kindGrants.grant(action.credential, asking.map(kindOf), this.now() + GRANT_MS);
     if (answer === 'allow' || answer === 'allow-10-minutes') return activity.allow(asking);
     const why = asking.slice(0, 3).map(describeFinding).join('; ');
     throw new BridgeError('refused', `${REFUSED_RISKY[answer]} The risk scan flagged ${why}.`, { risk: flagged });
@@ -363,27 +376,14 @@ export class Gate {
   }
 
   private async ask(action: AgentAction): Promise<string | null> {
-    const until = action.credential === undefined ? undefined : this.grants.get(action.credential);
-    if (until !== undefined && until > this.now()) return null;
+    const { credential } = action;
+    if (credential !== undefined && this.identities.granted(credential)) return null;
     if (action.left?.aborted) return REFUSED_BY_ANSWER.withdrawn;
     const answer = await this.person.ask(action, action.left);
-    if (answer === 'allow-10-minutes') this.grant(action);
+    // A grant binds to what only its client holds (a caller without a credential gets none).
+    if (answer === 'allow-10-minutes' && credential !== undefined) this.identities.grant(credential, this.now() + GRANT_MS);
     if (answer === 'allow' || answer === 'allow-10-minutes') return null;
     return REFUSED_BY_ANSWER[answer];
-  }
-
-  /** Binds a 10-minute grant to the caller's credential, minting one first for a caller that can take it. */
-  private grant(action: AgentAction): void {
-    const credential = this.credentialFor(action);
-    if (credential !== undefined) this.grants.set(credential, this.now() + GRANT_MS);
-  }
-
-  /** The caller's credential, minted and handed over first for a caller that had none and can take one. */
-  private credentialFor(action: AgentAction): string | undefined {
-    if (action.credential !== undefined || !action.issue) return action.credential;
-    const credential = this.identities.mint(action.claim);
-    action.issue(credential);
-    return credential;
   }
 
   private finished(activity: Activity, end: ActionEnd): void {

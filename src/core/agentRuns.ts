@@ -14,6 +14,7 @@ import type {
   RunHandle,
   RunSelection,
   SeriesHandle,
+  StaleRun,
   StrictFlag,
 } from './cellService';
 import type { ExecResult, Kernel, StreamEvent } from './kernelPort';
@@ -146,8 +147,9 @@ class CappedCells implements CellService {
     return this.capSeries(notebook, await this.cells.runMany(notebook, selection, onError));
   }
 
-  async runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
-    return this.capSeries(notebook, await this.cells.runStale(notebook, from));
+  async runStale(notebook: string | undefined, from: CellRef | undefined, rebuild?: boolean): Promise<StaleRun> {
+    const run = await this.cells.runStale(notebook, from, rebuild);
+    return { ...run, series: this.capSeries(notebook, run.series) };
   }
 
   private capSeries(notebook: string | undefined, series: SeriesHandle): SeriesHandle {
@@ -202,6 +204,7 @@ class CappedCells implements CellService {
         const cell = await cells.get(notebook, handle.cellId);
         return { done: false, success: null, status: cell.execution?.status ?? 'running', cell };
       },
+      ...(handle.staleAfter && { staleAfter: handle.staleAfter.bind(handle) }),
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { CellRunResult, CellStatus, CellView, RunHandle } from './cellService';
+import type { StaleCell } from './cellGraph';
 import type { RunOutcome } from './kernelPort';
 import { runKind, type OutcomeKind } from './outcome';
 import { answerAt, type CellAnswer, type OutputDetail } from './outputDetail';
@@ -20,6 +21,7 @@ export interface RunSummary {
   status: CellStatus;
   cell: CellAnswer;
   alsoRan?: readonly RunSummary[];
+  stale?: readonly StaleCell[];
 }
 
 export const timeoutDetail = (ms: number, ids: readonly string[]) =>
@@ -39,7 +41,7 @@ export function waitedKind(result: { readonly done: boolean; readonly status: Ce
 
 /** What waiting for a batch's runs found: the body to answer with, and its outcome. */
 export interface Waited<T> {
-  body: T & { queued?: string[]; runs?: RunSummary[]; detail?: string };
+  body: T & { queued?: string[]; runs?: RunSummary[]; detail?: string; stale?: readonly StaleCell[] };
   kind: OutcomeKind;
 }
 
@@ -47,7 +49,7 @@ export interface Waited<T> {
  * Waits for a batch's runs under one deadline. Not waiting, the body names the queued cells; a
  * wait that runs out leaves the runs going and says which (`timedOut`, with a `detail`).
  */
-export async function waitRuns<T extends { cells?: readonly CellView[] }>(
+export async function waitRuns<T extends { cells?: readonly CellView[]; stale?: readonly StaleCell[] }>(
   applied: T,
   handles: readonly RunHandle[],
   options: RunOptions,
@@ -56,14 +58,19 @@ export async function waitRuns<T extends { cells?: readonly CellView[] }>(
   if (!options.wait) return { body: { ...answerAt(applied, options.outputs), queued: handles.map((h) => h.cellId) }, kind: 'ok' };
   const deadline = Date.now() + options.timeoutMs;
   const runs: CellRunResult[] = [];
-  for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()) }));
+  for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()), stale: false }));
   // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
   const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
   const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
+  // What the edits and the runs that ended left stale, once they ended.
+  const ran = runs.filter((r) => r.done).flatMap((r) => [r.cell.id, ...(r.alsoRan ?? []).map((a) => a.cell.id)]);
+  const staleAfter = handles[0]!.staleAfter?.bind(handles[0]);
+  const stale = ran.length && staleAfter ? await staleAfter([...(applied.cells ?? []).map((c) => c.id), ...ran]) : applied.stale;
   const body = answerAt(
     {
       ...applied,
       ...(cells ? { cells } : {}),
+      ...(stale ? { stale } : {}),
       runs: runs.map((r) => ({
         done: r.done,
         success: r.success,

@@ -64,6 +64,11 @@ export const runQuery = z.strictObject({
   outputs: outputsQuery.optional(),
 });
 export const notebookBody = z.strictObject({ notebook });
+/** An agent's undo: of the change it names (an id from GET /notebooks/changes), else of its newest. */
+export const undoBody = z.strictObject({
+  notebook,
+  checkpoint: z.number().int().min(1).optional().describe('The id of your change to undo (list_changes); omitted: your newest.'),
+});
 
 export const createBody = z.strictObject({
   notebook,
@@ -164,6 +169,12 @@ export const runStaleBody = z.strictObject({
   notebook,
   cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
   dryRun,
+  rebuild: z
+    .boolean()
+    .optional()
+    .describe(
+      'Also run first the cells they read from that have not run in this kernel (after a restart); the answer names them in "needs".',
+    ),
   ...wait,
 });
 

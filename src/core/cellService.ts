@@ -9,6 +9,7 @@ import type { RunTicket } from './runTicket';
 import type { Reader } from './versions';
 import type { EditStopwatch } from './editSpans';
 import type { RiskReport } from './riskScan';
+import type { CellDataflow, FactSource, RunDataflow, StaleCell } from './cellGraph';
 
 export type CellKind = 'code' | 'markup';
 
@@ -60,6 +61,8 @@ export interface ExecutionView {
   readonly inKernel: boolean;
   /** For a cell that has not run in the current kernel: the count the editor shows for it (saved in the file, or from an earlier kernel). */
   readonly savedOrder?: number;
+  /** Set when the cell shows outputs of a run this window saw in an earlier kernel (before a restart or the kernel's death). */
+  readonly outputsFrom?: 'earlier kernel';
   /** null only while the cell has no ended run in this kernel (never run, queued, running). */
   readonly success: boolean | null;
   readonly durationMs: number | null;
@@ -103,10 +106,12 @@ export interface CellView {
   /** null for markup cells. */
   readonly execution: ExecutionView | null;
   readonly outputs: readonly OutputView[];
-  /** On reads of Python cells of Jupyter notebooks (cellGraph.ts): the cells it uses names from, those using its names, and whether its outputs are out of date. */
+  /** On reads of Python cells of Jupyter and marimo notebooks (cellGraph.ts): the cells it uses names from, those using its names, and whether its outputs are out of date. */
   readonly dependsOn?: readonly string[];
   readonly dependents?: readonly string[];
-  readonly stale?: { readonly reason: string } | null;
+  readonly stale?: { readonly reason: string; readonly from: FactSource } | null;
+  /** What it reads and writes, from its last run (`from: "run"`) or its code (`"code"`). */
+  readonly dataflow?: CellDataflow;
   /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
   readonly warnings?: readonly string[];
 }
@@ -165,7 +170,17 @@ export type BatchOp =
   | ({ op: 'delete'; ref: CellRef } & WriteGuard)
   | { op: 'move'; ref: CellRef; to?: number | undefined; before?: CellRef | undefined; after?: CellRef | undefined };
 
-export interface BatchResult {
+/** What an edit left stale (cellGraph.ts): absent where the notebook has no dependency analysis. */
+export interface StaleCaused {
+  readonly stale?: readonly StaleCell[];
+}
+
+/** One cell created, edited or moved, and the cells the change left stale. */
+export interface CellChanged extends StaleCaused {
+  readonly cell: CellView;
+}
+
+export interface BatchResult extends StaleCaused {
   /** Cells created, edited or moved by the batch, in notebook order. */
   readonly cells: readonly CellView[];
   readonly deleted: readonly string[];
@@ -190,10 +205,15 @@ export interface CellRunResult {
   readonly alsoRan?: readonly CellRunResult[];
   /** What the risk scan found in the cell's code (absent: nothing). */
   readonly risk?: RiskReport;
+  /** Once it ended: the cells it (and `alsoRan`) left stale, cells that read what it changed (cellGraph.ts). */
+  readonly stale?: readonly StaleCell[];
 }
 
 /** What a dry run would run: one cell, a selection, or the stale cells (from one, or all). */
-export type DryRun = { readonly cell: CellRef } | { readonly selection: RunSelection } | { readonly stale: CellRef | undefined };
+export type DryRun =
+  | { readonly cell: CellRef }
+  | { readonly selection: RunSelection }
+  | { readonly stale: CellRef | undefined; readonly rebuild?: boolean };
 
 /** Which cells a run of many runs: a list of refs, a half-open index range, or all code cells. */
 export type RunSelection = { readonly cells: readonly CellRef[] } | { readonly range: IndexRange } | { readonly all: true };
@@ -218,6 +238,8 @@ export interface SeriesResult {
   readonly skipped: readonly string[];
   /** Why the series ended early when no cell failed (e.g. a cell was deleted). */
   readonly detail?: string;
+  /** Once it ended: the cells its runs left stale. */
+  readonly stale?: readonly StaleCell[];
 }
 
 /** A queued series of cell runs; `wait` may be called once. */
@@ -245,7 +267,25 @@ export interface RunHandle {
   readonly runId: string;
   /** What the risk scan found in the cell's code before it started. */
   readonly risk?: RiskReport | undefined;
-  wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult>;
+  /** `stale: false`: the result leaves out the cells the run left stale (a caller that asks once for many runs). */
+  wait(options: RunWaitOptions): Promise<CellRunResult>;
+  /** The stale cells among `cellIds` and those downstream of them, in the run's notebook now. */
+  staleAfter?(cellIds: readonly string[]): Promise<readonly StaleCell[] | undefined>;
+}
+
+export interface RunWaitOptions {
+  timeoutMs: number;
+  onEvent?: (event: RunEvent) => void;
+  signal?: AbortSignal;
+  stale?: boolean;
+}
+
+/** A run of the stale cells: the series, and the cells it needs that have not run in this kernel. */
+export interface StaleRun {
+  readonly series: SeriesHandle;
+  /** Cells the stale ones read from that have not run in this kernel: run by `rebuild`, else only named. */
+  readonly needs: readonly StaleCell[];
+  readonly detail: string;
 }
 
 /** The cell routes' view of the notebooks. Errors are BridgeErrors. `notebook` names a notebook by
@@ -257,14 +297,18 @@ export interface CellService {
   active(): Promise<ActiveNotebook>;
   list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
-  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellView>;
+  create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellChanged>;
   edit(
     notebook: string | undefined,
     ref: CellRef,
     change: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
-  ): Promise<CellView>;
+  ): Promise<CellChanged>;
   remove(notebook: string | undefined, ref: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }>;
-  move(notebook: string | undefined, ref: CellRef, to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>): Promise<CellView>;
+  move(
+    notebook: string | undefined,
+    ref: CellRef,
+    to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>,
+  ): Promise<CellChanged>;
   /** Validates every op, then applies them as one edit (all or nothing); then queues `run`. */
   batch(
     notebook: string | undefined,
@@ -275,8 +319,11 @@ export interface CellService {
   run(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
   /** The run a code cell has queued or running, to wait on again; with none, its last run at once. */
   follow(notebook: string | undefined, ref: CellRef): Promise<RunHandle>;
-  /** Runs every stale cell, or `from` and the cells downstream of it that ran before, in notebook order. */
-  runStale(notebook: string | undefined, from: CellRef | undefined): Promise<SeriesHandle>;
+  /**
+   * Runs every stale cell, or `from` and the cells downstream of it that ran before, in notebook
+   * order; `rebuild`: first the cells they need that have not run in this kernel.
+   */
+  runStale(notebook: string | undefined, from: CellRef | undefined, rebuild?: boolean): Promise<StaleRun>;
   /** The cells a run would run and what the risk scan finds in them; runs nothing. */
   dryRun(notebook: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
@@ -322,6 +369,8 @@ export interface ExecutionState {
   readonly ranCode?: string | undefined;
   /** When the last execution started (ms since the epoch), where this window saw it; none for a count loaded from the file. */
   readonly startedAt?: number | undefined;
+  /** What the last execution read and changed, where its kernel recorded it (the builtin kernel). */
+  readonly dataflow?: RunDataflow | undefined;
 }
 
 /** What the batch planner needs to know of a cell as it is now. */

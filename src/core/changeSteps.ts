@@ -11,6 +11,12 @@ export const STEP_CELLS = 20;
 
 type Splice = NotebookChange['splices'][number];
 
+/** Whether `changeSteps` splits the change (it touches more than `budget` cells). */
+export function inSteps(change: NotebookChange, budget = STEP_CELLS): boolean {
+  const spliced = change.splices.reduce((sum, s) => sum + s.end - s.start + s.cells.length, 0);
+  return spliced + change.texts.length + change.metadata.length > budget;
+}
+
 /** One unit of a change, at a position of the notebook as it was. */
 type Unit =
   | { kind: 'splice'; key: number; weight: number; splice: Splice; of: number }
@@ -27,6 +33,7 @@ type Unit =
  * its start, last cells first.
  */
 export function changeSteps(change: NotebookChange, budget = STEP_CELLS): NotebookChange[] {
+  if (!inSteps(change, budget)) return [change];
   const units: Unit[] = [];
   change.splices.forEach((splice, of) => {
     const removed = splice.end - splice.start;
@@ -47,8 +54,6 @@ export function changeSteps(change: NotebookChange, budget = STEP_CELLS): Notebo
   // A cell that stays sits outside every splice; a splice that inserts right before it comes after it.
   for (const text of change.texts) units.push({ kind: 'text', key: text.index + 0.5, weight: 1, text });
   for (const metadata of change.metadata) units.push({ kind: 'metadata', key: metadata.index + 0.5, weight: 1, metadata });
-  const total = units.reduce((sum, u) => sum + u.weight, 0);
-  if (total <= budget) return [change];
   // Stable: the pieces of one splice keep the order they were made in.
   units.sort((a, b) => b.key - a.key);
 

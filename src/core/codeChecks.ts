@@ -16,11 +16,23 @@ export interface SyntaxProblem {
   readonly text?: string;
 }
 
-/** One cell's top-level definitions and the globals it reads, or why it does not compile. */
+/** A name a cell changes in place (or updates, `x += 1`), and the first form that does. */
+export interface NameChange {
+  readonly name: string;
+  /** `df['c'] = …`, `lst.append(…)`, `df.drop(…, inplace=True)`, `x += …` */
+  readonly how: string;
+  /** Only by a method called on the name itself (on a module, that is a function: `np.append(a, 1)`). */
+  readonly method?: boolean;
+}
+
+/** One cell's top-level definitions, the globals it uses and those it changes in place, or why it does not compile. */
 export interface CellAnalysis {
   readonly id: string;
   readonly defines?: readonly string[];
   readonly uses?: readonly string[];
+  readonly mutates?: readonly NameChange[];
+  /** Names it binds by import. */
+  readonly imports?: readonly string[];
   readonly error?: SyntaxProblem;
 }
 

@@ -1,4 +1,6 @@
-import { MAX_BATCH_OPS, planBatch } from './batch';
+import { MAX_BATCH_OPS, planBatch, type PlannedCell } from './batch';
+import { inSteps } from './changeSteps';
+import type { CellLook, Journal } from './checkpoints';
 import type {
   ActiveNotebook,
   BatchOp,
@@ -20,12 +22,15 @@ import type {
   RunSelection,
   CellRunResult,
   DryRun,
+  CellChanged,
+  RunWaitOptions,
   SavedNotebook,
+  StaleRun,
   SeriesHandle,
   StrictFlag,
   WriteGuard,
 } from './cellService';
-import { cellGraph, staleRunOrder, type CellDependencies, type GraphCell } from './cellGraph';
+import { cellGraph, staleDownstream, stalePlan, type CellDependencies, type GraphCell, type StaleCell } from './cellGraph';
 import { isPythonCell, isPythonLanguage } from './cellLanguages';
 import { checkWrittenCode, type CodeAnalyzer } from './codeChecks';
 import { editKind, type EditSpans } from './editSpans';
@@ -47,6 +52,12 @@ export interface NotebookCellsOptions {
   analyzer?: CodeAnalyzer;
   /** Hears every change applied (uri, cells before, cells after): the checkpoints. */
   onApplied?: (notebook: string, before: readonly CellSnapshot[], after: readonly CellSnapshot[]) => void;
+  /**
+   * Hears of a change about to be applied in steps (uri, cells before, the cells it plans) before
+   * its first step, so a record of it outlives an editor stopped in between; its `end` is then
+   * told the cells after it (or after its failure) instead of `onApplied`.
+   */
+  onApplying?: (notebook: string, before: readonly CellSnapshot[], planned: readonly CellLook[]) => Promise<Journal | undefined>;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
   /** Scans the code of every cell run before it starts, and rules on it (riskChecks.ts). */
@@ -54,6 +65,8 @@ export interface NotebookCellsOptions {
 }
 
 const single = () => '';
+/** The notebook type of marimo's VS Code extension: marimo binds each name in one cell. */
+const MARIMO_NOTEBOOK = 'marimo-notebook';
 
 /**
  * The cell rules over whatever editor provides the notebooks: naming notebooks and cells,
@@ -108,10 +121,16 @@ export class NotebookCells implements CellService {
     const entry = this.notebook(ref);
     const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
-    const graph = await this.graph(entry, snapshots);
     const status = kernelStatus(kernel);
+    const graph = await this.graph(entry, snapshots, status);
     const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
     return { notebook: withKernel(entry, kernel), cells };
+  }
+
+  /** A notebook's cells as they are, not shown to anyone (no read is recorded): what reverts plan against. */
+  states(ref: string | undefined): { uri: string; cells: CellSnapshot[] } {
+    const { uri } = this.notebook(ref);
+    return { uri, cells: this.docs.cells(uri) };
   }
 
   async get(ref: string | undefined, cell: CellRef): Promise<CellView> {
@@ -119,35 +138,46 @@ export class NotebookCells implements CellService {
     const status = kernelStatus(await this.docs.kernel(notebook.uri));
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
-    const graph = await this.graph(notebook, cells);
+    const graph = await this.graph(notebook, cells, status);
     return { ...this.show(notebook, cells[index]!, index, status), ...graph?.get(cells[index]!.id) };
   }
 
-  /** The dependencies and staleness of a notebook's cells (cellGraph.ts). */
-  async dependencies(ref: string | undefined): Promise<Map<string, CellDependencies> | undefined> {
+  /**
+   * The dependencies and staleness of a notebook's cells (cellGraph.ts), and the cells whose
+   * outputs come from a run this window saw in an earlier kernel (before a restart or a death).
+   */
+  async dependencies(
+    ref: string | undefined,
+  ): Promise<{ graph: Map<string, CellDependencies> | undefined; earlierKernel: ReadonlySet<string> }> {
     const notebook = this.notebook(ref);
-    return this.graph(notebook, this.docs.cells(notebook.uri));
+    const kernel = kernelStatus(await this.docs.kernel(notebook.uri));
+    const cells = this.docs.cells(notebook.uri);
+    const earlier = cells.filter((c) => earlierKernel(c) && !ranInKernel(c.execution, kernel));
+    return { graph: await this.graph(notebook, cells, kernel), earlierKernel: new Set(earlier.map((c) => c.id)) };
   }
 
-  async runStale(ref: string | undefined, from: CellRef | undefined): Promise<SeriesHandle> {
+  async runStale(ref: string | undefined, from: CellRef | undefined, rebuild = false): Promise<StaleRun> {
     const notebook = this.notebook(ref);
-    const order = await this.staleOrder(notebook, from);
-    if (!order.length) return new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
-    return this.runMany(notebook.sessionId, { cells: order }, 'stop');
+    const { order, needs, detail } = await this.stalePlan(notebook, from, rebuild);
+    const series = order.length
+      ? await this.runMany(notebook.sessionId, { cells: order }, 'stop')
+      : new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
+    return { series, needs, detail };
   }
 
-  /** The stale cells a stale run would run (from `from` and what ran downstream of it), in notebook order. */
-  private async staleOrder(notebook: NotebookEntry, from: CellRef | undefined): Promise<string[]> {
+  /** What a stale run would run (from `from` and what ran downstream of it, `rebuild`: with what they need), in notebook order. */
+  private async stalePlan(notebook: NotebookEntry, from: CellRef | undefined, rebuild: boolean) {
     const cells = this.docs.cells(notebook.uri);
     const label = notebookLabel(notebook);
-    const graph = await this.graph(notebook, cells);
+    const kernel = kernelStatus(await this.docs.kernel(notebook.uri));
+    const graph = await this.graph(notebook, cells, kernel);
     if (!graph)
       throw new BridgeError(
         'conflict',
-        `No dependency analysis for ${label}: it needs a Jupyter notebook and a Python to parse its cells`,
+        `No dependency analysis for ${label}: it needs a Jupyter or marimo notebook and a Python to parse its cells`,
       );
     const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
-    return staleRunOrder(graphCells(cells), graph, start);
+    return stalePlan(graphCells(cells, kernel), graph, { from: start, rebuild, label });
   }
 
   async dryRun(ref: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }> {
@@ -157,7 +187,7 @@ export class NotebookCells implements CellService {
       'cell' in run
         ? [cells[resolveCellIndex(ids(cells), run.cell, notebookLabel(notebook))]!.id]
         : 'stale' in run
-          ? await this.staleOrder(notebook, run.stale)
+          ? (await this.stalePlan(notebook, run.stale, run.rebuild ?? false)).order
           : this.select(notebook, run.selection);
     const risk = this.options.risk ? await this.options.risk.scan(notebook.uri, pieces(cells, chosen)) : NO_SCAN;
     return { cells: chosen, risk };
@@ -166,47 +196,55 @@ export class NotebookCells implements CellService {
   private async graph(
     notebook: NotebookEntry,
     cells: readonly CellSnapshot[],
+    kernel: KernelStatus | undefined,
   ): Promise<Map<string, CellDependencies> | undefined> {
-    // marimo notebooks: marimo's own graph is the truth.
-    if (notebook.notebookType !== 'jupyter-notebook' || !this.options.analyzer) return undefined;
+    const marimo = notebook.notebookType === MARIMO_NOTEBOOK;
+    if ((notebook.notebookType !== 'jupyter-notebook' && !marimo) || !this.options.analyzer) return undefined;
     const python = cells.filter(isPythonCell);
     const analyses = await this.options.analyzer.analyze(
       notebook.uri,
       python.map((c) => ({ id: c.id, code: c.code })),
     );
     if (!analyses) return undefined;
-    return cellGraph(graphCells(cells), new Map(analyses.map((a) => [a.id, a])));
+    return cellGraph(graphCells(cells, kernel), new Map(analyses.map((a) => [a.id, a])), { boundAnywhere: marimo });
+  }
+
+  /** The stale cells among `changed` and downstream of them (undefined: no analysis of this notebook). */
+  private async staleAfter(notebook: NotebookEntry, changed: readonly string[]): Promise<StaleCell[] | undefined> {
+    const cells = this.docs.cells(notebook.uri);
+    const graph = await this.graph(notebook, cells, kernelStatus(await this.docs.kernel(notebook.uri)));
+    return graph && staleDownstream(cells, graph, changed);
   }
 
   async create(
     ref: string | undefined,
     { strict, ...cell }: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag,
-  ): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'create', ...cell }], [], single, strict);
-    return result.cells[0]!;
+  ): Promise<CellChanged> {
+    const { cells, stale } = await this.apply(ref, [{ op: 'create', ...cell }], [], single, strict);
+    return { cell: cells[0]!, ...(stale && { stale }) };
   }
 
   async edit(
     ref: string | undefined,
     cell: CellRef,
     { strict, ...change }: Omit<Extract<BatchOp, { op: 'edit' }>, 'op' | 'ref'> & StrictFlag,
-  ): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single, strict);
-    return result.cells[0]!;
+  ): Promise<CellChanged> {
+    const { cells, stale } = await this.apply(ref, [{ op: 'edit', ref: cell, ...change }], [], single, strict);
+    return { cell: cells[0]!, ...(stale && { stale }) };
   }
 
   async remove(ref: string | undefined, cell: CellRef, guard: WriteGuard): Promise<{ deleted: string; cellCount: number }> {
-    const result = await this.apply(ref, [{ op: 'delete', ref: cell, ...guard }], [], single);
-    return { deleted: result.deleted[0]!, cellCount: result.cellCount };
+    const { deleted, cellCount } = await this.apply(ref, [{ op: 'delete', ref: cell, ...guard }], [], single);
+    return { deleted: deleted[0]!, cellCount };
   }
 
   async move(
     ref: string | undefined,
     cell: CellRef,
     to: Omit<Extract<BatchOp, { op: 'move' }>, 'op' | 'ref'>,
-  ): Promise<CellView> {
-    const result = await this.apply(ref, [{ op: 'move', ref: cell, ...to }], [], single);
-    return result.cells[0]!;
+  ): Promise<CellChanged> {
+    const { cells, stale } = await this.apply(ref, [{ op: 'move', ref: cell, ...to }], [], single);
+    return { cell: cells[0]!, ...(stale && { stale }) };
   }
 
   batch(ref: string | undefined, ops: readonly BatchOp[], run: readonly CellRef[], options: StrictFlag = {}) {
@@ -242,7 +280,12 @@ export class NotebookCells implements CellService {
       const { status, success } = view.execution!;
       const ended = { done: true, success, status, cell: view };
       const runId = this.docs.latestRun(notebook.uri, snapshot.id)?.runId ?? '';
-      return { cellId: snapshot.id, runId, wait: () => Promise.resolve(ended) };
+      return {
+        cellId: snapshot.id,
+        runId,
+        wait: () => Promise.resolve(ended),
+        staleAfter: (cellIds) => this.staleAfter(notebook, cellIds),
+      };
     }
     const ticket = this.docs.latestRun(notebook.uri, snapshot.id);
     if (!ticket)
@@ -257,7 +300,13 @@ export class NotebookCells implements CellService {
     // All of a series is ruled on at once (one question for the person); each cell is checked again as it starts.
     await this.options.risk?.vet(notebook.uri, pieces(this.docs.cells(notebook.uri), ids));
     const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
-    return new CellSeries(ids, first, onError, async (id) => (await this.start(notebook, [id]))[0]!);
+    return new CellSeries(
+      ids,
+      first,
+      onError,
+      async (id) => (await this.start(notebook, [id]))[0]!,
+      (ran) => this.staleAfter(notebook, ran),
+    );
   }
 
   async clearOutputs(ref: string | undefined, selection: RunSelection): Promise<{ cleared: string[] }> {
@@ -335,7 +384,7 @@ export class NotebookCells implements CellService {
   ) {
     const notebook = this.notebook(ref);
     const label = notebookLabel(notebook);
-    return this.writes.run(notebook.uri, async () => {
+    const applied = await this.writes.run(notebook.uri, async () => {
       const span = this.options.spans?.start();
       const status = kernelStatus(await this.docs.kernel(notebook.uri));
       const cells = this.docs.cells(notebook.uri);
@@ -383,13 +432,22 @@ export class NotebookCells implements CellService {
       );
       span?.checked();
 
+      let journal: Journal | undefined;
       if (!plan.empty) {
-        await this.docs.apply(notebook.uri, plan.change, span);
+        if (inSteps(plan.change))
+          journal = await this.options.onApplying?.(notebook.uri, cells, plannedCells(cells, plan.layout));
+        try {
+          await this.docs.apply(notebook.uri, plan.change, span);
+        } catch (error) {
+          journal?.end(this.docs.list().some((n) => n.uri === notebook.uri) ? this.docs.cells(notebook.uri) : cells);
+          throw error;
+        }
         this.touched.add(notebook.uri);
       }
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
-      if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
+      if (journal) journal.end(after);
+      else if (!plan.empty) this.options.onApplied?.(notebook.uri, cells, after);
       // The host answers others between the snapshot and the views of up to 1,000 cells.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const planned = new Map(plan.layout.map((c) => [c.id, c]));
@@ -405,8 +463,19 @@ export class NotebookCells implements CellService {
       span?.end(editKind(plan.change));
       const runs = runIds.length ? await this.start(notebook, runIds) : [];
       const names = plan.names.size ? { names: Object.fromEntries(plan.names) } : {};
-      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs };
+      return { cells: touched, deleted: plan.deleted, cellCount: after.length, ...names, runs, changed: !plan.empty };
     });
+    // Outside the notebook's write queue: the analysis of cells no check read yet may take a while.
+    // A delete alone names none (what read from the deleted cell now reads from elsewhere, or fails).
+    const { changed, ...result } = applied;
+    const stale =
+      changed && result.cells.length
+        ? await this.staleAfter(
+            notebook,
+            result.cells.map((c) => c.id),
+          )
+        : undefined;
+    return { ...result, ...(stale && { stale }) };
   }
 
   /** Cells run only where a kernel serves the notebook: else VS Code would ask the person to pick one. */
@@ -482,6 +551,7 @@ export class NotebookCells implements CellService {
       limit: () => this.options.outputTextLimit(),
       url: (o, i) => outputUrl(notebook, id, o, i),
       alsoRan: (timeoutMs, signal) => this.alsoRan(notebook, ticket, timeoutMs, signal),
+      staleAfter: (cellIds) => this.staleAfter(notebook, cellIds),
     });
   }
 
@@ -558,6 +628,19 @@ function pieces(cells: readonly { id: string; code: string; language: string }[]
   });
 }
 
+/** The cells as a batch plans to leave them (metadata and outputs as they are; new cells have none). */
+function plannedCells(cells: readonly CellSnapshot[], layout: readonly PlannedCell[]): CellLook[] {
+  const byId = new Map(cells.map((c) => [c.id, c]));
+  return layout.map(({ id, kind, language, code }) => ({
+    id,
+    kind,
+    language,
+    code,
+    metadata: byId.get(id)?.metadata ?? {},
+    outputs: byId.get(id)?.outputs ?? [],
+  }));
+}
+
 function checkCode(cell: { id: string; kind: string }, where: string): void {
   if (cell.kind !== 'code') throw new BridgeError('bad_input', `${where}cell ${cell.id} is a markup cell; only code cells run`);
 }
@@ -610,6 +693,9 @@ export function ranInKernel(execution: ExecutionState, kernel: KernelStatus | un
   return kernel.startedAt === undefined || execution.startedAt >= kernel.startedAt;
 }
 
+/** Outputs of a run this window saw: from an earlier kernel when that run is not of the current one (ranInKernel). */
+const earlierKernel = (cell: CellSnapshot) => cell.outputs.length > 0 && cell.execution.startedAt !== undefined;
+
 /** The run state an answer shows: of the last run in the current kernel, else the count the editor shows, as saved. */
 function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): ExecutionView {
   const { order, durationMs } = cell.execution;
@@ -618,6 +704,7 @@ function executionView(cell: CellSnapshot, kernel: KernelStatus | undefined): Ex
       order: null,
       inKernel: false,
       ...(order !== null && { savedOrder: order }),
+      ...(earlierKernel(cell) && { outputsFrom: 'earlier kernel' as const }),
       success: null,
       durationMs: null,
       status: 'idle',
@@ -651,6 +738,7 @@ interface RunDeps {
   url(output: number, item: number): string;
   /** The runs the kernel started on its own meanwhile, waited for until `timeoutMs`. */
   alsoRan(timeoutMs: number, signal: AbortSignal | undefined): Promise<CellRunResult[]>;
+  staleAfter(cellIds: readonly string[]): Promise<StaleCell[] | undefined>;
 }
 
 /** Whether every ticket ended within `timeoutMs` (false also when `signal` aborts first). */
@@ -695,13 +783,21 @@ class CellRun implements RunHandle {
     return this.ticket.runId;
   }
 
-  /** The run's end, then (when it ended) the runs the kernel started on its own meanwhile, under one deadline. */
-  async wait(options: { timeoutMs: number; onEvent?: (event: RunEvent) => void; signal?: AbortSignal }): Promise<CellRunResult> {
+  /**
+   * The run's end, then (when it ended) the runs the kernel started on its own meanwhile, under
+   * one deadline, and the cells they left stale.
+   */
+  async wait(options: RunWaitOptions): Promise<CellRunResult> {
     const deadline = Date.now() + options.timeoutMs;
     const own = { ...(await this.waitOwn(options)), ...riskField(this.risk) };
     if (!own.done) return own;
     const alsoRan = await this.deps.alsoRan(deadline - Date.now(), options.signal);
-    return alsoRan.length ? { ...own, alsoRan } : own;
+    const stale = options.stale === false ? undefined : await this.staleAfter([this.cellId, ...alsoRan.map((r) => r.cell.id)]);
+    return { ...own, ...(alsoRan.length && { alsoRan }), ...(stale && { stale }) };
+  }
+
+  staleAfter(cellIds: readonly string[]): Promise<StaleCell[] | undefined> {
+    return this.deps.staleAfter(cellIds);
   }
 
   private waitOwn(options: {
@@ -758,12 +854,16 @@ class CellRun implements RunHandle {
   }
 }
 
-/** The cells as the dependency graph sees them. */
-function graphCells(cells: readonly CellSnapshot[]): GraphCell[] {
-  return cells.map((c) => ({
-    id: c.id,
-    python: isPythonCell(c),
-    endedAt: c.execution.ended && c.execution.endedAt !== undefined ? c.execution.endedAt : null,
-    editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
-  }));
+/** The cells as the dependency graph sees them: runs of an earlier kernel do not count. */
+function graphCells(cells: readonly CellSnapshot[], kernel: KernelStatus | undefined): GraphCell[] {
+  return cells.map((c) => {
+    const ran = ranInKernel(c.execution, kernel) && c.execution.ended && c.execution.endedAt !== undefined;
+    return {
+      id: c.id,
+      python: isPythonCell(c),
+      endedAt: ran ? c.execution.endedAt! : null,
+      editedSinceRun: c.execution.ranCode !== undefined && c.execution.ranCode !== c.code,
+      run: ran ? c.execution.dataflow : undefined,
+    };
+  });
 }

@@ -41,6 +41,8 @@ export const OUTCOME_KINDS = [
   'kernel_timeout',
   /** What it needs is not ready yet (an extension still activating): retry. */
   'unavailable',
+  /** The client asked too often (new MCP sessions): retry later, or reuse what it has. */
+  'too_many_requests',
   /** The bridge's own fault. */
   'internal',
 ] as const;
@@ -93,6 +95,7 @@ const DERIVED: { readonly [K in OutcomeKind]: Derived } = {
   kernel_error: { http: 502, record: 'failed', mcp: 'error' },
   kernel_timeout: { http: 504, record: 'failed', mcp: 'error' },
   unavailable: { http: 503, record: 'failed', mcp: 'error' },
+  too_many_requests: { http: 429, record: 'failed', mcp: 'error' },
   internal: { http: 500, record: 'failed', mcp: 'error' },
 };
 

@@ -21,8 +21,8 @@ export interface AgentRun {
   readonly id: string;
   /** The client as the person sees it: "agent #3 (says it is claude-code)". */
   readonly client: string;
-  /** Whose run it is: a hash of its credential (never the credential), else of its claim. */
-  readonly owner: string;
+  /** Whose run it is (Caller.owner: a hash of its credential, salted per window); null: a client with none. */
+  readonly owner: string | null;
   readonly transport: 'http' | 'mcp';
   /** "scratchpad run", "cell run", "mcp execute_code", ... */
   readonly label: string;
@@ -53,12 +53,6 @@ export interface RunFile {
   save(runs: readonly AgentRun[]): void;
 }
 
-/** Whose runs a caller sees: its credential's, else (a client that carries none) those of its claim. */
-export function ownerOf(caller: Pick<Caller, 'credential' | 'claim'>): string {
-  const key = caller.credential !== undefined ? `credential:${caller.credential}` : `claim:${caller.claim ?? ''}`;
-  return createHash('sha256').update(key).digest('hex').slice(0, 32);
-}
-
 /** A run's id: its action's, with its start (action numbers start again in each window). */
 export const runIdOf = (action: Pick<AgentAction, 'id' | 'startedAt'>) => `run_${action.startedAt.toString(36)}_${action.id}`;
 
@@ -83,7 +77,7 @@ export class RunHistory implements ActivitySink {
     const run: AgentRun = {
       id: runIdOf(action),
       client: action.client,
-      owner: ownerOf(action),
+      owner: action.owner ?? null,
       transport: action.transport,
       label: action.label,
       notebook: action.notebook ?? null,
@@ -103,12 +97,13 @@ export class RunHistory implements ActivitySink {
     this.file.save(this.runs);
   }
 
-  /** The caller's runs (all runs: `owner` undefined, the person), newest first, of one notebook if named. */
-  list(owner: string | undefined, options: { notebook?: string | undefined; limit?: number } = {}): RunSummary[] {
+  /** The caller's runs, newest first, of one notebook if named (a caller without an owner has none). */
+  list(caller: Pick<Caller, 'owner'>, options: { notebook?: string | undefined; limit?: number } = {}): RunSummary[] {
     const out: RunSummary[] = [];
+    if (caller.owner === undefined) return out;
     for (let i = this.runs.length - 1; i >= 0 && out.length < (options.limit ?? 50); i--) {
       const run = this.runs[i]!;
-      if (owner !== undefined && run.owner !== owner) continue;
+      if (run.owner !== caller.owner) continue;
       if (options.notebook !== undefined && run.notebook !== options.notebook) continue;
       out.push(summary(run));
     }
@@ -116,8 +111,8 @@ export class RunHistory implements ActivitySink {
   }
 
   /** One of the caller's runs, whole; another's is as unknown as one that never was. */
-  get(owner: string | undefined, id: string): AgentRun {
-    const run = this.runs.find((r) => r.id === id && (owner === undefined || r.owner === owner));
+  get(caller: Pick<Caller, 'owner'>, id: string): AgentRun {
+    const run = caller.owner === undefined ? undefined : this.runs.find((r) => r.id === id && r.owner === caller.owner);
     if (!run) throw new BridgeError('not_found', `No run ${id} of yours is kept (GET /notebooks/runs lists them)`);
     return run;
   }

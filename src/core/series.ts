@@ -1,4 +1,5 @@
 import type { CellRunResult, CellStatus, OnError, RunHandle, SeriesEvent, SeriesHandle, SeriesResult } from './cellService';
+import type { StaleCell } from './cellGraph';
 import { BridgeError } from './bridgeError';
 
 /** Longest wait setTimeout allows: for waits that end with the run (or their caller's abort). */
@@ -15,16 +16,23 @@ export class CellSeries implements SeriesHandle {
   private readonly listeners = new Set<(event: SeriesEvent) => void>();
   private skipped: readonly string[] = [];
   private stopped: string | undefined;
+  private stale: readonly StaleCell[] | undefined;
   private readonly finished: Promise<void>;
 
-  /** `first`: the handles already queued (the first cell, or all of them with "continue"). */
+  /**
+   * `first`: the handles already queued (the first cell, or all of them with "continue");
+   * `staleAfter`: the stale cells among those that ran and downstream of them, once all ended.
+   */
   constructor(
     readonly cellIds: readonly string[],
     first: readonly RunHandle[],
     onError: OnError,
     start: (id: string) => Promise<RunHandle>,
+    staleAfter?: (ran: readonly string[]) => Promise<readonly StaleCell[] | undefined>,
   ) {
-    this.finished = this.drive(first, onError, start);
+    this.finished = this.drive(first, onError, start).then(async () => {
+      if (staleAfter && this.runs.length) this.stale = await staleAfter(this.runs.map((r) => r.cell.id)).catch(() => undefined);
+    });
   }
 
   private async drive(first: readonly RunHandle[], onError: OnError, start: (id: string) => Promise<RunHandle>) {
@@ -35,7 +43,11 @@ export class CellSeries implements SeriesHandle {
       let result: CellRunResult;
       try {
         const handle = first[i] ?? (await start(id));
-        result = await handle.wait({ timeoutMs: FOREVER_MS, onEvent: (event) => this.emit({ cellId: id, event }) });
+        result = await handle.wait({
+          timeoutMs: FOREVER_MS,
+          onEvent: (event) => this.emit({ cellId: id, event }),
+          stale: false,
+        });
       } catch (error) {
         // The cell was deleted, or could no longer be queued: the series ends here.
         this.stopped = error instanceof BridgeError ? error.detail : String(error);
@@ -92,6 +104,7 @@ export class CellSeries implements SeriesHandle {
       pending,
       skipped: [...this.skipped],
       ...(this.stopped ? { detail: `The series stopped: ${this.stopped}` } : {}),
+      ...(done && this.stale ? { stale: this.stale } : {}),
     };
   }
 }

@@ -4,6 +4,8 @@ import type { WriteGuard } from './cellService';
 export interface Reader {
   readonly key: string;
   readonly label: string;
+  /** A key whose reads count as this reader's too (what a client read before it held a credential). */
+  readonly earlier?: string;
 }
 
 /** Writes that come from code running in the kernel (code mode) rather than from an agent's request. */
@@ -41,7 +43,10 @@ export class ReadTracker {
   }
 
   seenVersion(reader: Reader, notebook: string, id: string): number | undefined {
-    return this.seen.get(notebook)?.get(reader.key)?.get(id);
+    const readers = this.seen.get(notebook);
+    return (
+      readers?.get(reader.key)?.get(id) ?? (reader.earlier === undefined ? undefined : readers?.get(reader.earlier)?.get(id))
+    );
   }
 
   /** Who made the cell's current version: the agent whose write left it so, else the person in the editor. */

@@ -1,6 +1,7 @@
 import type * as vscode from 'vscode';
 import type { InterruptHow, Kernel } from '../core/kernelPort';
 import type { OutcomeKind } from '../core/outcome';
+import type { RunDataflow } from '../core/cellGraph';
 
 /**
  * Why a provider that serves a notebook cannot run code in it now, and what the person can do.
@@ -31,6 +32,8 @@ export type CellRunReport =
       phase: 'ended';
       summary: vscode.NotebookCellExecutionSummary;
       outputs: readonly vscode.NotebookCellOutput[] | undefined;
+      /** What the run read and changed, where its kernel recorded it. */
+      dataflow?: RunDataflow | undefined;
     };
 
 /**

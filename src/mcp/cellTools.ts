@@ -53,15 +53,16 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     body: { notebook?: string | undefined; wait?: boolean | undefined; timeoutMs?: number | undefined },
     series: SeriesHandle,
     outputs: OutputDetail | undefined,
+    about: object = {},
   ) => {
-    if (body.wait === false) return { queued: series.cellIds };
+    if (body.wait === false) return { ...about, queued: series.cellIds };
     const timeoutMs = body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
     const result = await series.wait({ timeoutMs });
     // A wait that runs out is a result to read (the series goes on), not a failure.
     const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
     return shown(
       body.notebook,
-      { ...detail, ...result },
+      { ...about, ...detail, ...result },
       result.runs.map((r) => r.cell),
       outputs ?? 'summary',
       waitedKind(result),
@@ -78,7 +79,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
   const waited = async (notebook: string | undefined, handle: RunHandle, timeoutMs?: number, detail?: OutputDetail) => {
     const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
     const { body, kind } = await waitRuns({}, [handle], options);
-    const run = body.runs![0]!;
+    const run = { ...body.runs![0]!, ...(body.stale && { stale: body.stale }) };
     const views = [run.cell, ...(run.alsoRan ?? []).map((r) => r.cell)];
     return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, views, detail ?? 'summary', kind);
   };
@@ -123,14 +124,14 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'edit',
       description: `Insert a cell at "index", or "before"/"after" another cell (default: at the end). ${NOTEBOOK}`,
       inputSchema: createBody,
-      handle: ({ notebook, ...cell }) => answer(async () => ({ cell: await cells.create(notebook, cell) })),
+      handle: ({ notebook, ...cell }) => answer(() => cells.create(notebook, cell)),
     }),
     tool({
       name: 'edit_cell',
       access: 'edit',
       description: `Replace the whole text of a cell (optionally its kind or language). ${GUARD} ${NOTEBOOK}`,
       inputSchema: editBody.extend(withRef),
-      handle: ({ notebook, ref, ...change }) => answer(async () => ({ cell: await cells.edit(notebook, ref, change) })),
+      handle: ({ notebook, ref, ...change }) => answer(() => cells.edit(notebook, ref, change)),
     }),
     tool({
       name: 'delete_cell',
@@ -145,7 +146,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'edit',
       description: `Move a cell "to" an index, or "before"/"after" another cell. ${NOTEBOOK}`,
       inputSchema: moveBody.extend(withRef),
-      handle: ({ notebook, ref, ...to }) => answer(async () => ({ cell: await cells.move(notebook, ref, to) })),
+      handle: ({ notebook, ref, ...to }) => answer(() => cells.move(notebook, ref, to)),
     }),
     tool({
       name: 'run_cell',
@@ -214,10 +215,15 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       access: 'run',
       description:
         'Run the stale cells in notebook order (list_cells shows "stale" with its reason, "dependsOn" and "dependents"): ' +
-        'every stale cell, or "cell" and the cells downstream of it that ran before. Stops at the first failure; ' +
+        'every stale cell, or "cell" and the cells downstream of it that ran before; "rebuild": also the cells they read ' +
+        'from that have not run in this kernel (named in "needs" otherwise). Stops at the first failure; ' +
         `waits (unless wait: false) and returns per-cell results (default "summary"). ${NOTEBOOK}`,
       inputSchema: runStaleBody,
-      handle: (body) => answer(async () => seriesAnswer(body, await cells.runStale(body.notebook, body.cell), 'summary')),
+      handle: (body) =>
+        answer(async () => {
+          const { series, ...about } = await cells.runStale(body.notebook, body.cell, body.rebuild);
+          return seriesAnswer(body, series, body.outputs, about);
+        }),
     }),
     tool({
       name: 'list_variables',

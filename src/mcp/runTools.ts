@@ -3,7 +3,7 @@ import { Activity } from '../core/accessPolicy';
 import { BridgeError } from '../core/bridgeError';
 import type { Caller } from '../core/clients';
 import type { SessionInfo } from '../core/notebookHost';
-import { ownerOf, runIdOf, type AgentRun } from '../core/runHistory';
+import { runIdOf, type AgentRun } from '../core/runHistory';
 import type { BridgeServices } from '../core/services';
 import { executeCode, type CodeExecution } from './tools';
 import { found, tool, type ToolRow } from './toolRows';
@@ -41,12 +41,12 @@ async function sessionOf(ctx: Pick<BridgeServices, 'host'>, run: AgentRun): Prom
  */
 export async function rerun(
   ctx: Pick<BridgeServices, 'host' | 'runs' | 'risk' | 'history'>,
-  caller: Pick<Caller, 'credential' | 'claim'>,
+  caller: Pick<Caller, 'owner'>,
   id: string,
   args: z.infer<typeof rerunArgs>,
   cancelled: AbortSignal,
 ): Promise<CodeExecution & { run: string | undefined; rerunOf: string }> {
-  const past = ctx.history.get(ownerOf(caller), id);
+  const past = ctx.history.get(caller, id);
   const session = await sessionOf(ctx, past);
   const code = args.code ?? past.code;
   const action = Activity.current()?.action;
@@ -56,7 +56,6 @@ export async function rerun(
 
 /** The run history over MCP: an agent's own runs, one of them whole, and running one again. */
 export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
-  const owner = ownerOf(caller);
   return [
     tool({
       name: 'list_runs',
@@ -66,7 +65,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
         'duration, start time and what the risk scan found ("risk"). get_run gives one with its code and output; rerun runs it again.',
       inputSchema: listRunsArgs,
       annotations: { readOnlyHint: true },
-      handle: async (args) => found({ runs: ctx.history.list(owner, args) }),
+      handle: async (args) => found({ runs: ctx.history.list(caller, args) }),
     }),
     tool({
       name: 'get_run',
@@ -75,7 +74,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
       inputSchema: z.strictObject({ run_id: z.string() }),
       annotations: { readOnlyHint: true },
       handle: async (args) => {
-        const { owner: _o, ...run } = ctx.history.get(owner, args.run_id);
+        const { owner: _o, ...run } = ctx.history.get(caller, args.run_id);
         return found(run);
       },
     }),

@@ -1,12 +1,21 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { claimOf, cleanName, ClientRegistry, MCP_SESSION_HEADER, readerOf, type Caller } from '../core/clients';
+import {
+  claimOf,
+  cleanName,
+  ClientRegistry,
+  MCP_SESSION_HEADER,
+  readerOf,
+  SESSIONS_PER_MINUTE,
+  type Caller,
+} from '../core/clients';
+import { BridgeError } from '../core/bridgeError';
 import type { BridgeServices } from '../core/services';
 import { registerTools } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
-import { undoTool } from './undoTool';
+import { changeTools } from './changeTools';
 import { runTools } from './runTools';
 
 const INSTRUCTIONS = [
@@ -15,7 +24,8 @@ const INSTRUCTIONS = [
   '(notebook variables readable, new names discarded). For durable changes use the cell tools:',
   'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
   'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait;',
-  'undo_last_change takes back your own newest change when nobody changed those cells since.',
+  'list_changes lists your own changes; undo_last_change takes back your newest (or the one you name) when nobody changed its cells since:',
+  'keep calling from this session, which is what makes them yours.',
   'list_runs, get_run and rerun: your past runs, with what the risk scan found in each.',
 ].join(' ');
 
@@ -23,7 +33,12 @@ const INSTRUCTIONS = [
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  registerTools(server, ctx.access, caller, [...codeTools(own), ...cellTools(own), undoTool(own), ...runTools(own, caller)]);
+  registerTools(server, ctx.access, caller, [
+    ...codeTools(own),
+    ...cellTools(own),
+    ...changeTools(own),
+    ...runTools(own, caller),
+  ]);
   return server;
 }
 
@@ -34,13 +49,26 @@ export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer 
  *
  * Who is calling: an `initialize` gets a fresh `Mcp-Session-Id` (clients send it back on every
  * later request), and the bridge learns that id, with the `clientInfo` as the client's claim,
- * only once the SDK has accepted the `initialize`. Later calls are attributed through it.
+ * only once the SDK has accepted the `initialize`. Later calls are attributed through it. A
+ * client may start `SESSIONS_PER_MINUTE` sessions a minute; past that, 429.
  */
 export async function serveMcp(ctx: BridgeServices, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
   const identities = ctx.access.identities;
   const sent = req.headers[MCP_SESSION_HEADER];
   const caller = identities.identify(Array.isArray(sent) ? sent[0] : sent, claimOf(req.headers));
-  const minted = initializes(body) ? ClientRegistry.newCredential() : undefined;
+  const init = initialize(body);
+  if (init) {
+    const waitMs = identities.admitSession(init.name ?? caller.claim);
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      res.setHeader('Retry-After', String(seconds));
+      throw new BridgeError(
+        'too_many_requests',
+        `${init.name ?? caller.claim ?? 'This client'} started ${SESSIONS_PER_MINUTE} MCP sessions in the last minute: keep using the Mcp-Session-Id you were given (it is what makes your changes yours), or retry in ${seconds} s.`,
+      );
+    }
+  }
+  const minted = init ? ClientRegistry.newCredential() : undefined;
   if (minted) res.setHeader(MCP_SESSION_HEADER, minted);
   const server = createMcpServer(ctx, caller);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
@@ -51,13 +79,21 @@ export async function serveMcp(ctx: BridgeServices, req: IncomingMessage, res: S
   await server.connect(transport);
   await transport.handleRequest(req, res, body);
   const info = minted && server.server.getClientVersion();
-  if (minted && info) {
-    const name = cleanName(`${info.name}${info.version ? `/${info.version}` : ''}`);
-    identities.register(minted, name ?? caller.claim);
-  }
+  if (minted && info) identities.register(minted, nameOf(info) ?? caller.claim, 'mcp');
 }
 
-function initializes(body: unknown): boolean {
+/** The name a client gives in `clientInfo`: "claude-code/1.0.3". */
+const nameOf = (info: { name?: unknown; version?: unknown }) =>
+  typeof info.name === 'string'
+    ? cleanName(`${info.name}${typeof info.version === 'string' && info.version ? `/${info.version}` : ''}`)
+    : undefined;
+
+/** The `initialize` a request carries (with the name its `clientInfo` gives), if any. */
+function initialize(body: unknown): { name: string | undefined } | undefined {
   const messages: unknown[] = Array.isArray(body) ? body : [body];
-  return messages.some((m) => !!m && typeof m === 'object' && (m as Record<string, unknown>)['method'] === 'initialize');
+  const init = messages.find((m) => !!m && typeof m === 'object' && (m as Record<string, unknown>)['method'] === 'initialize');
+  if (!init) return undefined;
+  const params = (init as { params?: { clientInfo?: unknown } }).params;
+  const info = params?.clientInfo;
+  return { name: info && typeof info === 'object' ? nameOf(info) : undefined };
 }

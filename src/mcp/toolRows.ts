@@ -3,7 +3,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { z } from 'zod';
 import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
 import type { Caller } from '../core/clients';
-import { asAuthor } from '../core/checkpoints';
+import { asAuthor, authorOf, type Author } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorBody, toolResult, type Outcome } from '../core/outcome';
 import { errorMessage } from '../core/errorMessage';
@@ -56,13 +56,16 @@ export interface ToolRow {
   readonly inputSchema?: z.ZodType;
   readonly outputSchema?: z.ZodType;
   readonly annotations?: ToolAnnotations;
+  /** What it does, for the person's prompt and the record, where its arguments do not say (default: them, as JSON). */
+  describe?(args: Fields, author: Author): string;
   handle(args: Fields, extra: ToolExtra): Promise<ToolAnswer>;
 }
 
 /** A typed row: the handler sees its arguments as its input schema parses them. */
 export function tool<I extends z.ZodType = z.ZodObject<Record<string, never>>>(
-  row: Omit<ToolRow, 'inputSchema' | 'handle'> & {
+  row: Omit<ToolRow, 'inputSchema' | 'handle' | 'describe'> & {
     inputSchema?: I;
+    describe?(args: z.output<I>, author: Author): string;
     handle(args: z.output<I>, extra: ToolExtra): Promise<ToolAnswer>;
   },
 ): ToolRow {
@@ -98,19 +101,19 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
             ? { also: ['run'] as const, label: `${row.label ?? `mcp ${name}`} (edit and run)` }
             : { label: row.label ?? `mcp ${name}` }),
           notebook: typeof notebook === 'string' ? notebook : typeof session === 'string' ? session : undefined,
-          code: actionCode(code, rest),
+          code: row.describe ? row.describe(args, authorOf(caller)) : actionCode(code, rest),
         });
       } catch (error) {
         if (!(error instanceof BridgeError)) throw error;
         return reply({ outcome: error });
       }
-      if (!activity) return reply(await row.handle(args, extra));
+      // A read is its caller's too ("my changes").
+      if (!activity) return reply(await asAuthor(authorOf(caller), () => row.handle(args, extra)));
       const stop = new AbortController();
       const unlisten = activity.onStop(() => stop.abort());
       try {
-        const author = { client: activity.action.client, action: activity.action.id };
         const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
-        const answer = await activity.within(() => asAuthor(author, () => row.handle(args, own)));
+        const answer = await activity.within(() => asAuthor(authorOf(activity.action), () => row.handle(args, own)));
         activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
         activity.end(answer.outcome.kind, answer.outcome.detail);
         return reply(answer);

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { KeptCell, VersionStore } from './versionStore';
+import type { FoundAgain, KeptCell, VersionStore } from './versionStore';
 import { freshId } from '../core/ids';
 
 interface CellRecord {
@@ -26,8 +26,9 @@ interface IdHistory {
  * Stable ids and text versions of the cells of open notebooks. A cell's id
  * is the nbformat cell `id` its notebook file carries (VS Code's .ipynb support keeps it in the
  * cell metadata, and gives new cells one in nbformat 4.5+), so it survives saves, reloads,
- * window restarts and edits of the file on disk; cells without one get an id for this window.
- * The versions of cells with file ids outlive the window too, in a `VersionStore`.
+ * window restarts and edits of the file on disk; cells without one (nbformat 4.4) get an id the
+ * bridge mints, kept with the cell's position and text, so that after an editor restart the cell
+ * at that place with that text gets it back. Versions outlive the window too, in a `VersionStore`.
  * Records are keyed by the NotebookCell object, which VS Code keeps for as long as the cell
  * exists (edits, outputs, and moves made in the editor keep it). Cells the bridge itself
  * re-creates (a move, a change of kind or language, cleared outputs) are given their old record
@@ -37,6 +38,8 @@ export class CellIds implements vscode.Disposable {
   private readonly records = new WeakMap<vscode.NotebookCell, CellRecord>();
   private readonly taken = new WeakMap<vscode.NotebookDocument, Set<string>>();
   private readonly history = new WeakMap<vscode.NotebookDocument, Map<string, IdHistory>>();
+  /** Per notebook, the minted ids an earlier window gave the cells it had when this window first saw it. */
+  private readonly earlier = new WeakMap<vscode.NotebookDocument, Map<vscode.NotebookCell, FoundAgain>>();
 
   constructor(private readonly store?: VersionStore) {}
 
@@ -66,7 +69,7 @@ export class CellIds implements vscode.Disposable {
     const histories = this.histories(cell.notebook);
     const changed = histories.get(r.id)?.version !== version;
     histories.set(r.id, { cell, version, code: cell.document.getText() });
-    if (changed && r.fromFile) this.keep(cell.notebook);
+    if (changed) this.keep(cell.notebook);
     return version;
   }
 
@@ -83,7 +86,7 @@ export class CellIds implements vscode.Disposable {
     this.takenIds(cell.notebook).add(id);
     this.histories(cell.notebook).set(id, { cell, version, code: cell.document.getText() });
     const fromFile = fileIdOf(cell) === id;
-    if (fromFile) this.keep(cell.notebook);
+    this.keep(cell.notebook);
     this.records.set(cell, {
       id,
       fromFile,
@@ -98,17 +101,39 @@ export class CellIds implements vscode.Disposable {
     if (!r) {
       const fileId = this.claimable(cell);
       const known = fileId === undefined ? undefined : this.histories(cell.notebook).get(fileId);
-      if (fileId) this.takenIds(cell.notebook).add(fileId);
+      const taken = this.takenIds(cell.notebook);
+      const again = fileId === undefined ? this.foundAgain(cell) : undefined;
+      const id = fileId ?? again?.id ?? this.newId(cell.notebook);
+      taken.add(id);
       r = {
-        id: fileId ?? this.newId(cell.notebook),
+        id,
         fromFile: fileId !== undefined,
         document: cell.document,
-        base: this.startingVersion(cell, fileId, known),
+        base: again?.version ?? this.startingVersion(cell, fileId, known),
         docBase: cell.document.version,
       };
       this.records.set(cell, r);
     }
     return r;
+  }
+
+  /** The id an earlier window minted for this cell, when it was there as the notebook opened and no cell has it since. */
+  private foundAgain(cell: vscode.NotebookCell): FoundAgain | undefined {
+    const notebook = cell.notebook;
+    let found = this.earlier.get(notebook);
+    if (!found) {
+      const cells = notebook.getCells().filter((c) => fileIdOf(c) === undefined);
+      const byIndex =
+        this.store?.foundAgain(
+          notebook.uri.toString(),
+          cells.map((c) => ({ index: c.index, text: c.document.getText() })),
+        ) ?? new Map<number, FoundAgain>();
+      found = new Map(cells.flatMap((c) => (byIndex.has(c.index) ? [[c, byIndex.get(c.index)!] as const] : [])));
+      this.earlier.set(notebook, found);
+    }
+    const again = found.get(cell);
+    found.delete(cell);
+    return again && !this.takenIds(notebook).has(again.id) ? again : undefined;
   }
 
   /**
@@ -121,13 +146,14 @@ export class CellIds implements vscode.Disposable {
     return (fileId !== undefined && this.store?.restored(cell.notebook.uri.toString(), fileId, text)) || 1;
   }
 
-  /** Has the store write down the versions of the notebook's cells that carry file ids. */
+  /** Has the store write down the ids and versions of the notebook's cells. */
   private keep(notebook: vscode.NotebookDocument): void {
     this.store?.keep(notebook.uri.toString(), () => {
       const kept: KeptCell[] = [];
       for (const [id, h] of this.histories(notebook)) {
         const r = this.records.get(h.cell);
-        if (r?.id === id && r.fromFile && h.cell.index >= 0) kept.push({ id, version: h.version, text: h.code });
+        if (r?.id !== id || h.cell.index < 0) continue;
+        kept.push({ id, version: h.version, text: h.code, ...(!r.fromFile && { at: h.cell.index }) });
       }
       return kept;
     });

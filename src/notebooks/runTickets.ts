@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { ExecutionState } from '../core/cellService';
 import { Ticket, runIdMinter, type RunTicket } from '../core/runTicket';
 import type { CellRunReport } from '../kernels/kernelProvider';
+import type { RunDataflow } from '../core/cellGraph';
 
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
 const CLEAR_WINDOW_MS = 500;
@@ -36,6 +37,8 @@ interface CellRuns {
   clearedAt?: number;
   /** The cell's text when its latest run started (what its outputs come from; staleness reads it). */
   ranCode?: string;
+  /** What its latest run read and changed, where its controller reported it (the builtin kernel). */
+  dataflow?: RunDataflow;
 }
 
 /**
@@ -134,7 +137,11 @@ export class RunTickets implements vscode.Disposable {
       const summary = report.phase === 'queued' ? {} : { executionOrder: report.executionOrder };
       runs.reported = { summary, outputs, unshown, countWait: held?.countWait };
     }
-    if (report.phase === 'running') runs.ranCode = cell.document.getText();
+    if (report.phase === 'running') {
+      runs.ranCode = cell.document.getText();
+      runs.dataflow = undefined;
+    }
+    if (report.phase === 'ended') runs.dataflow = report.dataflow;
     ticket.step(report.phase === 'output' ? 'running' : report.phase);
     this.changed.fire(cell.notebook);
   }
@@ -152,6 +159,7 @@ export class RunTickets implements vscode.Disposable {
       endedAt: timing?.endTime,
       startedAt: timing?.startTime,
       ranCode: runs.ranCode,
+      dataflow: runs.dataflow,
     };
   }
 
@@ -245,7 +253,10 @@ export class RunTickets implements vscode.Disposable {
       const ticket = runs.ticket?.open ? runs.ticket : this.open(cell, runs, true);
       runs.seenLive = true;
       const phase = summary.executionOrder === undefined ? 'queued' : 'running';
-      if (phase === 'running' && ticket.phase !== 'running') runs.ranCode = cell.document.getText();
+      if (phase === 'running' && ticket.phase !== 'running') {
+        runs.ranCode = cell.document.getText();
+        runs.dataflow = undefined;
+      }
       ticket.step(phase);
       return;
     }

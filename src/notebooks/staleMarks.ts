@@ -11,28 +11,38 @@ import { errorMessage } from '../core/errorMessage';
  */
 const SETTLE_MS = 300;
 
+/** What the marks are read from: NotebookCells.dependencies. */
+type Dependencies = { graph: Map<string, CellDependencies> | undefined; earlierKernel: ReadonlySet<string> };
+
 /**
  * Marks stale cells in the editor: a status bar item under the cell, "stale", with the reason on
- * hover, from the same analysis agents read in the cell views (cellGraph.ts).
+ * hover, from the same analysis agents read in the cell views (cellGraph.ts). After a restart or
+ * a kernel's death the cells that ran before say their outputs are "from an earlier kernel".
  */
 export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeCellStatusBarItems = this.changed.event;
-  private readonly graphs = new Map<string, Promise<Map<string, CellDependencies> | undefined>>();
+  private readonly graphs = new Map<string, Promise<Dependencies | undefined>>();
   /** Notebooks changed since their analysis: it is dropped once the burst settles. */
   private readonly changedSince = new Set<string>();
   private readonly disposables: vscode.Disposable[];
   private timer: NodeJS.Timeout | undefined;
 
+  /** `kernelsChanged`: a kernel started, restarted or died (which runs count changes). */
   constructor(
-    private readonly dependencies: (uri: string) => Promise<Map<string, CellDependencies> | undefined>,
+    private readonly dependencies: (uri: string) => Promise<Dependencies>,
     private readonly cellId: (cell: vscode.NotebookCell) => string,
     private readonly log: Log,
+    kernelsChanged: vscode.Event<void>,
   ) {
     this.disposables = [
       this.changed,
       vscode.notebooks.registerNotebookCellStatusBarItemProvider('jupyter-notebook', this),
+      vscode.notebooks.registerNotebookCellStatusBarItemProvider('marimo-notebook', this),
       vscode.workspace.onDidChangeNotebookDocument((e) => this.invalidate(e.notebook.uri.toString())),
+      kernelsChanged(() => {
+        for (const uri of this.graphs.keys()) this.invalidate(uri);
+      }),
       vscode.workspace.onDidCloseNotebookDocument((n) => {
         this.graphs.delete(n.uri.toString());
         this.changedSince.delete(n.uri.toString());
@@ -50,7 +60,18 @@ export class StaleMarks implements vscode.NotebookCellStatusBarItemProvider, vsc
       });
       this.graphs.set(uri, graph);
     }
-    const stale = (await graph)?.get(this.cellId(cell))?.stale;
+    const found = await graph;
+    const id = this.cellId(cell);
+    if (found?.earlierKernel.has(id)) {
+      const item = new vscode.NotebookCellStatusBarItem(
+        '$(history) from an earlier kernel',
+        vscode.NotebookCellStatusBarAlignment.Left,
+      );
+      item.tooltip =
+        'Agent Bridge: these outputs come from a run before the kernel restarted (or stopped): the cell has not run in the current kernel, so nothing it defines is there yet';
+      return [item];
+    }
+    const stale = found?.graph?.get(id)?.stale;
     if (!stale) return [];
     const item = new vscode.NotebookCellStatusBarItem('$(warning) stale', vscode.NotebookCellStatusBarAlignment.Left);
     item.tooltip = `Agent Bridge: this cell's outputs are out of date: ${stale.reason}`;

@@ -25,7 +25,13 @@ export const respondRun = (handle: RunHandle, options: RunOptions, req: Incoming
       send: (stream, e) => (e.kind === 'output' ? stream.send('output', e.item) : stream.send(e.kind, { data: e.text })),
       ended: (r) =>
         answerAt(
-          { success: r.success, status: r.status, cell: r.cell, ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}) },
+          {
+            success: r.success,
+            status: r.status,
+            cell: r.cell,
+            ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}),
+            ...(r.stale ? { stale: r.stale } : {}),
+          },
           options.outputs,
         ),
       timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, [handle.cellId]), cell: cellAt(r.cell, options.outputs) }),
@@ -37,22 +43,30 @@ export const respondRun = (handle: RunHandle, options: RunOptions, req: Incoming
 
 /**
  * Answers a run of many cells like respondRun: 202 `{queued}`, or with wait `{done, status,
- * runs, pending, skipped}` in notebook order (504 with the same body when the wait times out).
+ * runs, pending, skipped, stale?}` in notebook order (504 with the same body when the wait times out).
  * The event stream reports per cell: `stdout`/`stderr` {cell, data}, `output` {cell, item},
  * `cell` {cell id's result} as each ends, then `done` or `timeout` with the whole result.
+ * `about`: fields every answer carries first (run-stale's `detail` and `needs`).
  */
-export const respondSeries = (series: SeriesHandle, options: RunOptions, req: IncomingMessage, res: ServerResponse) =>
+export const respondSeries = (
+  series: SeriesHandle,
+  options: RunOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  about: object = {},
+) =>
   respondWait(
     series,
     {
+      about,
       queued: series.cellIds,
       send: (stream, e) => {
         if ('result' in e) stream.send('cell', answerAt(e.result, options.outputs));
         else if (e.event.kind === 'output') stream.send('output', { cell: e.cellId, item: e.event.item });
         else stream.send(e.event.kind, { cell: e.cellId, data: e.event.text });
       },
-      ended: (r) => answerAt(r, options.outputs),
-      timedOut: (r) => ({ detail: timeoutDetail(options.timeoutMs, r.pending), ...answerAt(r, options.outputs) }),
+      ended: (r) => ({ ...about, ...answerAt(r, options.outputs) }),
+      timedOut: (r) => ({ ...about, detail: timeoutDetail(options.timeoutMs, r.pending), ...answerAt(r, options.outputs) }),
     },
     options,
     req,
@@ -61,6 +75,8 @@ export const respondSeries = (series: SeriesHandle, options: RunOptions, req: In
 
 /** How one kind of wait is answered: what was queued, its stream events, and its two ends. */
 interface WaitReplies<E, R> {
+  /** Fields the 202 answer carries besides `queued`. */
+  about?: object;
   queued: readonly string[];
   send(stream: EventStream, event: E): void;
   ended(result: R): object;
@@ -99,7 +115,7 @@ async function respondWait<E, R extends { done: boolean; status: CellStatus }>(
       return Reply.of(error instanceof BridgeError ? error.kind : 'internal', { detail });
     }
   }
-  if (!options.wait) return new Reply(202, { queued: replies.queued });
+  if (!options.wait) return new Reply(202, { ...replies.about, queued: replies.queued });
   const result = await waitable.wait({ timeoutMs: options.timeoutMs });
   return Reply.of(waitedKind(result), result.done ? replies.ended(result) : replies.timedOut(result));
 }

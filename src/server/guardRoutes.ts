@@ -1,7 +1,7 @@
 import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/accessPolicy';
 import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
 import { agentHost, cappedCells } from '../core/agentRuns';
-import { asAuthor } from '../core/checkpoints';
+import { asAuthor, authorOf } from '../core/checkpoints';
 import type { CellService } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
 import type { NotebookHost } from '../core/notebookHost';
@@ -41,7 +41,12 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
           },
           kind,
           notebook: notebookOf(input),
-          code: kind === 'read' || kind === 'gateway' ? '' : codeOf(input),
+          code:
+            kind === 'read' || kind === 'gateway'
+              ? ''
+              : row.describe
+                ? row.describe(input, ctx, authorOf(caller))
+                : codeOf(input),
         });
         const limit = ctx.access.maxRunMs;
         const cells = ctx.cells.as(readerOf(caller)); // read-before-write is kept per client
@@ -51,7 +56,8 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
             : kind === 'run' || kind === 'edit'
               ? { ...ctx, cells: cappedCells(cells, activity, limit) }
               : { ...ctx, cells };
-        if (!activity) return row.handle(input, scoped);
+        // A read is its caller's too ("my changes").
+        if (!activity) return asAuthor(authorOf(caller), () => row.handle(input, scoped));
         return ended(activity, () => row.handle(input, scoped));
       },
     };
@@ -84,7 +90,7 @@ function codeOf({ body, query, params }: RouteInput<unknown, unknown>): string {
 /** Runs a handler as its activity (the author of the changes it makes), ending it with its answer's outcome. */
 export async function ended<T>(activity: Activity, run: () => Promise<T> | T): Promise<T> {
   try {
-    const result = await activity.within(() => asAuthor({ client: activity.action.client, action: activity.action.id }, run));
+    const result = await activity.within(() => asAuthor(authorOf(activity.action), run));
     const body = fields(result instanceof Reply ? result.body : result);
     if (result !== undefined) activity.note(JSON.stringify(body));
     activity.end(result instanceof Reply ? result.kind : 'ok', typeof body['detail'] === 'string' ? body['detail'] : '');

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { AccessKind } from '../core/accessPolicy';
+import type { Author } from '../core/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { describeZodError } from '../core/inputErrors';
 import { httpStatus, type OutcomeKind } from '../core/outcome';
@@ -48,6 +49,8 @@ export interface Route<Ctx, B = unknown, Q = unknown> {
   access?: AccessKind;
   /** The activity view's name for it (default: `METHOD path`). */
   activity?: string;
+  /** What it does, for the person's prompt and the record, where its inputs do not say (default: them, as JSON). */
+  describe?(input: RouteInput<B, Q>, ctx: Ctx, author: Author): string;
   handle(input: RouteInput<B, Q>, ctx: Ctx): unknown;
 }
 

@@ -24,10 +24,10 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
+  undoBody,
 } from '../core/cellSchemas';
 import { notebookVariables } from '../core/variables';
 import { httpCaller } from '../core/clients';
-import { ownerOf } from '../core/runHistory';
 import { rerun, rerunArgs } from '../mcp/runTools';
 import { leaving } from './guardRoutes';
 import { dryRunExecute, SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
@@ -155,7 +155,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells',
     activity: 'cell create',
     body: createBody,
-    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, { cell: await ctx.cells.create(notebook, cell) }),
+    handle: async ({ body: { notebook, ...cell } }, ctx) => new Reply(201, await ctx.cells.create(notebook, cell)),
   }),
   route({
     method: 'post',
@@ -172,11 +172,18 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/changes',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.checkpoints.mine(query.notebook),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/undo',
     activity: 'undo',
-    body: notebookBody,
-    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook),
+    body: undoBody,
+    describe: ({ body }, ctx, author) => ctx.checkpoints.describeUndo(author, body.checkpoint),
+    handle: ({ body }, ctx) => ctx.checkpoints.undoOwn(body.notebook, body.checkpoint),
   }),
   route({
     method: 'post',
@@ -200,15 +207,17 @@ export const routes: readonly Route<RouteContext>[] = [
     access: 'run',
     activity: 'stale cells run',
     body: runStaleBody,
-    handle: async ({ body, req, res }, ctx) =>
-      body.dryRun
-        ? dryRunAnswer(ctx, body.notebook, { stale: body.cell })
-        : respondSeries(
-            await ctx.cells.runStale(body.notebook, body.cell),
-            { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'summary' },
-            req,
-            res,
-          ),
+    handle: async ({ body, req, res }, ctx) => {
+      if (body.dryRun) return dryRunAnswer(ctx, body.notebook, { stale: body.cell, rebuild: body.rebuild ?? false });
+      const { series, ...about } = await ctx.cells.runStale(body.notebook, body.cell, body.rebuild);
+      return respondSeries(
+        series,
+        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+        req,
+        res,
+        about,
+      );
+    },
   }),
   route({
     method: 'post',
@@ -251,13 +260,13 @@ export const routes: readonly Route<RouteContext>[] = [
     method: 'get',
     path: '/notebooks/runs',
     query: runsQuery,
-    handle: ({ query, req }, ctx) => ({ runs: ctx.history.list(ownerOf(httpCaller(ctx.access.identities, req.headers)), query) }),
+    handle: ({ query, req }, ctx) => ({ runs: ctx.history.list(httpCaller(ctx.access.identities, req.headers), query) }),
   }),
   route({
     method: 'get',
     path: '/notebooks/runs/:id',
     handle: ({ params, req }, ctx) => {
-      const { owner: _o, ...run } = ctx.history.get(ownerOf(httpCaller(ctx.access.identities, req.headers)), params['id']!);
+      const { owner: _o, ...run } = ctx.history.get(httpCaller(ctx.access.identities, req.headers), params['id']!);
       return run;
     },
   }),
@@ -298,9 +307,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref',
     activity: 'cell edit',
     body: editBody,
-    handle: async ({ body: { notebook, ...change }, params }, ctx) => ({
-      cell: await ctx.cells.edit(notebook, params['ref']!, change),
-    }),
+    handle: ({ body: { notebook, ...change }, params }, ctx) => ctx.cells.edit(notebook, params['ref']!, change),
   }),
   route({
     method: 'delete',
@@ -314,7 +321,7 @@ export const routes: readonly Route<RouteContext>[] = [
     path: '/notebooks/cells/:ref/move',
     activity: 'cell move',
     body: moveBody,
-    handle: async ({ body: { notebook, ...to }, params }, ctx) => ({ cell: await ctx.cells.move(notebook, params['ref']!, to) }),
+    handle: ({ body: { notebook, ...to }, params }, ctx) => ctx.cells.move(notebook, params['ref']!, to),
   }),
   route({
     method: 'post',

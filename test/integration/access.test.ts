@@ -204,9 +204,9 @@ describe('access modes, activity record and audit log in VS Code', function () {
     assert.deepEqual(
       records.map((r) => [r.client, r.action, r.outcome]),
       [
-        ['an agent that says it is access-test-agent', 'scratchpad run', 'succeeded'],
-        ['an agent that says it is access-test-agent', 'cell create', 'succeeded'],
-        ['an agent that says it is access-test-agent', 'scratchpad run', 'succeeded'],
+        ['access-test-agent (unverified)', 'scratchpad run', 'succeeded'],
+        ['access-test-agent (unverified)', 'cell create', 'succeeded'],
+        ['access-test-agent (unverified)', 'scratchpad run', 'succeeded'],
       ],
     );
     assert.match(records[0].sha256, /^[0-9a-f]{64}$/);

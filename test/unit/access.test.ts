@@ -17,6 +17,7 @@ import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
 
 /** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
@@ -35,9 +36,7 @@ class FakePerson {
 
 const request$ = {
   transport: 'http' as const,
-  client: 'an agent that says it is agent-1',
-  claim: 'agent-1',
-  credential: undefined,
+  ...new ClientRegistry().identify(undefined, 'agent-1'),
   label: 'scratchpad run',
   notebook: 's_aaaaaa',
   code: 'print(1)',
@@ -95,7 +94,7 @@ describe('Gate', () => {
     person.current = 'ask';
     assert.equal(await gate.enter({ ...request$, kind: 'read' }), null);
     assert.equal(started.length, 0);
-    assert.ok(gate.clients.has('an agent that says it is agent-1'));
+    assert.ok(gate.clients.has('agent-1 (unverified)'));
   });
 
   it('records an allowed action with its outcome and duration', async () => {
@@ -140,6 +139,24 @@ describe('Gate', () => {
     assert.equal(person.asked.length, 5);
   });
 
+  it('names clients short and honestly: "name (unverified)", "name ✓" once the person allowed that very client; the long form says the rest', async () => {
+    person.current = 'ask';
+    person.answers = ['allow-10-minutes'];
+    const issued: string[] = [];
+    await gate.enter({ ...request$, kind: 'execute', issue: (c) => issued.push(c) });
+    const approved = gate.identities.identify(issued[0], 'agent-1');
+    assert.equal(approved.client, 'agent-1 ✓');
+    assert.match(
+      approved.about,
+      /^an agent that says it is agent-1, holding credential #\d+ the bridge minted for it; you allowed it for 10 minutes at /,
+    );
+    assert.equal(gate.identities.identify(undefined, 'agent-1').client, 'agent-1 (unverified)', 'the same name without it');
+    const long = gate.identities.identify(undefined, 'agent-bridge-harness-with-a-long-name');
+    assert.equal(long.client, 'agent-bridge-harness-wi… (unverified)');
+    assert.match(long.about, /agent-bridge-harness-with-a-long-name/);
+    assert.equal(gate.identities.identify(undefined, undefined).client, 'unnamed agent (unverified)');
+  });
+
   it('stopAll stops every action under way, which then ends as interrupted', async () => {
     const a = await gate.enter({ ...request$, kind: 'execute' });
     let heard = false;
@@ -158,6 +175,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   let ended: { action: AgentAction; end: ActionEnd }[];
   let gate: Gate;
   let kernel: FakeKernel;
+  let docs: FakeNotebooks;
   const auth = { authorization: `Bearer ${TEST_TOKEN}` };
   const execute = (code: string, abortAfterMs?: number) =>
     request(port, {
@@ -191,7 +209,9 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/work/a.ipynb', uri: 'file:///work/a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
     ]);
-    server = await startTestServer({ host, access: gate });
+    docs = new FakeNotebooks();
+    docs.add(NOTEBOOK_A, [{ code: 'a = 1' }]);
+    server = await startTestServer({ host, access: gate, notebooks: docs });
     port = server.port;
   });
   afterEach(() => server.close());
@@ -204,10 +224,52 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     const { action, end } = ended[0]!;
     assert.deepEqual(
       [action.client, action.label, action.notebook, action.code],
-      ['an agent that says it is tester', 'scratchpad run', 's_aaaaaa', 'print(1)'],
+      ['tester (unverified)', 'scratchpad run', 's_aaaaaa', 'print(1)'],
     );
     assert.equal(end.outcome, 'succeeded');
     assert.equal(end.output, '1\n');
+  });
+
+  it('an HTTP client is handed a credential with its first write; undo binds to it, never to the name it sends', async () => {
+    const bob = { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'bob', 'user-agent': 'curl/7.88.1' };
+    const post = (path: string, body: object, headers: Record<string, string> = bob) =>
+      request(port, { method: 'POST', path, headers, body: JSON.stringify(body) });
+    const made = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'mine = 1' }] });
+    assert.equal(made.status, 200, made.body);
+    const credential = made.headers['x-agent-bridge-credential'];
+    assert.ok(typeof credential === 'string' && credential.length >= 20);
+    const sameName = await post('/notebooks/undo', {});
+    assert.equal(sameName.status, 403, sameName.body);
+    assert.match(JSON.parse(sameName.body).detail, /X-Agent-Bridge-Credential/);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'mine = 1']);
+    const own = await post('/notebooks/undo', {}, { ...bob, 'x-agent-bridge-credential': credential });
+    assert.equal(own.status, 200, own.body);
+    assert.equal(own.headers['x-agent-bridge-credential'], undefined, 'a client that sent its credential gets no new one');
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1']);
+  });
+
+  it("two plain curl clients (no name, curl's User-Agent) cannot undo each other's changes", async () => {
+    const curl = { ...auth, 'content-type': 'application/json', 'user-agent': 'curl/7.88.1' };
+    const post = (path: string, body: object, credential?: string) =>
+      request(port, {
+        method: 'POST',
+        path,
+        headers: { ...curl, ...(credential && { 'x-agent-bridge-credential': credential }) },
+        body: JSON.stringify(body),
+      });
+    const first = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'first = 1' }] });
+    assert.equal(first.status, 200, first.body);
+    // The second process sends what the first sends, but the credential it was handed.
+    const borrowed = await post('/notebooks/undo', {});
+    assert.equal(borrowed.status, 403, borrowed.body);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'first = 1']);
+    const second = await post('/notebooks/edits', { ops: [{ op: 'create', code: 'second = 2' }] });
+    const mine = second.headers['x-agent-bridge-credential'] as string;
+    assert.notEqual(mine, first.headers['x-agent-bridge-credential'], 'each client is handed a credential of its own');
+    assert.equal((await post('/notebooks/undo', {}, mine)).status, 200);
+    const more = await post('/notebooks/undo', {}, mine);
+    assert.equal(more.status, 404, more.body);
+    assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1', 'first = 1'], "the first client's change is not the second's to undo");
   });
 
   it('read-only: reads answer, execute is a 403 that says the person chose read-only', async () => {
@@ -368,7 +430,11 @@ describe('access over HTTP and MCP (fake kernel)', () => {
     it('records tool calls under the client that initialized, with their outcome', async () => {
       await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
       assert.equal(ended.length, 1);
-      assert.match(ended[0]!.action.client, /^agent #\d+ \(says it is unit-agent\/1\.2\.3\)$/);
+      assert.equal(ended[0]!.action.client, 'unit-agent/1.2.3 (unverified)');
+      assert.match(
+        ended[0]!.action.about,
+        /^an agent that says it is unit-agent\/1\.2\.3, holding MCP session #\d+ the bridge minted for it$/,
+      );
       assert.equal(ended[0]!.action.label, 'mcp execute_code');
       assert.equal(ended[0]!.end.outcome, 'succeeded');
     });
@@ -406,6 +472,56 @@ describe('access over HTTP and MCP (fake kernel)', () => {
       assert.equal(ended.length, 1);
       assert.doesNotMatch(ended[0]!.action.client, /claude-code/);
       assert.equal(ended[0]!.action.credential, undefined);
+    });
+
+    /** A raw `initialize`, as any process can send, naming itself `name`. */
+    const initialize = (name: string) =>
+      request(port, {
+        method: 'POST',
+        path: '/mcp/server',
+        headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name, version: '1' } },
+        }),
+      });
+
+    it('600 initializes leave a granted client and a client with checkpoints intact', async () => {
+      person.current = 'ask';
+      person.answers = ['allow-10-minutes'];
+      await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+      assert.equal(person.asked.length, 1);
+      person.current = 'full';
+      const editor = new Client({ name: 'editor', version: '1' });
+      await editor.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp/server`), { requestInit: { headers: auth } }),
+      );
+      try {
+        const made = (await editor.callTool({ name: 'create_cell', arguments: { code: 'mine = 1' } })) as CallToolResult;
+        assert.equal(made.isError, undefined, JSON.stringify(made.content));
+        // Another process floods the registry, each initialize under a new name (so no per-client bound stops it).
+        for (let i = 0; i < 600; i++) assert.equal((await initialize(`flood-${i}`)).status, 200);
+        person.current = 'ask';
+        await call('execute_code', { session_id: 's_aaaaaa', code: 'print(1)' });
+        assert.equal(person.asked.length, 1, 'the granted client was asked again: its grant is gone');
+        person.current = 'full';
+        const undone = (await editor.callTool({ name: 'undo_last_change', arguments: {} })) as CallToolResult;
+        assert.equal(undone.isError, undefined, JSON.stringify(undone.content));
+        assert.deepEqual(docs.codes(NOTEBOOK_A.uri), ['a = 1'], "the editor's change is undone");
+      } finally {
+        await editor.close();
+      }
+    }).timeout(60_000);
+
+    it('bounds initialize per client and per minute with a 429 that says what to do', async () => {
+      let answer = await initialize('eager');
+      for (let i = 0; i < 100 && answer.status === 200; i++) answer = await initialize('eager');
+      assert.equal(answer.status, 429, answer.body);
+      assert.match(JSON.parse(answer.body).detail, /Mcp-Session-Id/);
+      assert.ok(Number(answer.headers['retry-after']) > 0, 'Retry-After');
+      assert.equal((await initialize('another')).status, 200, 'another client is not held back');
     });
 
     it('a capped run is reported as timed out', async () => {

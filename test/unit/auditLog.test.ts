@@ -18,9 +18,11 @@ function entry(code: string, kind: AccessKind = 'execute', outcome: ActionOutcom
     action: {
       id: 1,
       transport: 'http',
-      client: 'unit-agent',
+      client: 'unit-agent (unverified)',
+      about: 'an agent that says it is unit-agent, with no credential of the bridge: its name is only a claim',
       claim: 'unit-agent',
       credential: undefined,
+      owner: undefined,
       kind,
       label: kind === 'execute' ? 'scratchpad run' : 'cell edit',
       notebook: 's_aaaaaa',
@@ -54,8 +56,9 @@ describe('audit log (JSON Lines file)', () => {
     assert.equal(first!.sha256, createHash('sha256').update('print(1)').digest('hex'));
     assert.deepEqual(
       [first!.client, first!.notebookUri, first!.outcome, first!.durationMs, first!.time],
-      ['unit-agent', URI, 'succeeded', 1, '2026-11-23T12:00:00.000Z'],
+      ['unit-agent (unverified)', URI, 'succeeded', 1, '2026-11-23T12:00:00.000Z'],
     );
+    assert.match(first!.about ?? '', /says it is unit-agent, with no credential/);
     assert.equal(second!.code, 'token = "[token]"');
   });
 

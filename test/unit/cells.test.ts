@@ -359,8 +359,8 @@ describe('cell routes (fake notebooks)', () => {
       assert.equal((await write('agent-b', 'x = "b"')).status, 200);
       const refused = await write('agent-a', 'x = "a"');
       assert.equal(refused.status, 409, refused.raw);
-      assert.match(refused.body.detail, /changed since you read it .*says it is agent-b/);
-      assert.match(refused.body.changedBy, /says it is agent-b/);
+      assert.match(refused.body.detail, /changed since you read it .*agent-b \(unverified\)/);
+      assert.match(refused.body.changedBy, /agent-b \(unverified\)/);
       assert.equal(refused.body.cell.code, 'x = "b"', 'the 409 returns the current cell');
       // A client that never read the cell cannot write it, though others did.
       const unread = await write('agent-c', 'x = "c"');

@@ -1,13 +1,9 @@
 import { strict as assert } from 'node:assert';
-import * as path from 'node:path';
-import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
 import type { RunningServer } from '../../src/server/app';
-import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
-import { request } from './fakes/http';
+import { startTestServer, TEST_TOKEN } from './fakes/app';
+import { jsonRequest } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
-import { IPYTHON_PYTHON } from './support/kernelRuns';
-
-const SCRIPT = path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py');
+import { inspectAnalyzer } from './support/kernelRuns';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely
 type Json = any;
@@ -19,26 +15,13 @@ describe('checks before code is written into a cell', function () {
   let docs: FakeNotebooks;
   let ids: string[];
 
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
-    const res = await request(server.port, {
-      method,
-      path,
-      headers: { authorization: `Bearer ${TEST_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: JSON.parse(res.body) as Json };
-  };
+  const api = (method: string, route: string, body?: unknown) => jsonRequest(server.port, TEST_TOKEN, method, route, body);
   const code = async () => (await api('GET', '/notebooks/cells')).body.cells.map((c: Json) => c.code);
 
   beforeEach(async () => {
     docs = new FakeNotebooks();
     ids = docs.add(NOTEBOOK_A, [{ code: 'x = 1' }, { code: 'y = x + 1' }, { kind: 'markup', code: '# notes' }]);
-    const analyzer = new PythonAnalyzer({
-      python: () => IPYTHON_PYTHON,
-      script: SCRIPT,
-      builtinKernel: async () => undefined,
-      log: silentLog,
-    });
+    const analyzer = inspectAnalyzer();
     server = await startTestServer({ notebooks: docs, analyzer });
   });
   afterEach(() => server.close());

@@ -46,6 +46,7 @@ describe('KernelProcess (builtin Python kernel)', function () {
       status: 'succeeded',
       value: null,
       executionCount: 1,
+      dataflow: { reads: [], defines: ['x'], mutates: [] },
     });
     const r = await run('y = x + 1\ny + 1');
     assert.equal(r.success, true);

@@ -333,6 +333,30 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(none.body.status, 404);
     });
 
+    it("list_changes lists the session's own changes, newest first; undo_last_change takes back the one named, and another session none", async () => {
+      await call('create_cell', { code: 'first = 1' });
+      await call('create_cell', { code: 'second = 2' });
+      const listed = await call('list_changes');
+      assert.deepEqual(
+        listed.body.changes.map((c: Json) => [c.summary, c.undoable]),
+        [
+          ['1 added', true],
+          ['1 added', true],
+        ],
+      );
+      const other = await connect();
+      const theirs = (await other.callTool({ name: 'list_changes', arguments: {} })) as CallToolResult;
+      assert.deepEqual(JSON.parse((theirs.content[0] as { text: string }).text).changes, [], 'another session lists none');
+      const stolen = (await other.callTool({
+        name: 'undo_last_change',
+        arguments: { checkpoint: listed.body.changes[1].id },
+      })) as CallToolResult;
+      assert.equal(stolen.isError, true, 'another session cannot undo it');
+      const undone = await call('undo_last_change', { checkpoint: listed.body.changes[1].id });
+      assert.equal(undone.isError, undefined, JSON.stringify(undone.content));
+      assert.deepEqual(docs.codes(A.uri), ['x = 1', '', 'second = 2']);
+    });
+
     it('surfaces service errors (404 unknown cell) as tool errors', async () => {
       const result = await call('get_cell', { ref: 'nope' });
       assert.equal(result.isError, true);

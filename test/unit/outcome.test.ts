@@ -48,6 +48,7 @@ const STATUS_OF: Record<ErrorKind, number> = {
   kernel_error: 502,
   kernel_timeout: 504,
   unavailable: 503,
+  too_many_requests: 429,
   internal: 500,
 };
 
@@ -61,9 +62,7 @@ function recordingGate(): { gate: Gate; ends: ActionEnd[] } {
 
 const action = {
   transport: 'mcp' as const,
-  client: 'unit',
-  claim: 'unit',
-  credential: undefined,
+  ...new ClientRegistry().identify(undefined, 'unit'),
   kind: 'execute' as const,
   label: 'test',
   notebook: undefined,
@@ -127,7 +126,7 @@ describe('transports answer by kind, never by the words of a message', () => {
 
   async function callTools(rows: ReturnType<typeof tool>[], gate: Gate): Promise<Client> {
     const server = new McpServer({ name: 'unit', version: '0' });
-    registerTools(server, gate, { client: 'unit', claim: 'unit', credential: undefined }, rows);
+    registerTools(server, gate, new ClientRegistry().identify(undefined, 'unit'), rows);
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(a);
     const client = new Client({ name: 'unit', version: '0' });

@@ -169,10 +169,11 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
 
   it('run history over HTTP: list, get and rerun (with changed code); another client sees none of them', async () => {
     person.current = 'full';
-    await execute('print(1)');
-    await execute('import subprocess; subprocess.run(["true"])');
+    // The credential its first run was answered with is what makes the runs its own.
+    const mine = { [CREDENTIAL_HEADER]: (await execute('print(1)')).headers[CREDENTIAL_HEADER] as string };
+    await execute('import subprocess; subprocess.run(["true"])', mine);
     await recorded(2);
-    const listed = JSON.parse((await get('/notebooks/runs?notebook=s_aaaaaa')).body) as {
+    const listed = JSON.parse((await get('/notebooks/runs?notebook=s_aaaaaa', mine)).body) as {
       runs: (AgentRun & Record<string, unknown>)[];
     };
     assert.equal(listed.runs.length, 2);
@@ -194,13 +195,13 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
       'transport',
     ]);
 
-    const one = JSON.parse((await get(`/notebooks/runs/${oldest!.id}`)).body) as AgentRun;
+    const one = JSON.parse((await get(`/notebooks/runs/${oldest!.id}`, mine)).body) as AgentRun;
     assert.deepEqual([one.code, one.output], ['print(1)', '1\n']);
 
     const rerun = await request(server.port, {
       method: 'POST',
       path: `/notebooks/runs/${oldest!.id}/rerun`,
-      headers: { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'tester' },
+      headers: { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'tester', ...mine },
       body: JSON.stringify({}),
     });
     assert.equal(rerun.status, 200, rerun.body);
@@ -211,7 +212,7 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
     const changed = await request(server.port, {
       method: 'POST',
       path: `/notebooks/runs/${oldest!.id}/rerun`,
-      headers: { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'tester' },
+      headers: { ...auth, 'content-type': 'application/json', 'x-agent-bridge-client': 'tester', ...mine },
       body: JSON.stringify({ code: 'print(2)' }),
     });
     assert.equal(changed.status, 200);
@@ -220,6 +221,8 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
       ['print(1)', 'import subprocess; subprocess.run(["true"])', 'print(1)', 'print(2)'],
     );
 
+    // The same name without the credential, and another client: neither sees them.
+    assert.deepEqual(JSON.parse((await get('/notebooks/runs')).body), { runs: [] });
     const other = { 'x-agent-bridge-client': 'someone-else' };
     assert.deepEqual(JSON.parse((await get('/notebooks/runs', other)).body), { runs: [] });
     assert.equal((await get(`/notebooks/runs/${oldest!.id}`, other)).status, 404);

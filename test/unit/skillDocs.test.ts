@@ -26,9 +26,11 @@ const UNDOCUMENTED = new Set(['GET /mcp/server', 'DELETE /mcp/server', 'GET /hea
 
 function toolNames(): string[] {
   const ctx = {} as RouteContext;
-  return [...codeTools(ctx), ...cellTools(ctx), ...runTools(ctx, { client: '', claim: undefined, credential: undefined })].map(
-    (t) => t.name,
-  );
+  return [
+    ...codeTools(ctx),
+    ...cellTools(ctx),
+    ...runTools(ctx, { client: '', about: '', claim: undefined, credential: undefined, owner: undefined }),
+  ].map((t) => t.name);
 }
 
 describe('the agent skill documents the code', () => {

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { VersionStore } from '../../src/notebooks/versionStore';
+import { matchByPlace, VersionStore } from '../../src/notebooks/versionStore';
 import { sleep } from '../../src/core/sleep';
 
 describe('cell versions kept across window restarts (VersionStore)', () => {
@@ -83,5 +83,54 @@ describe('cell versions kept across window restarts (VersionStore)', () => {
     fs.writeFileSync(file, JSON.stringify({ [nb]: { a1: { version: 'three', hash: 'h' }, a2: null } }));
     assert.equal(new VersionStore(file).restored(nb, 'a1', 'x'), undefined);
     assert.equal(new VersionStore(file).restored(nb, 'a2', 'x'), undefined);
+  });
+
+  it('gives the ids it minted (nbformat 4.4: none in the file) back to the cells at their place with their text, after a restart', () => {
+    const before = new VersionStore(file);
+    before.keep(nb, () => [
+      { id: 'c1', version: 2, text: 'x = 1', at: 0 },
+      { id: 'c2', version: 1, text: 'y = 2', at: 1 },
+      { id: 'c3', version: 4, text: 'y = 2', at: 2 },
+      { id: 'f1', version: 3, text: 'z', at: undefined },
+    ]);
+    before.flush(); // what a killed host had written by then
+    const after = new VersionStore(file);
+    const found = after.foundAgain(nb, [
+      { index: 0, text: 'x = 1' },
+      { index: 1, text: 'y = 2' },
+      { index: 2, text: 'y = 2' },
+      { index: 3, text: 'changed since' },
+    ]);
+    assert.deepEqual(
+      [...found].sort(([a], [b]) => a - b),
+      [
+        [0, { id: 'c1', version: 2 }],
+        [1, { id: 'c2', version: 1 }],
+        [2, { id: 'c3', version: 4 }],
+      ],
+    );
+    assert.equal(after.restored(nb, 'f1', 'z'), 3, 'file ids keep their versions beside');
+    // The next window's view replaces the minted ids: one it did not take back is gone.
+    after.keep(nb, () => [{ id: 'c1', version: 2, text: 'x = 1', at: 0 }]);
+    after.flush();
+    assert.deepEqual([...new VersionStore(file).foundAgain(nb, [{ index: 1, text: 'y = 2' }])], []);
+    assert.equal(new VersionStore(file).restored(nb, 'f1', 'z'), 3);
+  });
+
+  it('matches text first, then the nearest place; each id and cell once', () => {
+    const kept = (id: string, at: number, hash: string) => ({ id, at, hash, version: 1 });
+    const found = matchByPlace(
+      [kept('a', 2, 'x'), kept('b', 5, 'x'), kept('c', 7, 'y')],
+      [
+        { index: 3, hash: 'x' }, // a cell was inserted above: both shifted by one
+        { index: 6, hash: 'x' },
+        { index: 7, hash: 'x' },
+        { index: 9, hash: 'z' },
+      ],
+    );
+    assert.deepEqual([...found].map(([i, f]) => [i, f.id]).sort(), [
+      [3, 'a'],
+      [6, 'b'],
+    ]);
   });
 });

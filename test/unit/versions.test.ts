@@ -1,10 +1,11 @@
 import { strict as assert } from 'node:assert';
+import { ClientRegistry, readerOf } from '../../src/core/clients';
 import { ReadTracker } from '../../src/core/versions';
 
 const nb = 'file:///nb.ipynb';
 const cell = (version: number, code = 'x = 1') => ({ id: 'c1', index: 0, version, code });
-const a = { key: 'cred-a', label: 'agent #1 (says it is A)' };
-const b = { key: 'cred-b', label: 'agent #2 (says it is B)' };
+const a = { key: 'cred-a', label: 'A (unverified)' };
+const b = { key: 'cred-b', label: 'B (unverified)' };
 const why = (r: { why: string } | undefined) => r?.why ?? '';
 
 describe('read-before-write', () => {
@@ -29,9 +30,9 @@ describe('read-before-write', () => {
     t.saw(a, nb, 'c1', 3);
     t.wrote(b, nb, 'c1', 4); // B read and wrote it
     const refused = t.conflict(a, nb, cell(4), {});
-    assert.match(why(refused), /changed since you read it \(version 3 → 4\): agent #2 \(says it is B\) changed it/);
+    assert.match(why(refused), /changed since you read it \(version 3 → 4\): B \(unverified\) changed it/);
     assert.equal(refused?.changedBy, b.label);
-    const never = { key: 'cred-c', label: 'agent #3' };
+    const never = { key: 'cred-c', label: 'C (unverified)' };
     assert.match(why(t.conflict(never, nb, cell(4), {})), /has not been read by you/, 'another client read it: not enough');
     assert.equal(t.conflict(b, nb, cell(4), {}), undefined);
   });
@@ -54,5 +55,16 @@ describe('read-before-write', () => {
     t.saw(a, nb, 'c1', 1);
     t.retainNotebooks(new Set(['file:///other.ipynb']));
     assert.equal(t.seenVersion(a, nb, 'c1'), undefined);
+  });
+
+  it("a credential holder's reads include what it read under its name before it was handed the credential", () => {
+    const t = new ReadTracker();
+    const byName = readerOf(new ClientRegistry().identify(undefined, 'bob'));
+    t.saw(byName, nb, 'c1', 3);
+    const registry = new ClientRegistry();
+    const holder = readerOf(registry.identify(registry.mint('bob', 'http'), 'bob'));
+    assert.equal(t.conflict(holder, nb, cell(3), {}), undefined);
+    t.saw(holder, nb, 'c1', 5);
+    assert.match(why(t.conflict(holder, nb, cell(6), {})), /version 5 → 6/, "its own read wins over its name's");
   });
 });

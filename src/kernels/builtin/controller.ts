@@ -167,6 +167,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         },
         log: (line) => this.options.log.debug(`[kernel ${name}] ${line}`),
         onExit: ({ code, signal, expected }) => {
+          this.changed.fire(); // which runs are of the current kernel changed (stale marks)
           if (expected) return;
           const how = signal ? `signal ${signal}` : `exit code ${code}`;
           this.options.log.warn(`builtin kernel of ${name} stopped (${how})`);

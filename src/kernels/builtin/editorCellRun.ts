@@ -8,6 +8,7 @@ import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
 import { savedCountCleared } from './savedCounts';
 import { errorMessage } from '../../core/errorMessage';
+import type { RunDataflow } from '../../core/cellGraph';
 
 /** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
 const OUTPUT_REPORT_MS = 10;
@@ -36,6 +37,8 @@ export class EditorCellRun {
   private stream: { name: string; output: vscode.NotebookCellOutput; shown: Thenable<void> } | undefined;
   private outputReport: NodeJS.Timeout | undefined;
   private startTime: number | undefined;
+  /** What the run read and changed, from the kernel's result. */
+  private dataflow: RunDataflow | undefined;
 
   constructor(
     private readonly execution: vscode.NotebookCellExecution,
@@ -82,6 +85,7 @@ export class EditorCellRun {
   settle(result: KernelRunResult): boolean | undefined {
     // The kernel's count of the cells it ran (IPython's own); the editor shows it, as Jupyter does.
     this.execution.executionOrder = result.executionCount;
+    this.dataflow = result.dataflow;
     const held = this.budget.finish();
     if (held) {
       if (held.marker) this.append([new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(held.marker)])]);
@@ -109,6 +113,7 @@ export class EditorCellRun {
       phase: 'ended',
       summary: { executionOrder: order, success, timing: { startTime, endTime } },
       outputs: started ? this.shown.current : undefined,
+      dataflow: this.dataflow,
     });
   }
 

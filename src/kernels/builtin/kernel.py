@@ -66,6 +66,9 @@ _CODE_MODE = "agent_bridge"
 _code_mode_in_cells = os.environ.get("AGENT_BRIDGE_CODE_MODE_IN_CELLS") == "1"
 _code_mode_module = None
 _inspect = None  # kernel_inspect: variables and the cells' analysis, answered beside the runs
+_dataflow = None  # kernel_dataflow: what each cell run read and changed
+# Names no cell's record lists: builtins, and those IPython binds in every namespace.
+_IGNORED_NAMES = frozenset(dir(builtins)) | {"In", "Out", "get_ipython", "exit", "quit", "display"}
 
 
 # ---- code mode ----------------------------------------------------------------------------------
@@ -133,10 +136,13 @@ def _restore_code_mode(held):
 
 # ---- running code -------------------------------------------------------------------------------
 
-def _compile(code, filename):
-    """Returns (body, trailing expression or None) code objects; either may be a coroutine."""
+def _compile(code, filename, instrument=None):
+    """Returns (body, trailing expression or None) code objects; either may be a coroutine.
+    `instrument`: takes the syntax tree first (kernel_dataflow.Record.instrument)."""
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+    if instrument is not None:
+        tree = instrument(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = compile(ast.Expression(tree.body.pop().value), filename, "eval", flags, dont_inherit=True)
@@ -217,12 +223,12 @@ def _error_message(e, text):
     return {"type": "error", "id": _wire.run_id, "name": type(e).__name__, "message": _values.cut(message), "traceback": _values.cut(text)}
 
 
-def _run_ipython(code, filename, cell, ns):
+def _run_ipython(code, filename, cell, ns, record):
     """Runs through IPython, which reports errors itself; returns (success, value, execution count)."""
     _wire.executing = True
     try:
         if cell:
-            succeeded, execution_count = _ipython.run_cell(code)
+            succeeded, execution_count = _ipython.run_cell(code, record.instrument if record is not None else None)
             return succeeded, None, execution_count
         succeeded, value = _ipython.run_scratchpad(code, filename, ns)
         return succeeded, value, None
@@ -258,11 +264,14 @@ def _execute(req):
     compiled = False
     succeeded = True  # False when IPython reported the failure itself
     execution_count = None
+    if _dataflow is not None:
+        _dataflow.started()
+    record = _begin_record(ns) if cell else None
     try:
         if _ipython is not None:
-            succeeded, value, execution_count = _run_ipython(code, filename, cell, ns)
+            succeeded, value, execution_count = _run_ipython(code, filename, cell, ns, record)
         else:
-            body, last = _compile(code, filename)
+            body, last = _compile(code, filename, record.instrument if record is not None else None)
             compiled = True
             _wire.executing = True
             try:
@@ -293,7 +302,33 @@ def _execute(req):
     done = {"type": "done", "id": run_id, "success": succeeded and error is None, "value": value}
     if execution_count is not None:
         done["execution_count"] = execution_count
+    dataflow = _end_record(record, ns)
+    if dataflow is not None:
+        done["dataflow"] = dataflow
     _wire.finish_run(outer, done)
+
+
+def _begin_record(ns):
+    """A cell run's record of what it reads and changes (kernel_dataflow.py); None without it."""
+    if _dataflow is None or _inspect is None:
+        return None
+    try:
+        record = _dataflow.Record(_inspect.Flow, _IGNORED_NAMES | set(_hidden_names()))
+        record.begin(ns)
+        return record
+    except Exception as e:
+        _wire.stderr.write("Agent Bridge: the run's record of its names failed (%s: %s)\n" % (type(e).__name__, e))
+        return None
+
+
+def _end_record(record, ns):
+    if record is None:
+        return None
+    try:
+        return record.end(ns)
+    except Exception as e:
+        _wire.stderr.write("Agent Bridge: the run's record of its names failed (%s: %s)\n" % (type(e).__name__, e))
+        return None
 
 
 def _send_display(formatted, metadata=None, execution_count=None):
@@ -327,11 +362,12 @@ def _setup_user_namespace():
 
 def _start_ipython():
     """Readable tables on both paths; IPython's shell when this Python has IPython."""
-    global _ipython, _text, _inspect
+    global _ipython, _text, _inspect, _dataflow
     try:
         _inspect = _load_beside("kernel_inspect.py", "_agent_bridge_inspect")
+        _dataflow = _load_beside("kernel_dataflow.py", "_agent_bridge_dataflow")
     except Exception as e:
-        _wire.stderr.write("Agent Bridge: kernel_inspect.py could not be loaded (%s: %s)\n" % (type(e).__name__, e))
+        _wire.stderr.write("Agent Bridge: kernel_inspect.py or kernel_dataflow.py could not be loaded (%s: %s)\n" % (type(e).__name__, e))
     try:
         _text = _load_beside("kernel_text.py", "_agent_bridge_text")
         _text.widen_tables()

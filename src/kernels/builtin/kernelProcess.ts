@@ -34,6 +34,7 @@ import {
 } from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
 import { errorMessage } from '../../core/errorMessage';
+import type { RunDataflow } from '../../core/cellGraph';
 
 export type { KernelInfo } from './kernelChild';
 export type { CellName, DisplayMetadata, RunMode } from './kernelWire';
@@ -55,6 +56,8 @@ export interface KernelRunResult {
   value: MimeBundle | null;
   restarted?: true;
   executionCount?: number;
+  /** What a cell run read and changed, as the kernel recorded it (absent where it could not). */
+  dataflow?: RunDataflow;
 }
 
 export interface KernelExitInfo {
@@ -431,7 +434,14 @@ export class KernelProcess implements KernelChildEvents {
     return id === null ? undefined : this.active.find((j) => j.id === id);
   }
 
-  private finish(job: Job, success: boolean, value: MimeBundle | null, restarted?: boolean, executionCount?: number): void {
+  private finish(
+    job: Job,
+    success: boolean,
+    value: MimeBundle | null,
+    restarted?: boolean,
+    executionCount?: number,
+    dataflow?: RunDataflow,
+  ): void {
     if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
     job.onEnd?.();
     const status: RunOutcome = success ? 'succeeded' : job.interrupted || job.aborted || restarted ? 'interrupted' : 'failed';
@@ -441,6 +451,7 @@ export class KernelProcess implements KernelChildEvents {
       value,
       ...(restarted && { restarted: true }),
       ...(executionCount !== undefined && { executionCount }),
+      ...(dataflow && { dataflow }),
     });
   }
 
@@ -514,7 +525,7 @@ export class KernelProcess implements KernelChildEvents {
         job.calls?.abort();
         if (typeof msg.execution_count === 'number') this.cellCount = job.count = msg.execution_count;
         else if (p.info?.ipython) job.count = undefined; // IPython did not count it (an empty cell)
-        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null, false, job.count);
+        this.finish(job, msg.success && !job.hostFailed, msg.value ?? null, false, job.count, runDataflow(msg.dataflow));
         this.pump();
         return;
       }
@@ -639,4 +650,15 @@ function emit(job: Job, output: KernelOutput, log: ((line: string) => void) | un
   } catch (err) {
     log?.(`kernel output handler threw: ${errorMessage(err)}`);
   }
+}
+
+/** A run's record as kernel_dataflow.py sends it, or undefined when it is not one (lists of names). */
+function runDataflow(value: unknown): RunDataflow | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const names = (key: string) => {
+    const list = (value as Record<string, unknown>)[key];
+    return Array.isArray(list) && list.every((n) => typeof n === 'string') ? (list as string[]) : undefined;
+  };
+  const [reads, defines, mutates] = [names('reads'), names('defines'), names('mutates')];
+  return reads && defines && mutates ? { reads, defines, mutates } : undefined;
 }

@@ -9,7 +9,7 @@
  *                   {"type":"stream","id","name","text"}      id: the run that wrote it (null: none)
  *                   {"type":"display","id","data":{mime:str}[,"metadata"][,"execution_count"]}
  *                   {"type":"error","id","name","message","traceback"}
- *                   {"type":"done","id","success","value":{mime:str}|null[,"execution_count"]}   ends every run
+ *                   {"type":"done","id","success","value":{mime:str}|null[,"execution_count"][,"dataflow"]}   ends every run
  *                   {"type":"call","rid","id","method","params"}   run `id` blocks until our reply
  *                   {"type":"inspected","qid","result"}   answers an inspect, also while a run executes
  *
@@ -17,7 +17,9 @@
  * in tracebacks, as IPython (which counts itself, and is sent none) names a cell. `ready.ipython` is
  * IPython's version when runs go through IPython's InteractiveShell (null: plain Python); a
  * display with `execution_count` is then a cell's value (Jupyter's execute_result) and a cell's
- * `done` carries its execution count. `metadata` is the display's Jupyter output metadata.
+ * `done` carries its execution count. `metadata` is the display's Jupyter output metadata. A cell
+ * run's `done` carries `dataflow` {reads, defines, mutates} when kernel_dataflow.py recorded it:
+ * the globals the run read, bound (or rebound, or deleted) and changed in place.
  */
 import type { MimeBundle, StreamName } from '../../core/kernelPort';
 
@@ -42,7 +44,7 @@ export type KernelMessage =
   | { type: 'stream'; id: number | null; name: StreamName; text: string }
   | { type: 'display'; id: number | null; data: MimeBundle; metadata?: DisplayMetadata; execution_count?: number }
   | { type: 'error'; id: number | null; name: string; message: string; traceback: string }
-  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null; execution_count?: number }
+  | { type: 'done'; id: number; success: boolean; value: MimeBundle | null; execution_count?: number; dataflow?: unknown }
   | { type: 'call'; rid: number; id: number | null; method: string; params: unknown }
   | { type: 'inspected'; qid: number; result: unknown };
 

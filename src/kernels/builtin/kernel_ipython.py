@@ -17,6 +17,7 @@ through the hooks kernel.py hands over:
   cells: no execution count, no `In`/`Out`/`_` history, no figures left for the next cell.
 """
 
+import ast
 import os
 import sys
 import traceback
@@ -116,14 +117,20 @@ class Shell(object):
         if os.environ.get("MPLBACKEND") != _INLINE_BACKEND:
             self.shell.events.register("post_execute", hooks.show_figures)
 
-    def run_cell(self, code):
-        """Runs a cell like Jupyter (named `Cell In[n]` in tracebacks); returns (success, execution count or None for an empty cell)."""
+    def run_cell(self, code, instrument=None):
+        """Runs a cell like Jupyter (named `Cell In[n]` in tracebacks); returns (success, execution count or None for an empty cell).
+        `instrument` takes the cell's syntax tree once IPython made it (kernel_dataflow.Record.instrument)."""
         shell = self.shell
         outer_ns, shell.user_ns = shell.user_ns, self.ns  # a cell nested in a scratchpad run binds globals
+        transformer = _TreeHook(instrument) if instrument is not None else None
+        if transformer is not None:
+            shell.ast_transformers.append(transformer)
         try:
             result = shell.run_cell(code, store_history=True)
         finally:
             shell.user_ns = outer_ns
+            if transformer in shell.ast_transformers:
+                shell.ast_transformers.remove(transformer)
         return result.success, result.execution_count
 
     def run_scratchpad(self, code, filename, ns):
@@ -161,6 +168,17 @@ class Shell(object):
         finally:
             shell.user_ns = outer_ns
             figures.restore()
+
+
+class _TreeHook(ast.NodeTransformer):
+    """One of IPython's AST transformers that hands the cell's tree to a function."""
+
+    def __init__(self, instrument):
+        super(_TreeHook, self).__init__()
+        self.instrument = instrument
+
+    def visit(self, node):
+        return self.instrument(node)
 
 
 class _FigureState(object):

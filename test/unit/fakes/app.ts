@@ -54,6 +54,7 @@ export function startTestServer(options: {
     ...(options.analyzer && { analyzer: options.analyzer }),
     risk,
   });
+  access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const services = {
     host: options.host ?? new FakeNotebookHost([]),
     cells,

@@ -37,3 +37,21 @@ export function request(
     req.end(options.body);
   });
 }
+
+/** A JSON request to the test server with the test token: its status and parsed body. */
+export async function jsonRequest(
+  port: number,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are read loosely
+): Promise<{ status: number; body: any }> {
+  const res = await request(port, {
+    method,
+    path,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: JSON.parse(res.body) };
+}

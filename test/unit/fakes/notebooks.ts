@@ -60,6 +60,8 @@ export class FakeNotebooks implements OpenNotebooks {
   private nextId = 0;
   private order = 0;
   private runs = 0;
+  /** End times of runs, growing by at least 1 ms a run (the dependency graph compares them). */
+  private clock = 0;
   /** Each cell's latest run, and every run by id. */
   private readonly tickets = new Map<string, Ticket>();
   private readonly byRunId = new Map<string, Ticket>();
@@ -287,7 +289,7 @@ export class FakeNotebooks implements OpenNotebooks {
   private async play(cell: FakeCell, ticket: Ticket): Promise<void> {
     const started = Date.now();
     cell.outputs = [];
-    cell.execution = { ...cell.execution, status: 'running', order: ++this.order, startedAt: started };
+    cell.execution = { ...cell.execution, status: 'running', order: ++this.order, startedAt: started, ranCode: cell.code };
     ticket.step('running');
     const script = this.scripts[cell.code] ?? { steps: [] };
     for (const step of script.steps) {
@@ -313,11 +315,13 @@ export class FakeNotebooks implements OpenNotebooks {
       ticket.step('running');
     }
     const success = script.success ?? !script.steps.some((s) => 'error' in s);
+    this.clock = Math.max(this.clock + 1, Date.now());
     cell.execution = {
       ...cell.execution,
       status: 'idle',
       success,
       ended: true,
+      endedAt: this.clock,
       durationMs: Date.now() - started,
     };
     ticket.step('ended');

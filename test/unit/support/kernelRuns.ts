@@ -1,12 +1,22 @@
 /** What the builtin-kernel suites share: where kernel.py and the Pythons are, and one run with all it produced. */
 import * as path from 'node:path';
 import type { CellName, KernelOutput, KernelProcess, KernelRunResult, RunMode } from '../../../src/kernels/builtin/kernelProcess';
+import { PythonAnalyzer } from '../../../src/kernels/pythonAnalyzer';
 
 export const SCRIPT = path.resolve(__dirname, '../../../src/kernels/builtin/kernel.py');
 /** Another interpreter can be checked with AGENT_BRIDGE_TEST_PYTHON=/path/to/python3.8. */
 export const PYTHON = process.env['AGENT_BRIDGE_TEST_PYTHON'] || 'python3';
 /** A Python with IPython (Debian's, with python3-ipython, -numpy, -pandas and -matplotlib: `npm run setup` installs them). */
 export const IPYTHON_PYTHON = process.env['AGENT_BRIDGE_TEST_IPYTHON_PYTHON'] || '/usr/bin/python3';
+
+/** The code analysis of a notebook without a running builtin kernel: `python kernel_inspect.py`, with IPython. */
+export const inspectAnalyzer = () =>
+  new PythonAnalyzer({
+    python: () => IPYTHON_PYTHON,
+    script: path.resolve(__dirname, '../../../src/kernels/builtin/kernel_inspect.py'),
+    builtinKernel: async () => undefined,
+    log: { debug() {}, info() {}, warn() {}, error() {} },
+  });
 
 export type Display = Extract<KernelOutput, { kind: 'display' }>;
 export type ErrorOutput = Extract<KernelOutput, { kind: 'error' }>;
