@@ -7,7 +7,7 @@ import { ClientRegistry, CREDENTIAL_HEADER } from '../../src/core/clients';
 import { RunHistory, type AgentRun } from '../../src/core/runHistory';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { request } from './fakes/http';
+import { executeAsTester, request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { testScanner } from './riskScan.test';
 import { renderSession, runSteps } from '../../src/access/export';
@@ -43,19 +43,8 @@ describe('runs by risk: the ask-risky mode, dry runs and the run history', funct
     while (saved.length < n) await new Promise<void>((resolve) => waiting.push(resolve));
   };
 
-  const execute = (code: string, extra: Record<string, string> = {}, body: object = {}) =>
-    request(server.port, {
-      method: 'POST',
-      path: '/api/kernel/execute',
-      headers: {
-        ...auth,
-        'content-type': 'application/json',
-        'marimo-session-id': 's_aaaaaa',
-        'x-agent-bridge-client': 'tester',
-        ...extra,
-      },
-      body: JSON.stringify({ code, ...body }),
-    });
+  const execute = (code: string, headers: Record<string, string> = {}, body: object = {}) =>
+    executeAsTester(server.port, code, { token: TEST_TOKEN, headers, body });
   const get = (path: string, headers: Record<string, string> = {}) =>
     request(server.port, { path, headers: { ...auth, 'x-agent-bridge-client': 'tester', ...headers } });
 
