@@ -230,19 +230,15 @@ export function accessChecks(): void {
     };
     const opened = notebooks.notebooks.find((n) => /agent-runs-.*\.ipynb$/.test(n.path ?? ''));
     ok(opened, `the exported notebook is not listed: ${show(JSON.stringify(notebooks), 400)}`);
-    const started = await client.post(
-      '/notebooks/kernel/start',
-      { notebook: opened.path, kernel: 'builtin' },
-      { headers, signal },
-    );
-    ok(started.status < 300, `kernel start (${show(started.text, 300)})`);
+    // Its kernel is the one the editor picked for it (Agent Bridge Python): an agent may not start one for a file outside the workspace.
     const ran = await client.post(
       '/notebooks/run',
       { notebook: opened.path, all: true, wait: true, timeoutMs: 60_000 },
       { headers, signal, timeoutMs: 90_000 },
     );
     eq(ran.status, 200, `its cells run (${show(ran.text, 400)})`);
-    includes(ran.text, marker, 'the exported cell ran and printed again');
+    includes(ran.text, '"success":true', 'the exported cell ran');
+    includes(ran.text, marker, 'the exported cell printed again');
   }).timeout(90_000);
 
   it('access: a marked cell carries who changed it', async () => {
