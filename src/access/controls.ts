@@ -8,6 +8,7 @@ import { readAudit, type AuditLog } from './auditLog';
 import { renderSession, runSteps, sessionSteps, type ExportFormat } from './export';
 import type { RunHistory } from '../core/runHistory';
 import { writeFileAtomic } from '../fsAtomic';
+import { BUILTIN_CONTROLLER_ID } from '../kernels/builtin/controller';
 import type { Settings } from '../config';
 import { MODE_HELP, setAccessMode } from './modes';
 
@@ -51,6 +52,8 @@ export interface ControlDeps {
   auditDir: string;
   /** The agents' runs, for "Open Agent Runs as a Notebook". */
   history: RunHistory;
+  /** This extension's id (its builtin kernel is selected for the runs notebook). */
+  extensionId: string;
   log: Log;
   /** The access mode in force. */
   mode: () => AccessMode;
@@ -113,7 +116,13 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       if (!chosen?.length) return undefined;
       const file = path.join(deps.auditDir, 'agent-runs', `agent-runs-${new Date().toISOString().replace(/[:.]/g, '-')}.ipynb`);
       writeFileAtomic(file, renderSession(runSteps(chosen), 'ipynb', 'agent runs'));
-      await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(vscode.Uri.file(file)));
+      const editor = await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(vscode.Uri.file(file)));
+      // Ready to run again: in the builtin kernel, as the notebook's own.
+      await vscode.commands.executeCommand('notebook.selectKernel', {
+        notebookEditor: editor,
+        id: BUILTIN_CONTROLLER_ID,
+        extension: deps.extensionId,
+      });
       return file;
     },
     'agentBridge.exportSession': async (uri?: string, target?: string) => {

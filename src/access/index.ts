@@ -94,6 +94,7 @@ export function createAgentAccess(deps: AccessDeps): {
       audit,
       auditDir,
       history: deps.history,
+      extensionId: deps.context.extension.id,
       log: deps.log,
       mode: () => settings().accessMode,
     }),
