@@ -61,6 +61,8 @@ export interface SseResult {
   events: SseEvent[];
   /** Events that are not exactly `event: X\ndata: <json>` (comments, id:, retry:, CR, bad JSON...). */
   framingErrors: string[];
+  /** The bridge's `: running N s` comments (a silent run's heartbeat), when they came: ms since the request. */
+  heartbeats: { text: string; at: number }[];
   /** Bytes after the last `\n\n` when the stream ended (should be empty). */
   trailing: string;
   /** How the stream ended: the server closed it, we disconnected, or an error. */
@@ -230,6 +232,7 @@ export class BridgeClient {
 export class SseStream {
   readonly events: SseEvent[] = [];
   readonly framingErrors: string[] = [];
+  readonly heartbeats: { text: string; at: number }[] = [];
   readonly result: Promise<SseResult>;
   /** Resolves with status and headers as soon as the response starts. */
   readonly response: Promise<{ status: number; headers: http.IncomingHttpHeaders }>;
@@ -276,6 +279,7 @@ export class SseStream {
           rawBytes: Buffer.concat(this.chunks),
           events: this.events,
           framingErrors: this.framingErrors,
+          heartbeats: this.heartbeats,
           trailing: this.trailing,
           ended,
           error,
@@ -314,7 +318,8 @@ export class SseStream {
 
   /**
    * Parses events as their bytes arrive (eventsource-parser), then holds each to marimo's framing:
-   * an event name and one line of JSON data, nothing else (no id, retry, comment or CR).
+   * an event name and one line of JSON data, nothing else (no id, retry, comment or CR), but the
+   * bridge's heartbeat comment (`: running 5 s`), which is kept apart.
    */
   private readonly parser = createParser({
     onEvent: ({ event, id, data }) => {
@@ -329,7 +334,10 @@ export class SseStream {
       }
       this.events.push({ event: event ?? 'message', data: parsed, rawData: data, at: now - this.t0, time: now });
     },
-    onComment: (c) => this.framingErrors.push(`comment: ${JSON.stringify(c.slice(0, 120))}`),
+    onComment: (c) => {
+      if (/^ ?running \d+ s$/.test(c)) this.heartbeats.push({ text: c.trim(), at: Date.now() - this.t0 });
+      else this.framingErrors.push(`comment: ${JSON.stringify(c.slice(0, 120))}`);
+    },
     onRetry: (r) => this.framingErrors.push(`retry: ${r}`),
     onError: (e) => this.framingErrors.push(`${e.type}: ${JSON.stringify((e.line ?? e.message).slice(0, 120))}`),
   });

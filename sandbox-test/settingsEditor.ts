@@ -77,11 +77,20 @@ export async function setBoolean(
 /** Types `value` into a string setting ('' puts back the default of ""). */
 export async function setText(page: Page, userData: string, key: string, value: string): Promise<void> {
   const row = await openSetting(page, key);
-  const input = row.locator('input').first();
-  await input.click();
-  await page.keyboard.press('ControlOrMeta+A');
-  if (value) await page.keyboard.type(value);
-  else await page.keyboard.press('Backspace');
-  await saved(userData, key, value, '');
+  // The list may render the row anew as its search settles, losing what was typed into the old
+  // one: typed again while the row (found anew) does not show it.
+  for (let attempt = 1; ; attempt++) {
+    const input = row.locator('input').first();
+    await input.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    if (value) await page.keyboard.type(value);
+    else await page.keyboard.press('Backspace');
+    try {
+      await saved(userData, key, value, '');
+      break;
+    } catch (error) {
+      if (attempt === 3 || (await input.inputValue()) === value) throw error;
+    }
+  }
   await close(page);
 }

@@ -103,6 +103,7 @@ function makeWorkspace(): { dir: string; python: string; plainPython: string } {
   writeNotebook(path.join(dir, 'runall.ipynb'), 100, true);
   writeNotebook(path.join(dir, 'list-1000.ipynb'), 1000);
   writeNotebook(path.join(dir, 'jupyter.ipynb'), 3);
+  writeNotebook(path.join(dir, 'runall-jupyter.ipynb'), 100, true);
   return { dir, python, plainPython: path.join(venv, 'bin', 'python') };
 }
 
@@ -158,8 +159,8 @@ function activationRows(sandbox: Sandbox, advert: Advert, installed: string, vsi
 
 async function main(): Promise<number> {
   const opts = options();
-  // The Jupyter extension shares the extension host with us for the whole run, only when its row is wanted.
-  const jupyter = opts.wants('jupyter') ? findExtension(opts.extensions, JUPYTER_ID) : undefined;
+  // The Jupyter extension shares the extension host with us for the whole run, only when its rows are wanted.
+  const jupyter = opts.wants('jupyter') || opts.wants('runall') ? findExtension(opts.extensions, JUPYTER_ID) : undefined;
   const startedAt = new Date().toISOString();
   const others = listRecords()
     .filter(ownerRunning)
@@ -245,6 +246,7 @@ async function main(): Promise<number> {
       pid: advert.pid,
       floorUrl: floor.url,
       expressFloorUrl: floor.expressUrl,
+      floorPid: floor.pid,
       kernels,
       notebooks,
       open: (file, kernel) => open(file, kernel),
@@ -257,6 +259,7 @@ async function main(): Promise<number> {
         jupyter && 'extension' in jupyter
           ? {
               file: path.join(ws.dir, 'jupyter.ipynb'),
+              runAllFile: path.join(ws.dir, 'runall-jupyter.ipynb'),
               // As the person would: pick the notebook's kernelspec in the list Jupyter shows when the
               // bridge starts a kernel, then allow our use of its kernels when VS Code asks (once).
               pick: () =>
@@ -290,7 +293,7 @@ async function main(): Promise<number> {
     if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
     if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
-    if (jupyter) await sections.jupyterKernel(ctx);
+    if (jupyter && opts.wants('jupyter')) await sections.jupyterKernel(ctx);
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));
   } catch (err) {
     exitCode = 1;

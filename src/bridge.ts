@@ -64,13 +64,17 @@ export class Bridge {
     return this.connection!;
   }
 
-  /** (Re)writes the discovery files: after a start, and whenever the sessions change. */
-  publish(sessions: SessionInfo[]): void {
+  /**
+   * (Re)writes the discovery files: after a start, and whenever the sessions change. `marimoVersion`
+   * is the `version` they give (core/marimoVersion.ts); the bridge's own is `bridgeVersion`.
+   */
+  publish(sessions: SessionInfo[], marimoVersion: string): void {
     const connection = this.connection;
     if (!connection) return;
     const advert: BridgeAdvert = {
       server: 'agent-bridge',
-      version: this.options.version,
+      version: marimoVersion,
+      bridgeVersion: this.options.version,
       url: connection.url,
       host: '127.0.0.1',
       port: connection.port,

@@ -17,10 +17,14 @@ import { ClientRegistry } from './core/clients';
 import { BearerCheck } from './server/bearerCheck';
 import { createAgentAccess } from './access';
 import { JsonListFile } from './access/jsonListFile';
-import { asAuthor, Checkpoints, type Checkpoint } from './core/checkpoints';
+import { confirmWithPerson } from './access/prompt';
+import { Checkpoints, type Checkpoint } from './core/checkpoints';
+import { Activity } from './core/accessPolicy';
+import { KernelCalls } from './core/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
-import { MarimoKernels } from './kernels/marimoKernels';
+import { MARIMO_SOURCE, MarimoKernels } from './kernels/marimoKernels';
+import { MarimoVersions } from './core/marimoVersion';
 import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { PythonRiskScanner } from './kernels/riskScanner';
@@ -31,7 +35,7 @@ import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
 import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
-import { checkBubblewrap } from './kernels/builtin/kernelSandbox';
+import { WorkspaceSandbox } from './kernels/builtin/workspaceSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
 /** How long a burst of session changes is gathered before the sessions are published again. */
@@ -63,26 +67,42 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const inspectFile = context.asAbsolutePath(join('dist', 'kernel_inspect.py'));
   let inspectSource: string | undefined;
   const inspectProgram = () => (inspectSource ??= readFileSync(inspectFile, 'utf8'));
+  const sandboxStatus = new KernelSandboxStatus();
+  const sandbox = new WorkspaceSandbox(
+    () => settings.current.kernelSandbox,
+    (check) => sandboxStatus.update(check),
+    log,
+  );
+  const wrap = sandbox.wrap.bind(sandbox);
   const builtin = new BuiltinKernels({
     extensionId: context.extension.id,
     python: () => settings.current.pythonPath,
     script: context.asAbsolutePath(join('dist', 'kernel.py')),
     log,
-    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules.
-    // `cells` and `notebooks` exist by the time a kernel calls.
+    // Code mode: the kernel's `agent_bridge` module edits its notebook through the cell rules, as
+    // the run that calls (kernelCalls.ts). `cells`, `notebooks` and `kernelCalls` exist by the time a kernel calls.
     calls: (notebook): CallHandler => {
       // Loaded with the first call (its zod schemas are not needed before).
-      const handler = import('./kernels/builtin/codeMode').then((m) =>
-        m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
-      );
-      // Its changes are the agent's whose run called (a kernel call carries no request context).
+      const codeMode = import('./kernels/builtin/codeMode').then((m) => ({
+        kind: m.codeModeKind,
+        handle: m.codeModeHandler({ cells, docs: notebooks }, notebook.uri.toString()),
+      }));
       return async (method, params, ctx) => {
-        const run = await handler;
-        return asAuthor(access.codeAuthor(notebook), () => run(method, params, ctx));
+        const { kind, handle } = await codeMode;
+        const call = {
+          method,
+          ...kind(method, params),
+          notebook: notebook.uri.toString(),
+          code: JSON.stringify(params) ?? '',
+          run: ctx.run,
+        };
+        return kernelCalls.answer(call, ctx.signal, (signal) => handle(method, params, { ...ctx, signal }));
       };
     },
+    // Whom a kernel run is for: the agent action whose request queued it, if any.
+    owner: () => Activity.current(),
     codeModeInCells: () => settings.current.codeModeInCells,
-    sandbox: () => settings.current.kernelSandbox,
+    wrap,
     cellId: (cell): string => notebooks.cellId(cell),
   });
   const jupyter = new JupyterKernels(log);
@@ -99,6 +119,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       const kernel = notebook && (await builtin.kernelFor(notebook));
       return kernel ?? undefined;
     },
+    wrap,
     log,
   });
   const scanner = new PythonRiskScanner({
@@ -123,6 +144,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       return journal;
     },
     analyzer,
+    confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
     risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
@@ -152,21 +174,12 @@ export function compose({ context, log, settings, bridge, version }: Composition
     settings,
     checkpoints,
     cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
+    interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
   push(...access.disposables, checkpointFile, runFile);
+  const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);
   const status = new BridgeStatus();
-  const sandboxStatus = new KernelSandboxStatus();
-  // Said at start and at each change of the setting: a sandbox asked for but impossible is never silent.
-  let sandboxShown: boolean | undefined;
-  const showSandbox = () => {
-    if (sandboxShown === settings.current.kernelSandbox) return;
-    sandboxShown = settings.current.kernelSandbox;
-    const check = sandboxShown ? checkBubblewrap() : undefined;
-    sandboxStatus.update(check);
-    if (check && !check.ok) log.warn(`agentBridge.kernel.sandbox is on, but ${check.reason}: the builtin kernel will not start`);
-    else if (check) log.info(`builtin kernels run sandboxed (${check.detail})`);
-  };
-  setImmediate(showSandbox);
+  setImmediate(() => sandbox.refresh());
   const mcp = new McpAdvertiser(() => bridge.connection, version, log);
   push(mcp, builtin, jupyter, sessions, notebooks, status, sandboxStatus);
 
@@ -176,14 +189,24 @@ export function compose({ context, log, settings, bridge, version }: Composition
   // Kernels are resolved once per change (for Jupyter that is an API call), then shared; what
   // is published (discovery files, atomically written; terminals' environment) is written only
   // when it changed, since a notebook's runs signal the sessions may have changed many times a second.
+  // One run at a time per notebook, whoever asks (an agent over HTTP or MCP, the version read).
+  const runs = new KeyedQueue();
+  const marimoVersions = new MarimoVersions(runs, () => refreshing.soon());
   let told = '';
   const republish = async () => {
     const connection = bridge.connection;
     const open = await sessions.sessions();
-    const now = JSON.stringify([connection?.url, connection?.token, open]);
+    marimoVersions.learn(
+      open.filter((s) => s.notebookType === MARIMO_SOURCE.notebookType),
+      async (id) => {
+        const kernel = await sessions.kernelFor(id);
+        return kernel.kind === MARIMO_SOURCE.name ? kernel : undefined;
+      },
+    );
+    const now = JSON.stringify([connection?.url, connection?.token, open, marimoVersions.current()]);
     if (now === told) return;
     told = now;
-    bridge.publish(open);
+    bridge.publish(open, marimoVersions.current());
     status.update(connection, open.length);
     mcp.update();
     terminalEnv.clear();
@@ -207,7 +230,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     sessions.onDidChange(() => refreshing.soon()),
     settings.onDidChange((change) => {
       if (change.restartServer) void restartServer();
-      showSandbox();
+      sandbox.refresh();
     }),
   );
   const skillDir = context.asAbsolutePath(join('skills', 'agent-bridge'));
@@ -229,9 +252,10 @@ export function compose({ context, log, settings, bridge, version }: Composition
           host: sessions,
           cells,
           checkpoints,
-          runs: new KeyedQueue(),
+          runs,
           outputs: new ScratchpadOutputs(),
           version,
+          marimoVersion: () => marimoVersions.current(),
           access: access.gate,
           risk,
           history,

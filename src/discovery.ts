@@ -7,7 +7,10 @@ import { writeFileAtomic } from './fsAtomic';
 /** What our own discovery files say: everything an agent needs to connect, token included. */
 export interface BridgeAdvert {
   server: 'agent-bridge';
+  /** A marimo version, as the registry entry gives it (core/marimoVersion.ts). */
   version: string;
+  /** The bridge's own. */
+  bridgeVersion: string;
   url: string;
   host: string;
   port: number;

@@ -40,10 +40,10 @@ export class KernelSandboxStatus implements vscode.Disposable {
     if (!check) return this.item.hide();
     if (check.ok) {
       this.item.text = '$(lock) Kernel sandbox';
-      this.item.tooltip = `The builtin kernel runs under bubblewrap (${check.detail}): no network, writes only in the workspace and a private /tmp, your home folder hidden.`;
+      this.item.tooltip = `The builtin kernel runs under bubblewrap (${check.detail}): no network, no Unix sockets, its own processes only, writes only in the workspace and a private /tmp, your home folder hidden.`;
       this.item.backgroundColor = undefined;
     } else {
-      this.item.text = '$(warning) Kernel sandbox unavailable';
+      this.item.text = `$(warning) Kernel sandbox: ${check.part}`;
       this.item.tooltip = `agentBridge.kernel.sandbox is on, but ${check.reason}. The builtin kernel does not start until this is fixed or the setting is off.`;
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
     }

@@ -8,9 +8,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
+import { deepEq, eq, includes, match, ok, show } from '../assert';
 import { sleep } from '../../src/core/sleep';
-import { checkRun, context } from './context';
+import { auditLines, checkRun, context } from './context';
 
 const FIXTURE = 'nbformat44.ipynb';
 
@@ -35,23 +35,6 @@ interface SavedCell {
 }
 
 const joined = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join('') : (v ?? ''));
-
-/** The newest line of the audit log in the sandbox's workspace storage. */
-function lastAuditLine(root: string): string {
-  const found: string[] = [];
-  const walk = (dir: string, depth: number) => {
-    if (depth > 8) return;
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, e.name);
-      if (e.isDirectory()) walk(full, depth + 1);
-      else if (e.name === 'agent-activity.jsonl') found.push(full);
-    }
-  };
-  walk(root, 0);
-  const newest = found.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-  if (!newest) return fail(`no agent-activity.jsonl under ${root}`);
-  return fs.readFileSync(newest, 'utf8').trim().split('\n').at(-1) ?? '';
-}
 
 export function cellStateChecks(): void {
   it('cell state: an nbformat 4.4 notebook shows saved counts as saved, names cells in tracebacks by count, saves as 4.4 and logs a save', async () => {
@@ -134,10 +117,11 @@ export function cellStateChecks(): void {
     ok(!/cell id|index \d/.test(traceback), 'no id or index in the traceback');
 
     // The audit log is appended after the answer is sent, so its line may lag the answer a little.
-    let audit = lastAuditLine(sandbox.dirs.userData);
+    const lastAuditLine = () => auditLines(sandbox.dirs.userData).at(-1) ?? '';
+    let audit = lastAuditLine();
     for (let tries = 0; tries < 50 && !audit.includes('"kind":"save"'); tries++) {
       await sleep(200);
-      audit = lastAuditLine(sandbox.dirs.userData);
+      audit = lastAuditLine();
     }
     note(`audit: ${show(audit, 600)}`);
     includes(audit, '"kind":"save","action":"notebook save"', 'the save is logged as a save');

@@ -671,11 +671,13 @@ export function cellChecks(): void {
       { signal, timeoutMs: 12_000 },
     );
     eq(r.status, 200, `status (body ${show(r.text, 300)})`);
-    const body = r.json<{ names: Record<string, string>; runs: { success: boolean; cell: Cell }[] }>();
+    const body = r.json<{ names: Record<string, string>; cells: Cell[]; runs: { success: boolean; cellId: string }[] }>();
     deepEq(Object.keys(body.names ?? {}).sort(), ['calc', 'notes'], 'names in the answer');
-    eq(body.runs[0]!.cell.id, body.names.calc, 'the run is the cell named calc');
+    eq(body.runs[0]!.cellId, body.names.calc, 'the run is the cell named calc');
     eq(body.runs[0]!.success, true, `run success (${show(body.runs[0], 400)})`);
-    includes(items(body.runs[0]!.cell)[0]?.text ?? '', 'named 2', 'run output');
+    const calc = body.cells.find((c) => c.id === body.names.calc);
+    ok(calc, `the cell named calc among the answer's cells (${show(body.cells, 400)})`);
+    includes(items(calc)[0]?.text ?? '', 'named 2', 'run output');
     const cells = (await list(signal)).cells;
     const at = cells.findIndex((c) => c.id === a.id);
     deepEq(
@@ -707,13 +709,14 @@ export function cellChecks(): void {
       { signal, timeoutMs: 12_000 },
     );
     eq(r.status, 200, `status (body ${show(r.text, 300)})`);
-    const body = r.json<{ cells: Cell[]; deleted: string[]; cellCount: number; runs: { success: boolean; cell: Cell }[] }>();
+    const body = r.json<{ cells: Cell[]; deleted: string[]; cellCount: number; runs: { success: boolean; cellId: string }[] }>();
     deepEq(body.deleted, [gone.id], 'deleted');
     eq(body.cellCount, before.length, 'cellCount (one created, one deleted)');
     eq(body.runs?.length, 1, 'number of runs');
     eq(body.runs[0]!.success, true, 'run success');
+    eq(body.runs[0]!.cellId, a.id, 'the run names the edited cell');
     deepEq(
-      items(body.runs[0]!.cell).map((i) => i.text),
+      items(body.cells.find((c) => c.id === a.id) ?? { ...a, outputs: [] }).map((i) => i.text),
       ['batch 2\n'],
       'run output',
     );

@@ -96,6 +96,23 @@ export function readJson<T = any>(file: string): T {
   }
 }
 
+/** The lines of the newest audit log (agent-activity.jsonl) under `root` (the sandbox's user data: its workspace storage). */
+export function auditLines(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    if (depth > 8) return;
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) walk(full, depth + 1);
+      else if (e.name === 'agent-activity.jsonl') found.push(full);
+    }
+  };
+  walk(root, 0);
+  const newest = found.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  if (!newest) return fail(`no agent-activity.jsonl under ${root}`);
+  return fs.readFileSync(newest, 'utf8').trim().split('\n');
+}
+
 export function fileMode(file: string): number {
   return fs.statSync(file).mode & 0o777;
 }

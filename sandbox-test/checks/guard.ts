@@ -10,7 +10,7 @@ import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { pickMode, runCommand } from './access';
-import { type CheckContext, checkRun, context, readJson } from './context';
+import { auditLines, type CheckContext, checkRun, context, readJson } from './context';
 import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
 
@@ -46,6 +46,32 @@ export function guardChecks(): void {
     sid = ctx.analysis.session.id;
   });
   const page = () => ctx.sandbox.page;
+  /** A cell made through the cell routes, as an agent makes one; its id. */
+  const makeCell = async (code: string, signal: AbortSignal) => {
+    const r = await client.post('/notebooks/cells', { notebook: sid, code }, { signal });
+    eq(r.status, 201, `POST /notebooks/cells (${show(r.text, 200)})`);
+    return r.json<{ cell: { id: string } }>().cell.id;
+  };
+  /** The notebook's cells whose code holds `text`. */
+  const cellsWith = async (text: string) => {
+    const r = await client.get(`/notebooks/cells?notebook=${sid}`);
+    eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 200)})`);
+    return r.json<{ cells: { id: string; code: string }[] }>().cells.filter((c) => c.code.includes(text));
+  };
+  const removeCell = (id: string) => client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?notebook=${sid}` });
+  /** Refusals of code-mode calls the audit log records after `since`. */
+  const refusedCalls = (since: number) =>
+    auditLines(ctx.sandbox.dirs.userData)
+      .map((l) => JSON.parse(l) as { time: string; outcome: string; action: string; detail: string })
+      .filter((r) => r.outcome === 'refused' && Date.parse(r.time) >= since && /code mode/.test(r.action));
+  /** The first of them, once the log has it (it is appended a moment after the refusal). */
+  const refusedCall = async (since: number) => {
+    for (let tries = 0; tries < 50; tries++, await sleep(200)) {
+      const [first] = refusedCalls(since);
+      if (first) return first;
+    }
+    return fail('no refused code-mode call in the audit log');
+  };
 
   it('guard: a workspace settings file that says "full" leaves the person\'s "ask" in force', async () => {
     const { note } = checkRun();
@@ -98,6 +124,127 @@ export function guardChecks(): void {
       await sleep(500);
     }
   }).timeout(90_000);
+
+  it('guard: a scratchpad run\'s lingering thread that creates and runs cells through code mode is refused after "Stop Agents": no cell is created after the click, and the refusal is in the log', async () => {
+    const { signal, note } = checkRun();
+    const tag = `lingering-${Date.now()}`;
+    // The thread outlives its run: every second it makes a cell that names the time it was made.
+    const lingering = [
+      'import threading, time, agent_bridge',
+      'def _linger():',
+      '    while True:',
+      '        time.sleep(1)',
+      '        try:',
+      '            with agent_bridge.get_context() as ctx:',
+      `                ctx.run_cell(ctx.create_cell("print(%r, %r)" % (${JSON.stringify(tag)}, time.time())))`,
+      '        except Exception as e:',
+      '            print("lingering thread:", type(e).__name__, e)',
+      'threading.Thread(target=_linger, daemon=True).start()',
+      'print("thread started")',
+    ].join('\n');
+    const tagged = async () =>
+      (await cellsWith(tag)).map((c) => ({ id: c.id, madeAt: Number(/, ([\d.]+)\)/.exec(c.code)?.[1]) * 1000 }));
+    const started = await client.run(sid, lingering, { signal, timeoutMs: 30_000 });
+    eq(started.stdout, 'thread started\n', `the scratchpad run (${show(started.raw, 300)})`);
+    await sleep(3_500);
+    note(`cells the thread made before the click: ${(await tagged()).length}`);
+    const clicked = Date.now();
+    await runCommand(page(), 'Agent Bridge: Stop Agents');
+    await page().locator('.notification-toast', { hasText: 'stopped' }).first().waitFor({ state: 'visible', timeout: 10_000 });
+    try {
+      await sleep(6_000);
+      await pickMode(page(), 'full'); // to read the cells again; the thread is still there
+      await sleep(3_000);
+      const after = (await tagged()).filter((c) => c.madeAt > clicked);
+      eq(after.length, 0, `cells the thread made after "Stop Agents": ${after.map((c) => c.id).join(', ')}`);
+      const refused = await refusedCall(clicked);
+      note(`the log: ${refused.action}: ${refused.detail}`);
+    } finally {
+      await pickMode(page(), 'full');
+      await client.post('/notebooks/restart', { notebook: sid }, { timeoutMs: 30_000 }); // ends the thread
+      for (const { id } of await tagged()) await removeCell(id);
+    }
+  }).timeout(90_000);
+
+  it('guard: a notebook cell that calls the bridge directly (import _agent_bridge_host) is refused by the bridge while code mode in cells is off: CallRefused, no cell made, the refusal in the log', async () => {
+    const { signal, note } = checkRun();
+    const tag = `direct-${Date.now()}`;
+    // What kernel.py's import guard of agent_bridge does not cover: the host module it is built on.
+    const attack = [
+      'import _agent_bridge_host as host',
+      'try:',
+      `    host.call("cells.flush", {"ops": [{"op": "create", "key": "k", "code": "# " + ${JSON.stringify(tag)} + "-made"}], "run": []})`,
+      '    print("answered")',
+      'except host.HostCallError as e:',
+      '    print("refused:", type(e).__name__, e)',
+    ].join('\n');
+    const since = Date.now();
+    const id = await makeCell(attack, signal);
+    try {
+      const r = await client.post(
+        `/notebooks/cells/${id}/run`,
+        { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
+        { signal, timeoutMs: 35_000 },
+      );
+      eq(r.status, 200, `the cell's run (${show(r.text, 300)})`);
+      const out = r
+        .json<{ cell: { outputs: { items: { text?: string }[] }[] } }>()
+        .cell.outputs.flatMap((o) => o.items.map((i) => i.text ?? ''))
+        .join('');
+      note(out.trim());
+      includes(out, 'refused: CallRefused', "the cell's call into the bridge");
+      eq((await cellsWith(`${tag}-made`)).length, 0, 'cells the direct call made');
+      const refused = await refusedCall(since);
+      note(`the log: ${refused.action}: ${refused.detail}`);
+    } finally {
+      await removeCell(id);
+      for (const c of await cellsWith(`${tag}-made`)) await removeCell(c.id);
+    }
+  }).timeout(90_000);
+
+  const stoppers: [string, () => Promise<void>][] = [
+    [
+      '"Stop Agents"',
+      async () => {
+        await runCommand(page(), 'Agent Bridge: Stop Agents');
+        await page()
+          .locator('.notification-toast', { hasText: 'stopped' })
+          .first()
+          .waitFor({ state: 'visible', timeout: 10_000 });
+        await pickMode(page(), 'full'); // to read the cell again
+      },
+    ],
+    ['a switch to read-only', () => pickMode(page(), 'read-only')],
+  ];
+  for (const [how, stop] of stoppers)
+    it(`guard: ${how} interrupts a cell run an agent started without waiting for it (it goes on in the kernel after its answer)`, async () => {
+      const { signal, note } = checkRun();
+      const id = await makeCell('import time\nprint("looping", flush=True)\nwhile True:\n    time.sleep(0.1)', signal);
+      const wait = async (timeoutMs: number) => {
+        const r = await client.post(
+          `/notebooks/cells/${id}/wait`,
+          { notebook: sid, timeoutMs, outputs: 'full' },
+          { signal, timeoutMs: timeoutMs + 5_000 },
+        );
+        ok(r.status === 200 || r.status === 504, `POST /notebooks/cells/${id}/wait (${show(r.text, 300)})`);
+        return r;
+      };
+      try {
+        const started = await client.post(`/notebooks/cells/${id}/run`, { notebook: sid }, { signal });
+        eq(started.status, 202, `the run, not waited for (${show(started.text, 200)})`);
+        for (const t0 = Date.now(); !(await wait(1_000)).text.includes('looping');)
+          ok(Date.now() < t0 + 30_000, 'the loop never printed');
+        await stop();
+        const ended = await wait(20_000);
+        eq(ended.status, 200, `the run after ${how}: it went on (${show(ended.text, 300)})`);
+        includes(ended.text, 'KeyboardInterrupt', 'how the run ended');
+        note(`the run ended ${ended.json<{ status: string }>().status}`);
+      } finally {
+        await pickMode(page(), 'full');
+        await client.post('/notebooks/interrupt', { notebook: sid });
+        await removeCell(id);
+      }
+    }).timeout(90_000);
 
   it('guard: "Allow for 10 Minutes" binds to the client approved; another process with the same name is asked', async () => {
     const { note } = checkRun();

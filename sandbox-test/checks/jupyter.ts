@@ -45,6 +45,8 @@ const NAMES = {
     'jupyter: GET /notebooks/variables lists x = 41 through executeCode (store_history false); In, Out, _ and the execution count are untouched',
   rich: 'jupyter: display(HTML) and a PNG display arrive as their MIME data',
   cells: 'jupyter: cells list/edit/run-and-wait with HTML and PNG outputs',
+  runAll:
+    'jupyter: a run of many stops at the first error: the cells Jupyter cancels behind it end as skipped and never run, with onError stop and continue alike',
   interrupt:
     "jupyter: POST /notebooks/interrupt stops a running loop through Jupyter's interrupt (Jupyter cancels the request: no KeyboardInterrupt traceback)",
   disconnect: 'jupyter: client disconnect interrupts a running loop and frees the kernel',
@@ -364,6 +366,54 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     includes(text, '<i>rich</i>', 'run outputs');
     includes(text, 'image/png', 'run outputs');
   }).timeout(60_000);
+
+  it(NAMES.runAll, async () => {
+    const { signal } = checkRun();
+    const codes = ['ran_a = 1', '1 / 0', 'never_b = 2', 'never_c = 3'];
+    const made = await client.post(
+      '/notebooks/edits',
+      { notebook: sid, ops: codes.map((code) => ({ op: 'create', code })) },
+      { signal, timeoutMs: 30_000 },
+    );
+    eq(made.status, 200, `cells made (${show(made.text, 300)})`);
+    type Listed = { cells: { id: string; code: string; execution: { status: string; order: number | null } }[] };
+    const listed = async () => (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<Listed>().cells;
+    const all = await listed();
+    const cells = codes.map((code) => all.findIndex((c) => c.code === code)).map((index) => ({ index, id: all[index]!.id }));
+    const range = { start: cells[0]!.index, end: cells.at(-1)!.index + 1 };
+    // Jupyter's queue cancels what waits behind a failure: with "stop" the bridge queues the whole
+    // series at once, and with "continue" it cannot go on either.
+    for (const onError of ['stop', 'continue']) {
+      const r = await client.post(
+        '/notebooks/run',
+        { notebook: sid, range, onError, wait: true, timeoutMs: 20_000 },
+        { signal, timeoutMs: 40_000 },
+      );
+      eq(r.status, 200, `${onError}: run (${show(r.text, 400)})`);
+      const body = r.json<{ status: string; runs: { status: string }[]; skipped: string[] }>();
+      eq(
+        show([body.status, body.runs.map((x) => x.status), body.skipped]),
+        show(['failed', ['succeeded', 'failed'], [cells[2]!.id, cells[3]!.id]]),
+        onError,
+      );
+      const never = (await listed()).filter((c) => c.id === cells[2]!.id || c.id === cells[3]!.id);
+      eq(
+        show(never.map((c) => [c.execution.status, c.execution.order])),
+        show([
+          ['idle', null],
+          ['idle', null],
+        ]),
+        `${onError}: the cancelled cells`,
+      );
+    }
+    eq((await run("print('never_b' in globals())", signal)).stdout, 'False\n', 'the cancelled cells did not run');
+    const removed = await client.post(
+      '/notebooks/edits',
+      { notebook: sid, ops: cells.map((c) => ({ op: 'delete', ref: c.id })) },
+      { signal, timeoutMs: 30_000 },
+    );
+    eq(removed.status, 200, `cells removed (${show(removed.text, 300)})`);
+  }).timeout(120_000);
 
   it(NAMES.interrupt, async () => {
     const { signal } = checkRun();

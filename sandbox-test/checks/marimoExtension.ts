@@ -8,6 +8,7 @@
  * does (those that ran in its kernel, queued first, in the order of marimo's own dataflow graph:
  * its kernel runs in the setup's venv, which has marimo).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
@@ -206,7 +207,7 @@ export function marimoExtensionChecks(): void {
     includes(result.stdout, 'two', 'stdout');
   });
 
-  it('marimo extension: raise → a plain-text traceback on stderr (no HTML, no colour codes), success false', async function () {
+  it('marimo extension: raise → a plain-text traceback on stderr (no HTML, no colour codes) on lines of its own, success false', async function () {
     this.timeout(40_000);
     const { signal } = checkRun();
     const r = await run("raise ValueError('boom <b>x</b>')", signal);
@@ -214,6 +215,9 @@ export function marimoExtensionChecks(): void {
     eq(done.success, false, 'done.success');
     includes(r.stderr, 'ValueError', 'stderr');
     includes(r.stderr, 'boom', 'stderr');
+    // marimo's extension puts its one-line message, without a line break, before the traceback.
+    match(r.stderr, /(^|\n)Traceback \(most recent call last\):\n/, 'the traceback starts a line of its own');
+    ok(r.stderr.endsWith('\n'), `the traceback ends its line: ${show(r.stderr.slice(-80))}`);
     ok(!/<\/?(a|span|div|pre)\b|class=|href=/i.test(r.stderr), `stderr has HTML: ${show(r.stderr)}`);
     // eslint-disable-next-line no-control-regex
     ok(!/\u001b\[/.test(r.stderr), `stderr has colour codes: ${show(r.stderr)}`);
@@ -281,6 +285,28 @@ export function marimoExtensionChecks(): void {
     });
     eq(back.status, 200, `edit back (body ${show(back.text, 300)})`);
     eq((await runCell(first.id, signal)).success, true, 'run of x = 41');
+  });
+
+  it("marimo extension: /health and the registry entry give the marimo version of the notebook's kernel, the bridge's own as bridgeVersion", async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const ctx = context();
+    const r = await run('import marimo\nprint(marimo.__version__)', signal);
+    expectWellFramed(r);
+    const kernelVersion = r.stdout.trim();
+    match(kernelVersion, /^\d+\.\d+\.\d+/, "the kernel's marimo version");
+    const read = async () => {
+      const health = (await client.get('/health', { token: null, signal })).json<{ version: string; bridgeVersion: string }>();
+      const entry = JSON.parse(fs.readFileSync(ctx.registryFile, 'utf8')) as { version: string };
+      return { health, entry };
+    };
+    let seen = await read();
+    // The version is read in the background once the kernel is there.
+    const learned = () => seen.health.version === kernelVersion && seen.entry.version === kernelVersion;
+    for (const end = Date.now() + 30_000; Date.now() < end && !learned(); await sleep(250)) seen = await read();
+    eq(seen.health.version, kernelVersion, '/health version');
+    eq(seen.entry.version, kernelVersion, 'registry entry version');
+    eq(seen.health.bridgeVersion, ctx.advert.bridgeVersion, '/health bridgeVersion');
   });
 
   it("marimo extension: a cell that changes a list in place (rows.append(…)) re-runs none of its readers in marimo; the bridge marks them stale, the run's answer names them, and run-stale re-runs them", async function () {

@@ -64,6 +64,7 @@ const NAMES = [
   'scripts: execute-code.sh reads code from a file argument',
   'scripts: execute-code.sh without the token fails to connect',
   'scripts: execute-code.sh printing 15 MB ends within 2x raw curl; the whole output is at the URL its note gives',
+  "scripts: a run silent for 6 s sends ': running 5 s' on its stream, which execute-code.sh skips: its output is the run's alone",
 ] as const;
 
 /** The folder with marimo-pair's discover-servers.sh and execute-code.sh (MARIMO_PAIR_SCRIPTS), if given. */
@@ -234,6 +235,20 @@ export function scriptChecks(): void {
       `the output at the URL is not the whole printed text (${fetched.stdout.length} of ${printed.length} characters)`,
     );
     ok(r.ms <= 2 * curl.ms, `execute-code.sh took ${r.ms} ms, more than 2x raw curl's ${curl.ms} ms`);
+  });
+
+  it(NAMES[9], async function () {
+    this.timeout(60_000);
+    const { signal } = checkRun();
+    const code = 'import time\ntime.sleep(6)\nprint("awake")';
+    const raw = await ctx.client.run(ctx.analysis.session.id, code, { signal, timeoutMs: 40_000 });
+    ok(raw.heartbeats.length > 0, `no heartbeat on the stream of a silent run: ${show(raw.raw, 400)}`);
+    eq(raw.stdout, 'awake\n', "the stream's stdout");
+    const r = await exec(['--file', ctx.analysis.path, '-c', code], signal);
+    eq(r.code, 0, `exit code (${summarize(r)})`);
+    // The script prints a `done` with no value as an empty line, as it does for marimo's.
+    eq(r.stdout, 'awake\n\n', 'stdout of execute-code.sh');
+    eq(r.stderr, '', 'stderr of execute-code.sh');
   });
 }
 

@@ -117,10 +117,14 @@ export function securityChecks(): void {
     expectError(await client.post('/api/kernel/execute', execBody, { signal }), 400, 'Missing Marimo-Session-Id header');
   });
 
-  it('security: unknown session → 404 "Invalid session id: s_nope00"', async () => {
+  it('security: unknown session → 404 "Invalid session id: s_nope00", naming the open notebooks', async () => {
     const { signal } = checkRun();
     const r = await client.post('/api/kernel/execute', execBody, { headers: { 'marimo-session-id': 's_nope00' }, signal });
-    expectError(r, 404, 'Invalid session id: s_nope00');
+    expectError(
+      r,
+      404,
+      /^Invalid session id: s_nope00; the open notebooks are .*\(GET \/api\/sessions lists those a kernel serves\)$/,
+    );
   });
 
   it('security: missing or non-string code → 400', async () => {

@@ -58,6 +58,22 @@ const stream = (name: string, code: string, intended: DifferenceId[] = []): Case
     observeStream(await t.client.run(t.analysis.session, code, { signal: env.signal, timeoutMs: SCRIPT_TIMEOUT_MS })),
 });
 
+/**
+ * Whether the traceback in `stderr` stands on lines of its own: it starts a line (Python's
+ * `Traceback (most recent call last):`, or IPython's line of dashes) and its last line ends one.
+ */
+function tracebackOnOwnLines(stderr: string, last: string): boolean {
+  const start = stderr.search(/Traceback \(most recent call last\)|-{20,}/);
+  return start >= 0 && (start === 0 || stderr[start - 1] === '\n') && stderr.includes(`${last}\n`);
+}
+
+/** Whether marimo-pair's skill finds code mode in a version (marimo shipped it in 0.21.1). */
+function hasCodeMode(version: unknown): boolean {
+  if (typeof version !== 'string' || !/^\d+\.\d+\.\d+/.test(version)) return false;
+  const [major, minor, patch] = version.split('.').map((n) => parseInt(n, 10)) as [number, number, number];
+  return major > 0 || minor > 21 || (minor === 21 && patch >= 1);
+}
+
 /** A raw request to the execute endpoint with everything under the case's control. */
 const rawExecute = (
   name: string,
@@ -128,6 +144,7 @@ export const CORPUS: readonly Case[] = [
   },
   {
     name: 'execute-code.sh: --session that does not exist',
+    intended: ['unknownSessionNamesNotebooks'],
     observe: async (t, env) => observeScript(await exec(t, env, ['--session', 'no-such-session', '-c', 'print(1)'])),
   },
   {
@@ -166,6 +183,19 @@ export const CORPUS: readonly Case[] = [
   script('a syntax error', 'def f(:\n    pass', ['tracebacks']),
   script('an exception', 'def g():\n    raise ValueError("boom")\ng()', ['tracebacks']),
   script('output, then an exception', 'print("before")\n1 / 0', ['tracebacks']),
+  {
+    name: 'execute-code.sh: output without a line break, then an exception: the traceback on lines of its own',
+    observe: async (t, env) => {
+      const code = 'import sys\nsys.stderr.write("partial")\nprint("out", end="")\nraise ValueError("x")';
+      const r = await exec(t, env, ['--file', t.analysis.path, '-c', code]);
+      return { exit: r.code, stdout: r.stdout, extra: { ownLines: tracebackOnOwnLines(r.stderr, 'ValueError: x') } };
+    },
+  },
+  {
+    name: 'execute-code.sh: a run silent for 6 s (the stream says it is alive meanwhile)',
+    observe: async (t, env) =>
+      observeScript(await exec(t, env, ['--file', t.analysis.path, '-c', 'import time\ntime.sleep(6)\nprint("awake")'])),
+  },
   script('a trailing value', '6 * 7', ['plainTrailingValue']),
   script('a trailing None', 'None'),
   script('a trailing string', "'abc'", ['plainTrailingValue']),
@@ -278,7 +308,35 @@ export const CORPUS: readonly Case[] = [
     name: 'GET /api/sessions with a wrong token',
     observe: async (t, env) => observeHttp(await t.client.get('/api/sessions', { token: 'wrong', signal: env.signal })),
   },
+  {
+    // marimo-pair's skill tells agents to have the person upgrade a marimo older than 0.21.1: the
+    // version the bridge gives (/health, and its registry entry) is marimo's, not its own.
+    name: 'the version marimo-pair reads is a marimo version with code mode: /health and the registry agree',
+    observe: async (t, env) => {
+      if (t.name === 'marimo') {
+        const own = (await t.client.get('/api/version', { signal: env.signal })).text.trim();
+        return { extra: { version: own, codeMode: hasCodeMode(own) } };
+      }
+      const health = (await t.client.get('/health', { token: null, signal: env.signal })).json<{ version?: string }>().version;
+      const listed = await runScript(env.discover, [], { env: t.env, signal: env.signal, timeoutMs: SCRIPT_TIMEOUT_MS });
+      const entry = (JSON.parse(listed.stdout) as { url: string | null; version?: string }[]).find((e) => e.url === t.url);
+      const version = health === entry?.version ? health : `/health ${health}, registry ${entry?.version}`;
+      return { extra: { version, codeMode: hasCodeMode(version) } };
+    },
+  },
   stream('print, then done', 'print("hi")'),
+  stream('a run with no value: done as marimo sends it', 'zz_no_value = 1'),
+  {
+    name: 'execute stream: a run silent for 6 s says it is alive every 5 s',
+    intended: ['doneStatus', 'heartbeat'],
+    observe: async (t, env) => {
+      const r = await t.client.run(t.analysis.session, 'import time\ntime.sleep(6)\nprint("awake")', {
+        signal: env.signal,
+        timeoutMs: SCRIPT_TIMEOUT_MS,
+      });
+      return { ...observeStream(r), extra: { alive: r.heartbeats.length > 0 } };
+    },
+  },
   stream('a trailing value', '6 * 7', ['plainTrailingValue']),
   stream('an exception', 'raise KeyError("k")', ['tracebacks']),
   stream('stdout and stderr interleaved', 'import sys\nprint("o1")\nprint("e1", file=sys.stderr)\nprint("o2")'),

@@ -100,8 +100,21 @@ export const DIFFERENCES = {
     accounts: (m, b) =>
       when(isCutOf(b.stdout ?? '', m.stdout ?? '', b.stderr ?? '', m.stderr ?? ''), ['stdout', 'stderr', 'events']),
   },
+  unknownSessionNamesNotebooks: {
+    title: 'An unknown session id is answered with the open notebooks',
+    accounts: (m, b) =>
+      when(
+        /Invalid session id: /.test(m.stderr ?? '') &&
+          (b.stderr ?? '').replace(/(Invalid session id: [^;\n]*); the open notebooks are [^\n]*/, '$1') === m.stderr,
+        ['stderr'],
+      ),
+  },
+  heartbeat: {
+    title: "A silent run's event stream says it is alive every 5 s",
+    accounts: (m, b) => when(m.extra?.['alive'] === false && b.extra?.['alive'] === true, ['extra']),
+  },
   healthNamesServer: {
-    title: '/health also names the server and its version',
+    title: "/health also names the server and the bridge's own version",
     accounts: (m, b) => {
       const [mj, bj] = [m.json as Record<string, unknown>, b.json as Record<string, unknown>];
       return when(Object.keys(mj ?? {}).every((k) => bj?.[k] === mj[k]) && bj?.['server'] === 'string', ['json']);

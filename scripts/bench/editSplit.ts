@@ -23,6 +23,8 @@ export const PARTS = {
   applyEdit: 'applyEdit: extension host → workbench → back',
   hostCpu: '  of it: extension host CPU (every change listener, ours too)',
   workbench: '  of it: the rest, waiting on the workbench',
+  shown: '  of it: until the extension host’s document shows the change',
+  echo: '  of it: from the document showing it to applyEdit’s answer',
   after: 'ours: after applyEdit (checkpoint, answer)',
   rest: 'the rest: route, activity record, HTTP',
 } as const;
@@ -30,7 +32,7 @@ export type Part = keyof typeof PARTS;
 
 /** One request's parts from its HTTP time and the extension's span of it. */
 export function splitOf(totalMs: number, span: EditSpan): Record<Part, number> {
-  const { plan, check, before, applyEdit, hostCpu, after } = span;
+  const { plan, check, before, applyEdit, hostCpu, shown, after } = span;
   return {
     total: totalMs,
     plan,
@@ -39,6 +41,8 @@ export function splitOf(totalMs: number, span: EditSpan): Record<Part, number> {
     applyEdit,
     hostCpu,
     workbench: applyEdit - hostCpu,
+    shown,
+    echo: applyEdit - shown,
     after,
     rest: totalMs - plan - check - before - applyEdit - after,
   };

@@ -68,7 +68,7 @@ export async function startFloor(
   python: string,
   script: string,
   repoRoot: string,
-): Promise<{ url: string; expressUrl: string; stop(): void }> {
+): Promise<{ url: string; expressUrl: string; pid: number; stop(): void }> {
   const loader = path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs');
   const child = spawn(process.execPath, ['--import', loader, __filename, python, script], {
     stdio: ['pipe', 'pipe', 'inherit'],
@@ -80,7 +80,7 @@ export async function startFloor(
     readline.createInterface({ input: child.stdout! }).once('line', (l) => (clearTimeout(timer), resolve(l)));
   });
   const { url, expressUrl } = JSON.parse(line) as { url: string; expressUrl: string };
-  return { url, expressUrl, stop: () => child.stdin!.end() };
+  return { url, expressUrl, pid: child.pid!, stop: () => child.stdin!.end() };
 }
 
 if (require.main === module) {

@@ -11,7 +11,7 @@ import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { STEP_CELLS } from '../../src/core/changeSteps';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { BenchClient, type ExecResult } from './client';
-import { restingRssMb, rssMb, waitForQuiet } from './machine';
+import { cpuMs, restingRssMb, rssMb, waitForQuiet } from './machine';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';
 import { sleep } from '../../src/core/sleep';
@@ -30,6 +30,8 @@ export interface Ctx {
   floorUrl: string;
   /** Express + express.json + a Router with bare handlers, before the same kernel (scripts/bench/floor.ts). */
   expressFloorUrl: string;
+  /** The floors' process (both serve from it). */
+  floorPid: number;
   /** KernelProcesses driven from the bench: the kernel alone, without Python's IPython and with it. */
   kernels: { plain: KernelProcess; ipython: KernelProcess };
   notebooks: { agents: Opened[]; ipython: Opened; cells: Opened; runall: Opened; stall: Opened };
@@ -43,8 +45,11 @@ export interface Ctx {
   plainPython: string;
   /** Where the extension writes each edit's spans (AGENT_BRIDGE_EDIT_SPANS). */
   spansFile: string;
-  /** A notebook to run on a Jupyter kernel, and how to grant the bridge access to it; or why there is none. */
-  jupyter: { file: string; pick(): Promise<void>; allow(): Promise<void> } | { missing: string };
+  /**
+   * Notebooks to run on a Jupyter kernel (3 cells; 100 trivial ones for Run All), and how the
+   * person starts one and grants the bridge access to it; or why there is none.
+   */
+  jupyter: { file: string; runAllFile: string; pick(): Promise<void>; allow(): Promise<void> } | { missing: string };
   rows: Row[];
   problems: string[];
   say(message: string): void;
@@ -53,6 +58,8 @@ export interface Ctx {
 const WARMUP = 20;
 const RUNS = 300;
 const CELL_RUNS = 40;
+/** Runs in a row whose CPU time is read (/proc counts in 10 ms ticks). */
+const CPU_RUNS = 1_000;
 const AGENTS = 8;
 const AGENT_RUNS = 50;
 const STALL_MS = 10_000;
@@ -148,6 +155,12 @@ export async function scratchpad(ctx: Ctx): Promise<void> {
     expressExec: printing(ctx, 'Express floor print(1)', expressFloor, 'floor'),
     kernel: kernelAlone(ctx, 'kernel alone print(1)', ctx.kernels.plain),
   });
+  // CPU per run in the serving process: the extension host (everything of ours in it) against the
+  // Express floor's process (its framework, its kernel driver), each for CPU_RUNS runs in a row.
+  const [bridgeCpu, floorCpu] = [
+    await cpuPerRun(ctx.pid, CPU_RUNS, printing(ctx, 'scratchpad print(1)', bridge, ctx.notebooks.agents[0]!.sid)),
+    await cpuPerRun(ctx.floorPid, CPU_RUNS, printing(ctx, 'Express floor print(1)', expressFloor, 'floor')),
+  ];
   await Promise.all([bridge.close(), floor.close(), expressFloor.close()]);
   const [exec, kernel] = [p50(t.exec), p50(t.kernel)];
   // Both sides of a pair ran in the same round: the median of their differences shrugs off load that comes and goes.
@@ -175,7 +188,25 @@ export async function scratchpad(ctx: Ctx): Promise<void> {
         target: goal('≤ 0.1 ms', cost <= 0.1),
       }),
     ),
+    row('framework', `CPU per execute print(1) in the extension host, ${CPU_RUNS} in a row`, bridgeCpu, 'ms', {
+      baseline: base('Express floor process', floorCpu),
+      note: `difference ${(bridgeCpu - floorCpu).toFixed(3)} ms; /proc's CPU times, 10 ms ticks, less the process's idle rate`,
+    }),
   );
+}
+
+/**
+ * CPU ms that process `pid` spends per run of `step`, beyond what it spends idle over as long
+ * (measured for a second just before). CPU time swings far less than wall time on a busy machine.
+ */
+async function cpuPerRun(pid: number, runs: number, step: () => Promise<number>): Promise<number> {
+  const idleFrom = cpuMs(pid);
+  await sleep(1_000);
+  const idlePerMs = (cpuMs(pid) - idleFrom) / 1_000;
+  const before = cpuMs(pid);
+  const start = performance.now();
+  for (let i = 0; i < runs; i++) await step();
+  return (cpuMs(pid) - before - idlePerMs * (performance.now() - start)) / runs;
 }
 
 /** print(1) on the builtin kernel in plain-Python mode and in IPython mode, side by side. */
@@ -442,36 +473,71 @@ export async function listing(ctx: Ctx): Promise<void> {
 }
 
 /** print(1) on a real Jupyter kernel (ipykernel through the Jupyter extension) beside the builtin kernel and the kernel alone. */
+/**
+ * Opens the notebook and starts its Jupyter kernel as the person would: picks the kernelspec in the
+ * list Jupyter shows when the bridge starts a kernel, allows our use of its kernels when VS Code
+ * asks (once), then runs `None` in it. Why not, when it cannot.
+ */
+export async function startJupyter(ctx: Ctx, file: string): Promise<Opened | { na: string }> {
+  if ('missing' in ctx.jupyter) return { na: ctx.jupyter.missing };
+  const bridge = new BenchClient(ctx.url, ctx.token);
+  try {
+    const allowed = ctx.jupyter.allow().then(
+      () => '',
+      (e: unknown) => ` (no consent dialog to allow: ${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
+    );
+    const opened = await ctx.open(file);
+    const picked = ctx.jupyter.pick().catch(() => undefined);
+    const started = await bridge.request('POST', '/notebooks/kernel/start', { notebook: opened.sid, kernel: 'jupyter' }, 180_000);
+    await picked;
+    const first = started.status === 200 ? await bridge.execute(opened.sid, 'None', 180_000) : undefined;
+    if (first?.done?.success === true) return opened;
+    const what = first ? `its first run: ${describe(first)}` : `POST /notebooks/kernel/start: ${started.status} ${started.text}`;
+    return { na: `${what.slice(0, 250)}${await allowed}` };
+  } finally {
+    await bridge.close();
+  }
+}
+
 export async function jupyterKernel(ctx: Ctx): Promise<void> {
   const figure = 'scratchpad print(1) on a Jupyter kernel, p50';
   if ('missing' in ctx.jupyter) return void ctx.rows.push(row('jupyter', figure, NaN, 'ms', { na: ctx.jupyter.missing }));
+  const started = await startJupyter(ctx, ctx.jupyter.file);
+  if ('na' in started) return void ctx.rows.push(row('jupyter', figure, NaN, 'ms', { na: started.na }));
   const bridge = new BenchClient(ctx.url, ctx.token);
-  const na = async (why: string) => (ctx.rows.push(row('jupyter', figure, NaN, 'ms', { na: why })), bridge.close());
-  // Starting the kernel or the first run waits for the person's consent in VS Code: give it, as they would.
-  const allowed = ctx.jupyter.allow().then(
-    () => '',
-    (e: unknown) => ` (no consent dialog to allow: ${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
-  );
-  const { sid } = await ctx.open(ctx.jupyter.file);
-  const picked = ctx.jupyter.pick().catch(() => undefined);
-  const started = await bridge.request('POST', '/notebooks/kernel/start', { notebook: sid, kernel: 'jupyter' }, 180_000);
-  await picked;
-  const first = started.status === 200 ? await bridge.execute(sid, 'None', 180_000) : undefined;
-  if (!first || first.done?.success !== true) {
-    const what = first ? `its first run: ${describe(first)}` : `POST /notebooks/kernel/start: ${started.status} ${started.text}`;
-    return na(`${what.slice(0, 250)}${await allowed}`);
-  }
+  const sid = started.sid;
   ctx.say(`jupyter: ${WARMUP} + ${RUNS / 3} runs each on the Jupyter kernel, the builtin one and the kernel alone`);
   const t = await interleave(RUNS / 3, {
     jupyter: printing(ctx, 'Jupyter print(1)', bridge, sid),
     builtin: printing(ctx, 'builtin print(1)', bridge, ctx.notebooks.agents[0]!.sid),
     kernel: kernelAlone(ctx, 'kernel alone', ctx.kernels.plain),
   });
+  // Run-and-wait of the first code cell of each notebook; the Jupyter one stays in front (a run
+  // through VS Code's command needs its editor; builtin runs need none).
+  const fail = failures(ctx, 'run-and-wait');
+  const runFirst = async (notebook: string) => {
+    const listed = await bridge.request('GET', `/notebooks/cells?notebook=${encodeURIComponent(notebook)}`);
+    const cells = (JSON.parse(listed.text) as { cells: { id: string; kind: string }[] }).cells;
+    const id = encodeURIComponent(cells.find((c) => c.kind === 'code')!.id);
+    return async () => {
+      const r = await bridge.request('POST', `/notebooks/cells/${id}/run`, { notebook, wait: true });
+      if (r.status !== 200 || (JSON.parse(r.text) as { success?: boolean }).success !== true) fail(`${r.status} ${r.text}`);
+      return r.ms;
+    };
+  };
+  const runs = { jupyter: await runFirst(sid), builtin: await runFirst(ctx.notebooks.agents[0]!.sid) };
+  const waited = await interleave(CELL_RUNS, runs, 3);
   await bridge.close();
+  const [jupyterRun, builtinRun] = [p50(waited.jupyter), p50(waited.builtin)];
   ctx.rows.push(
     row('jupyter', figure, p50(t.jupyter), 'ms', {
       baseline: base('builtin kernel', p50(t.builtin)),
       note: `the builtin kernel alone: ${p50(t.kernel).toFixed(3)} ms`,
+    }),
+    row('jupyter', 'run-and-wait of a cell on a Jupyter kernel, p50', jupyterRun, 'ms', {
+      baseline: base('builtin kernel', builtinRun),
+      target: goal('≤ 1.5× builtin', jupyterRun <= 1.5 * builtinRun),
+      note: `p95 ${percentile(waited.jupyter, 95).toFixed(1)} ms against ${percentile(waited.builtin, 95).toFixed(1)} ms`,
     }),
   );
 }

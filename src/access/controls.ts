@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
 import * as vscode from 'vscode';
-import { ACCESS_MODES, type AccessMode, type Gate } from '../core/accessPolicy';
+import { ACCESS_MODES, type AccessMode, type AgentAction, type Gate } from '../core/accessPolicy';
 import type { CellService } from '../core/cellService';
 import type { Log } from '../core/log';
 import { readAudit, type AuditLog } from './auditLog';
@@ -48,6 +48,8 @@ export class ModeStatus implements vscode.Disposable {
 export interface ControlDeps {
   gate: Gate;
   cells: CellService;
+  /** Interrupts the kernel runs agents started that go on after their request (a cell run not waited for). */
+  interruptAgentRuns: () => Promise<void>;
   audit: AuditLog;
   auditDir: string;
   /** The agents' runs, for "Open Agent Runs as a Notebook". */
@@ -57,6 +59,31 @@ export interface ControlDeps {
   log: Log;
   /** The access mode in force. */
   mode: () => AccessMode;
+}
+
+type StopDeps = Pick<ControlDeps, 'gate' | 'cells' | 'log' | 'interruptAgentRuns'>;
+
+/**
+ * Stops every agent action under way (their transports and code-mode calls hear it) and the cell
+ * runs agents started, which go on in the kernel after their request; returns the actions.
+ */
+export async function stopAgentRuns(deps: StopDeps): Promise<AgentAction[]> {
+  const stopped = deps.gate.stopAll();
+  const warn = (e: unknown) => deps.log.warn(`stopping agent runs: ${String(e)}`);
+  const notebooks = new Set(stopped.filter((a) => a.kind === 'run' || a.kind === 'edit').map((a) => a.notebook));
+  for (const notebook of notebooks) await deps.cells.interrupt(notebook).catch(warn);
+  await deps.interruptAgentRuns().catch(warn);
+  return stopped;
+}
+
+/** A switch to `read-only` or `off` (the person's, or "Stop Agents") stops the agent runs under way, as "Stop Agents" does. */
+export function stopOnModeChange(settings: Settings, deps: StopDeps): vscode.Disposable {
+  let mode = settings.current.accessMode;
+  return settings.onDidChange(() => {
+    const before = mode;
+    mode = settings.current.accessMode;
+    if (mode !== before && (mode === 'read-only' || mode === 'off')) void stopAgentRuns(deps);
+  });
 }
 
 /** The person's commands over agents, in one table (ids match package.json). */
@@ -74,14 +101,10 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       if (picked) await setAccessMode(picked);
     },
     'agentBridge.stopAgents': async () => {
-      // Refuse new actions first, then stop those under way.
+      // Those under way now; then new ones are refused, and any that started meanwhile is stopped
+      // when the mode turns off (stopOnModeChange).
+      const stopped = await stopAgentRuns(deps);
       await setAccessMode('off');
-      const stopped = deps.gate.stopAll();
-      // Cell runs go on in the kernel after their request: interrupt the notebooks they ran in.
-      const notebooks = new Set(stopped.filter((a) => a.kind === 'run' || a.kind === 'edit').map((a) => a.notebook));
-      for (const notebook of notebooks) {
-        await deps.cells.interrupt(notebook).catch((e: unknown) => deps.log.warn(`Stop Agents: ${String(e)}`));
-      }
       // The mode as the gate now reads it, so the message cannot claim what is not so.
       void vscode.window.showInformationMessage(
         `Agent Bridge: stopped ${stopped.length} agent action(s); access is now ${deps.mode()}.`,

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Settings } from '../config';
 import { Gate, type Person } from '../core/accessPolicy';
 import type { CellService, CellSnapshot } from '../core/cellService';
-import { authorOf, type Author, type Checkpoints, type Journal } from '../core/checkpoints';
+import type { Checkpoints, Journal } from '../core/checkpoints';
 import type { ClientRegistry } from '../core/clients';
 import type { Log } from '../core/log';
 import type { RunHistory } from '../core/runHistory';
@@ -10,7 +10,7 @@ import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
 import { ChangeDiffs } from './changeDiff';
-import { accessCommands, ModeStatus } from './controls';
+import { accessCommands, ModeStatus, stopOnModeChange } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
@@ -31,9 +31,9 @@ export interface AccessDeps {
   identities: ClientRegistry;
   /** The agents' past runs: recorded as actions end. */
   history: RunHistory;
+  /** Interrupts the kernel runs agents started that go on after their request. */
+  interruptAgentRuns: () => Promise<void>;
 }
-
-const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
 
 /**
  * The VS Code side of the person's say over agents: builds the gate every transport passes
@@ -42,8 +42,6 @@ const CELL_RUN_AUTHOR = 'code mode in a cell you ran';
  */
 export function createAgentAccess(deps: AccessDeps): {
   gate: Gate;
-  /** Who code run in this notebook acts for: the agent's scratchpad run under way there, else a cell the person ran. */
-  codeAuthor: (notebook: vscode.NotebookDocument) => Author;
   /** Writes the audit line of a batch about to be applied in steps, before its first step. */
   applying: (journal: Journal) => Promise<void>;
   disposables: vscode.Disposable[];
@@ -80,17 +78,20 @@ export function createAgentAccess(deps: AccessDeps): {
     new WorkspaceAttemptWarning(deps.log),
     store,
     store.onDidEnd((entry) => audit.append(entry)),
+    audit,
     new CellMarks(store, showChange),
     view,
     diffs,
     new ReviewView(deps.checkpoints, diffs),
     new ModeStatus(deps.settings),
+    stopOnModeChange(deps.settings, { gate, cells: deps.cells, log: deps.log, interruptAgentRuns: deps.interruptAgentRuns }),
     deps.settings.onDidChange(() => view.schedule()),
   ];
   for (const [id, run] of Object.entries(
     accessCommands({
       gate,
       cells: deps.cells,
+      interruptAgentRuns: deps.interruptAgentRuns,
       audit,
       auditDir,
       history: deps.history,
@@ -101,10 +102,6 @@ export function createAgentAccess(deps: AccessDeps): {
   )) {
     disposables.push(vscode.commands.registerCommand(id, run));
   }
-  const codeAuthor = (notebook: vscode.NotebookDocument): Author => {
-    const run = store.newest().find((e) => !e.end && e.notebook === notebook && e.action.kind === 'execute');
-    return run ? authorOf(run.action) : { client: CELL_RUN_AUTHOR };
-  };
   const applying = async ({ action, checkpoint }: Journal) => {
     const entry = action === undefined ? undefined : store.get(action);
     if (entry)
@@ -113,5 +110,5 @@ export function createAgentAccess(deps: AccessDeps): {
         `applying ${checkpoint.summary} in steps (agent change ${checkpoint.id}); a line with its end follows unless the editor stopped first`,
       );
   };
-  return { gate, codeAuthor, applying, disposables };
+  return { gate, applying, disposables };
 }

@@ -7,6 +7,7 @@ const ALLOW_10 = 'Allow for 10 Minutes';
 const ALLOW_KIND = 'Allow This Kind for 10 Minutes';
 const ALLOW_KINDS = 'Allow These Kinds for 10 Minutes';
 const DENY = 'Deny';
+const NOT_NOW = 'Not Now';
 const SHOW = 'Show Code';
 const EXPIRED = Symbol('expired');
 const WITHDRAWN = Symbol('withdrawn');
@@ -69,4 +70,24 @@ export async function askPerson(
     );
     await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true });
   }
+}
+
+/**
+ * A yes-or-no question from the bridge itself (not an agent action under the access mode), as a
+ * notification with one button for yes; closing it is no, and so is silence past `timeoutMs`.
+ */
+export async function confirmWithPerson(
+  question: { message: string; yes: string },
+  timeoutMs: number,
+): Promise<'yes' | 'no' | 'no-answer'> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof EXPIRED>((resolve) => (timer = setTimeout(() => resolve(EXPIRED), timeoutMs)));
+  const notAnswered = `(no answer in ${Math.round(timeoutMs / 1000)} s: no)`;
+  const choice = await Promise.race([
+    vscode.window.showWarningMessage(`Agent Bridge: ${question.message} ${notAnswered}`, question.yes, NOT_NOW),
+    expired,
+  ]);
+  clearTimeout(timer);
+  if (choice === EXPIRED) return 'no-answer';
+  return choice === question.yes ? 'yes' : 'no';
 }

@@ -38,7 +38,8 @@ export type { ActionOutcome };
 
 /** What a transport knows of an action before it runs; who asked is its `Caller` (clients.ts). */
 export interface ActionRequest extends Caller {
-  readonly transport: 'http' | 'mcp';
+  /** `kernel`: code running in a kernel called the bridge (code mode). */
+  readonly transport: 'http' | 'mcp' | 'kernel';
   /**
    * Hands a credential the bridge minted to a caller that had none (an HTTP response header), so
    * that its changes and grants bind to it; absent where the transport has no way to.
@@ -148,6 +149,11 @@ const REFUSED_RISKY: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
   'no-answer': 'The person did not answer in time (access mode "ask-risky"), so nothing was run; try again when they are there.',
 };
 
+/** What `mode` does with an action of `kind` that also includes `also`. */
+export function ruleOn(mode: AccessMode, kind: AccessKind, also: readonly AccessKind[] = []): Ruling {
+  return strictest([kind, ...also].map((k) => rule(mode, k)));
+}
+
 const REFUSED_BY_ANSWER: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
   withdrawn: 'The client left before the person answered, so the request was withdrawn and nothing was started.',
   deny: 'The person denied this action in VS Code (access mode "ask").',
@@ -226,6 +232,11 @@ export class Activity {
 
   allow(findings: readonly RiskFinding[]): void {
     for (const f of findings) this.allowed.add(findingKey(f));
+  }
+
+  /** `stopped`: by the person ("Stop Agents", or a mode that ends agents' runs); `ended`: it has answered. */
+  get state(): 'running' | 'stopped' | 'ended' {
+    return this.over ? 'ended' : this.stopped ? 'stopped' : 'running';
   }
 
   /** Calls `listener` when the person stops every agent run (at once if they already did); returns its removal. */
@@ -307,29 +318,25 @@ export class Gate {
   async enter(request: ActionRequest): Promise<Activity | null> {
     const at = this.now();
     if (request.kind !== 'open') this.clients.set(request.client, at);
-    const ruling = strictest([request.kind, ...(request.also ?? [])].map((k) => rule(this.person.mode(), k)));
+    const ruling = ruleOn(this.person.mode(), request.kind, request.also);
     const recorded = request.kind !== 'open' && request.kind !== 'gateway' && request.kind !== 'read';
     if (ruling === 'allow' && !recorded) return null;
     if (typeof ruling === 'object' && !recorded) throw new BridgeError('refused', ruling.refuse);
 
     // A writing client that sent no credential gets one now: what it changes, and a grant, bind to it.
-    const issue = typeof ruling !== 'object' && request.credential === undefined ? request.issue : undefined;
+    // (A kernel's call acts as the run that made it: it never gets one.)
+    const via =
+      typeof ruling !== 'object' && request.credential === undefined && request.transport !== 'kernel'
+        ? request.transport
+        : undefined;
+    const issue = via && request.issue;
     let caller: Caller = request;
-    if (issue) {
-      caller = this.identities.identify(this.identities.mint(request.claim, request.transport), request.claim);
+    if (via && issue) {
+      caller = this.identities.identify(this.identities.mint(request.claim, via), request.claim);
       issue(caller.credential!);
     }
-    const action: AgentAction = {
-      ...request,
-      ...caller,
-      ...(issue && { minted: true as const }),
-      id: this.nextId++,
-      startedAt: at,
-      summary: summarize(request.label, request.code),
-    };
-    const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
-    this.running.add(activity);
-    for (const sink of this.sinks) sink.started(action);
+    const activity = this.begin({ ...request, ...caller, ...(issue && { minted: true as const }) }, at);
+    const { action } = activity;
     let refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
     // An approval that lands after the client left starts nothing.
     if (!refusal && request.left?.aborted) refusal = REFUSED_BY_ANSWER.withdrawn;
@@ -366,6 +373,24 @@ export class Gate {
     if (answer === 'allow' || answer === 'allow-10-minutes') return activity.allow(asking);
     const why = asking.slice(0, 3).map(describeFinding).join('; ');
     throw new BridgeError('refused', `${REFUSED_RISKY[answer]} The risk scan flagged ${why}.`, { risk: flagged });
+  }
+
+  /**
+   * Records `request` as refused for `detail` and throws its 403: an action ruled on outside
+   * `enter` (a call from code in a kernel, refused for what the run that made it is).
+   */
+  refuse(request: ActionRequest, detail: string): never {
+    this.begin(request, this.now()).end('refused', detail);
+    throw new BridgeError('refused', detail);
+  }
+
+  /** An action recorded as started. */
+  private begin(request: ActionRequest & { readonly minted?: true }, at: number): Activity {
+    const action: AgentAction = { ...request, id: this.nextId++, startedAt: at, summary: summarize(request.label, request.code) };
+    const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
+    this.running.add(activity);
+    for (const sink of this.sinks) sink.started(action);
+    return activity;
   }
 
   /** Interrupts every action under way (their transports hear it through `onStop`); returns them. */

@@ -116,7 +116,7 @@ class CappedCells implements CellService {
 
   notebooks = () => this.cells.notebooks();
   active = () => this.cells.active();
-  list: CellService['list'] = (notebook) => this.cells.list(notebook);
+  list: CellService['list'] = (notebook, options) => this.cells.list(notebook, options);
   get: CellService['get'] = (notebook, ref) => this.cells.get(notebook, ref);
   create: CellService['create'] = (notebook, cell) => this.cells.create(notebook, cell);
   edit: CellService['edit'] = (notebook, ref, change) => this.cells.edit(notebook, ref, change);
@@ -124,6 +124,7 @@ class CappedCells implements CellService {
   move: CellService['move'] = (notebook, ref, to) => this.cells.move(notebook, ref, to);
   clearOutputs: CellService['clearOutputs'] = (notebook, selection) => this.cells.clearOutputs(notebook, selection);
   save: CellService['save'] = (notebook) => this.cells.save(notebook);
+  persistIds: CellService['persistIds'] = (notebook) => this.cells.persistIds(notebook);
   interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
   restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
   dryRun: CellService['dryRun'] = (notebook, run) => this.cells.dryRun(notebook, run);

@@ -76,14 +76,14 @@ export function shapeOutputs(outputs: readonly RawOutput[], options: ShapeOption
 
 export function shapeItem(item: RawOutputItem, limit: number, url: () => string): OutputItemView {
   const bytes = item.data.length;
-  if (!isTextMime(item.mime)) return { type: item.mime, mime: item.mime, bytes, url: url() };
+  if (!isTextMime(item.mime)) return { type: item.mime, bytes, url: url() };
   const text = decoder.decode(item.data);
   if (item.mime === ERROR_MIME) return shapeError(text, bytes, limit, url);
   const type = STREAM_TYPES[item.mime] ?? item.mime;
   const clean = type === item.mime ? text : stripAnsi(text);
-  if (clean.length <= limit) return { type, mime: item.mime, text: clean, bytes };
+  if (clean.length <= limit) return { type, text: clean, bytes };
   const where = url();
-  return { type, mime: item.mime, ...headAndTail(clean, limit, where), bytes, truncated: true, url: where };
+  return { type, ...headAndTail(clean, limit, where), bytes, truncated: true, url: where };
 }
 
 /**
@@ -111,7 +111,7 @@ function shapeError(json: string, bytes: number, limit: number, url: () => strin
   const name = str(error.name);
   const message = str(error.message);
   const traceback = str(error.stack);
-  const base = { type: 'error', mime: ERROR_MIME, name, bytes };
+  const base = { type: 'error', name, bytes };
   if (message.length + traceback.length <= limit) return { ...base, message, traceback };
   const where = url();
   const shortMessage = message.length > limit / 2 ? headAndTail(message, Math.floor(limit / 2), where) : undefined;

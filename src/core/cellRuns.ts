@@ -19,7 +19,9 @@ export interface RunSummary {
   done: boolean;
   success: boolean | null;
   status: CellStatus;
-  cell: CellAnswer;
+  /** The cell as the run left it; absent when the answer's `cells` carries it (then `cellId` names it). */
+  cell?: CellAnswer;
+  cellId?: string;
   alsoRan?: readonly RunSummary[];
   stale?: readonly StaleCell[];
 }
@@ -59,9 +61,11 @@ export async function waitRuns<T extends { cells?: readonly CellView[]; stale?: 
   const deadline = Date.now() + options.timeoutMs;
   const runs: CellRunResult[] = [];
   for (const handle of handles) runs.push(await handle.wait({ timeoutMs: Math.max(0, deadline - Date.now()), stale: false }));
-  // The batch's cells as its runs left them (outputs, run state), not as the edit left them.
+  // The batch's cells as its runs left them (outputs, run state), not as the edit left them; a
+  // run of one of them names it rather than repeat it.
   const after = new Map(runs.map((r) => [r.cell.id, r.cell]));
   const cells = applied.cells?.map((c) => after.get(c.id) ?? c);
+  const shown = new Set(cells?.map((c) => c.id));
   // What the edits and the runs that ended left stale, once they ended.
   const ran = runs.filter((r) => r.done).flatMap((r) => [r.cell.id, ...(r.alsoRan ?? []).map((a) => a.cell.id)]);
   const staleAfter = handles[0]!.staleAfter?.bind(handles[0]);
@@ -72,10 +76,10 @@ export async function waitRuns<T extends { cells?: readonly CellView[]; stale?: 
       ...(cells ? { cells } : {}),
       ...(stale ? { stale } : {}),
       runs: runs.map((r) => ({
+        ...(shown.has(r.cell.id) ? { cellId: r.cell.id } : { cell: r.cell }),
         done: r.done,
         success: r.success,
         status: r.status,
-        cell: r.cell,
         ...(r.alsoRan ? { alsoRan: r.alsoRan } : {}),
       })),
     },

@@ -7,15 +7,13 @@ import { z } from 'zod';
 
 const notebook = z.string().min(1, 'name a notebook by session id, path or uri').optional();
 /** A cell: its id, or its index (negative counts from the end). Shared with the MCP tools. */
-export const ref = z
-  .union([z.string().min(1), z.number().int()], { error: 'a cell id or index' })
-  .describe('A cell id, or an index (negative counts from the end).');
+export const ref = z.union([z.string().min(1), z.number().int()], { error: 'a cell id or index' });
 export const kind = z.enum(['code', 'markup']);
 const language = z.string().min(1);
 const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
 /** nbformat's cell metadata (for .ipynb): replaces the whole of it. */
-const metadata = z.record(z.string(), z.unknown()).describe('The whole cell metadata (nbformat `metadata`), tags included.');
-const tags = z.array(z.string().min(1)).describe('The cell tags (metadata.tags) to set; [] removes them.');
+const metadata = z.record(z.string(), z.unknown());
+const tags = z.array(z.string().min(1));
 const metadataChange = { metadata: metadata.optional(), tags: tags.optional() };
 const guard = {
   version: z.number().int().min(0).optional(),
@@ -30,8 +28,7 @@ const moveTarget = { to: z.number().int().min(0).optional(), before: ref.optiona
 /** How much of each output an answer carries (see core/outputDetail.ts); true and false are full and none. */
 export const outputs = z
   .union([z.enum(['none', 'summary', 'full']), z.boolean()])
-  .transform((v) => (v === true ? 'full' : v === false ? 'none' : v))
-  .describe('Output detail: "none", "summary" (type, size, first lines; an error\'s name, message, last frame) or "full".');
+  .transform((v) => (v === true ? 'full' : v === false ? 'none' : v));
 const outputsQuery = z
   .enum(['none', 'summary', 'full', 'true', 'false'], { error: 'outputs is one of none, summary, full' })
   .transform((v) => (v === 'true' ? 'full' : v === 'false' ? 'none' : v));
@@ -54,6 +51,21 @@ const count = z
 export const notebookQuery = z.strictObject({ notebook });
 /** A read of cells: which notebook, and how much of the outputs. */
 export const cellsQuery = z.strictObject({ notebook, outputs: outputsQuery.optional() });
+/** How a list shows its cells: whole ("cells", the default) or "brief" (id, index, kind, status, stale, first line). */
+export const view = z.enum(['cells', 'brief'], { error: 'view is "cells" or "brief"' });
+const briefAlone = {
+  error: 'view=brief shows no outputs: leave out "outputs"',
+} as const;
+const noOutputsWhenBrief = (q: { view?: string | undefined; outputs?: unknown }) =>
+  !(q.view === 'brief' && q.outputs !== undefined);
+/** A list of cells: as cellsQuery, or brief. */
+export const listQuery = z
+  .strictObject({ notebook, outputs: outputsQuery.optional(), view: view.optional() })
+  .refine(noOutputsWhenBrief, briefAlone);
+/** The same for MCP list_cells. */
+export const listArgs = z
+  .strictObject({ notebook, outputs: outputs.optional(), view: view.optional() })
+  .refine(noOutputsWhenBrief, briefAlone);
 export const deleteQuery = z.strictObject({ notebook, version: count.optional(), force: flag.optional() });
 /** For clients that POST without a body (`curl -X POST …/run?wait=true`); the body wins. */
 export const runQuery = z.strictObject({
@@ -99,8 +111,7 @@ const op = z.discriminatedUnion('op', [
     name: z
       .string()
       .regex(/^[A-Za-z_][\w-]{0,63}$/, 'a name is a letter or _ then letters, digits, _ or - (at most 64)')
-      .optional()
-      .describe('A name for the new cell that later ops of this batch and "run" use as a ref (after, before, run).'),
+      .optional(),
     code: z.string().optional(),
     kind: kind.optional(),
     language: language.optional(),
@@ -132,10 +143,7 @@ export const editsBody = z.strictObject({
 /** Which cells: a list of refs, a half-open index range, or all; exactly one of them. */
 const selection = {
   cells: z.array(ref).min(1, 'give at least one cell').optional(),
-  range: z
-    .strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) })
-    .describe('Cell indices start (included) to end (excluded).')
-    .optional(),
+  range: z.strictObject({ start: z.number().int().min(0), end: z.number().int().min(0) }).optional(),
   all: z.literal(true).optional(),
 };
 const oneSelection = (s: { cells?: unknown; range?: unknown; all?: unknown }) =>
@@ -156,10 +164,7 @@ export const runManyBody = z
   .strictObject({
     notebook,
     ...selection,
-    onError: z
-      .enum(['stop', 'continue'])
-      .optional()
-      .describe('"stop" (default): a cell that fails ends the series; "continue": every cell runs.'),
+    onError: z.enum(['stop', 'continue']).optional(),
     dryRun,
     ...wait,
   })
@@ -167,14 +172,9 @@ export const runManyBody = z
 
 export const runStaleBody = z.strictObject({
   notebook,
-  cell: ref.optional().describe('Run this cell and the cells downstream of it that ran before; omitted: every stale cell.'),
+  cell: ref.optional(),
   dryRun,
-  rebuild: z
-    .boolean()
-    .optional()
-    .describe(
-      'Also run first the cells they read from that have not run in this kernel (after a restart); the answer names them in "needs".',
-    ),
+  rebuild: z.boolean().optional(),
   ...wait,
 });
 
@@ -183,6 +183,6 @@ export const clearBody = z.strictObject({ notebook, ...selection }).refine(oneSe
 export const saveBody = z
   .strictObject({
     notebook,
-    all: z.literal(true).optional().describe('Save every open notebook the agents changed or ran.'),
+    all: z.literal(true).optional(),
   })
   .refine((b) => !(b.all && b.notebook), { error: 'give "notebook" or "all": true, not both' });

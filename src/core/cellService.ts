@@ -39,10 +39,14 @@ export interface NotebookInfo {
   readonly kernelStateNote?: string;
   readonly cellCount: number;
   readonly dirty: boolean;
+  /** Whether the file keeps the cells' ids (nbformat 4.5+): else this VS Code keeps them (found again after a restart by each cell's place and text). */
+  readonly idsPersist: boolean;
+  /** When they do not: why, and how to make them last (cellIdPersistence.ts). */
+  readonly idsNote?: string;
 }
 
 /** A notebook as the editor lists it; its kernel is asked for separately (asking can be slow). */
-export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote'>;
+export type NotebookEntry = Omit<NotebookInfo, 'kernel' | 'kernelUnavailable' | 'kernelState' | 'kernelStateNote' | 'idsNote'>;
 
 /** Where a run is, as the editor reports it. */
 export type ExecutionStatus = 'idle' | 'queued' | 'running';
@@ -72,7 +76,6 @@ export interface ExecutionView {
 /** One item of an output, typed: stdout/stderr/error, else its mime type. */
 export interface OutputItemView {
   readonly type: string;
-  readonly mime: string;
   /** Text of textual items, cut at the configured limit. */
   readonly text?: string;
   /** For `error` items. */
@@ -234,7 +237,7 @@ export interface SeriesResult {
   readonly runs: readonly CellRunResult[];
   /** Cells queued or running when the wait stopped (the series goes on). */
   readonly pending: readonly string[];
-  /** Cells not run because an earlier one did not succeed (onError "stop"). */
+  /** Cells not run: an earlier one did not succeed (onError "stop"), or their kernel dropped them (Jupyter after a failure). */
   readonly skipped: readonly string[];
   /** Why the series ended early when no cell failed (e.g. a cell was deleted). */
   readonly detail?: string;
@@ -295,7 +298,8 @@ export interface CellService {
   as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
-  list(notebook: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
+  /** `read: false`: the answer does not count as a read of the cells (a brief list, which shows no code). */
+  list(notebook: string | undefined, options?: { read?: boolean }): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;
   create(notebook: string | undefined, cell: Omit<Extract<BatchOp, { op: 'create' }>, 'op'> & StrictFlag): Promise<CellChanged>;
   edit(
@@ -335,6 +339,11 @@ export interface CellService {
   /** What stopping the running cell took: SIGINT, or (builtin kernel, SIGINT ignored for 2 s) a restart. */
   interrupt(notebook: string | undefined): Promise<InterruptHow>;
   restart(notebook: string | undefined): Promise<void>;
+  /**
+   * Upgrades an .ipynb older than nbformat 4.5 to 4.5, its cells' current ids written into it, once
+   * the person agrees (cellIdPersistence.ts); a notebook that keeps its ids already is left as it is.
+   */
+  persistIds(notebook: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }>;
   /** The raw bytes of one output item (`url` of an item view). */
   outputItem(
     notebook: string | undefined,
@@ -440,8 +449,10 @@ export interface OpenNotebooks {
   /**
    * Queues the cells for execution by the notebook's kernel; does not wait for them. Answers one
    * ticket per cell, in order (the run under way, for a cell already queued or running).
+   * `stopAfterFailure`: the later cells must not run once one fails; where the kernel cannot
+   * promise that, only the first cell is queued (one ticket), and the caller queues the next.
    */
-  execute(uri: string, ids: readonly string[]): Promise<RunTicket[]>;
+  execute(uri: string, ids: readonly string[], stopAfterFailure?: boolean): Promise<RunTicket[]>;
   /** A run's ticket by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined;
   /**
@@ -455,6 +466,8 @@ export interface OpenNotebooks {
   clearOutputs(uri: string, ids: readonly string[]): Promise<void>;
   /** Writes the notebook to its file; throws BridgeError with the reason when it cannot. */
   save(uri: string): Promise<void>;
+  /** Makes an .ipynb nbformat 4.5 with its cells' current ids in the file (one edit; saved with the notebook). */
+  persistIds(uri: string): Promise<void>;
   interrupt(uri: string): Promise<InterruptHow>;
   restart(uri: string): Promise<void>;
 }

@@ -2,7 +2,8 @@
  * Where the time of one cell write goes, for the benchmark only: the cell rules' planning, the
  * check of the written code, our code up to `workspace.applyEdit`, applyEdit's round trip
  * (extension host → workbench → back; of it, the extension host's CPU time, which holds every
- * change listener, ours too), and our code after it (checkpoint, the answer). Off unless a sink
+ * change listener, ours too, and when the extension host's document first showed the change),
+ * and our code after it (checkpoint, the answer). Off unless a sink
  * is given (the bench sets one): then each write takes a few clock and CPU readings.
  */
 
@@ -21,6 +22,8 @@ export interface EditSpan {
   applyEdit: number;
   /** The extension host's CPU time (user + system) during that await. */
   hostCpu: number;
+  /** From the applyEdit call to the extension host's document first showing the change (NaN: not seen). */
+  shown: number;
   /** From applyEdit's answer to the write's answer. */
   after: number;
 }
@@ -45,6 +48,8 @@ export interface EditStopwatch {
   checking(): void;
   checked(): void;
   applying(): void;
+  /** The extension host's document shows the change (the first call counts). */
+  shown(): void;
   applied(): void;
   end(kind: EditKind): void;
 }
@@ -53,6 +58,7 @@ const OFF: EditStopwatch = {
   checking: () => undefined,
   checked: () => undefined,
   applying: () => undefined,
+  shown: () => undefined,
   applied: () => undefined,
   end: () => undefined,
 };
@@ -69,13 +75,16 @@ export class EditSpans {
     if (!sink) return OFF;
     const { clock } = this;
     const t0 = clock.now();
-    const at = { checking: NaN, checked: NaN, applying: NaN, applied: NaN, cpu0: NaN, cpu1: NaN };
+    const at = { checking: NaN, checked: NaN, applying: NaN, shown: NaN, applied: NaN, cpu0: NaN, cpu1: NaN };
     return {
       checking: () => (at.checking = clock.now()),
       checked: () => (at.checked = clock.now()),
       applying: () => {
         at.applying = clock.now();
         at.cpu0 = clock.cpu();
+      },
+      shown: () => {
+        if (Number.isNaN(at.shown)) at.shown = clock.now();
       },
       applied: () => {
         at.cpu1 = clock.cpu();
@@ -90,6 +99,7 @@ export class EditSpans {
           before: at.applying - at.checked,
           applyEdit: at.applied - at.applying,
           hostCpu: at.cpu1 - at.cpu0,
+          shown: at.shown - at.applying,
           after: clock.now() - at.applied,
         });
       },

@@ -15,7 +15,8 @@ export interface StreamMimes {
 }
 
 export interface InterpretedOutput {
-  streams: StreamEvent[];
+  /** Console text; `block`: an error's, which stands on lines of its own (ConsoleLines). */
+  streams: (StreamEvent & { block?: true })[];
   failed: boolean;
   /** A rich value (the last one of a run becomes `done.output`). */
   value?: MimeBundle;
@@ -55,8 +56,6 @@ export function unlinked(text: string): string {
     .replace(/<a\s[^>]*>([^<]*)<\/a>/gi, (_all, inner: string) => plainText(inner));
 }
 
-const withNewline = (s: string) => (s.endsWith('\n') ? s : `${s}\n`);
-
 /**
  * Maps one API output onto the scratchpad stream: console items become stdout/stderr events,
  * error items their traceback on stderr (colour codes removed, nothing else: a source line may
@@ -79,9 +78,9 @@ export function interpretOutput(
     } else if (item.mime === mimes.error) {
       result.failed = true;
       const text = errorText(decoder.decode(item.data));
-      result.streams.push({ name: 'stderr', text: withNewline(linksInErrors ? unlinked(text) : stripAnsi(text)) });
+      result.streams.push({ name: 'stderr', text: linksInErrors ? unlinked(text) : stripAnsi(text), block: true });
     } else if (result.failed) {
-      result.streams.push({ name: 'stderr', text: withNewline(plainText(decoder.decode(item.data))) });
+      result.streams.push({ name: 'stderr', text: plainText(decoder.decode(item.data)), block: true });
     } else if (item.mime === MARIMO_UI_MIME) {
       Object.assign(value, marimoValue(decoder.decode(item.data)));
     } else if (!isTextMime(item.mime)) {

@@ -7,11 +7,6 @@ export const kernelChoice = z.enum(['builtin', 'jupyter', 'marimo'], {
 
 /** `POST /notebooks/kernel/start` and the MCP `start_kernel` tool. */
 export const startKernelBody = z.strictObject({
-  notebook: z
-    .string()
-    .min(1, 'give the session id or the absolute path of the notebook')
-    .describe('Session id or absolute path.'),
-  kernel: kernelChoice.describe(
-    '"jupyter": a Jupyter kernel the person picks; "builtin": Agent Bridge Python (.ipynb); "marimo": a marimo kernel the person picks (marimo notebooks).',
-  ),
+  notebook: z.string().min(1, 'give the session id or the absolute path of the notebook'),
+  kernel: kernelChoice,
 });

@@ -44,6 +44,7 @@ import { CellSeries } from './series';
 import { KERNEL_READER, ReadTracker, type Reader } from './versions';
 import type { RiskChecks, RunPiece } from './riskChecks';
 import { riskField, type RiskReport } from './riskScan';
+import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {
   /** Characters of text kept per output item (setting agentBridge.outputTextLimit). */
@@ -62,6 +63,8 @@ export interface NotebookCellsOptions {
   spans?: EditSpans;
   /** Scans the code of every cell run before it starts, and rules on it (riskChecks.ts). */
   risk?: Pick<RiskChecks, 'vet' | 'scan'>;
+  /** Puts a yes-or-no question to the person (none: every such question is answered no). */
+  confirm?: (question: { message: string; yes: string }) => Promise<'yes' | 'no' | 'no-answer'>;
 }
 
 const single = () => '';
@@ -117,13 +120,14 @@ export class NotebookCells implements CellService {
     };
   }
 
-  async list(ref: string | undefined): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
+  async list(ref: string | undefined, { read = true } = {}): Promise<{ notebook: NotebookInfo; cells: CellView[] }> {
     const entry = this.notebook(ref);
     const kernel = await this.docs.kernel(entry.uri);
     const snapshots = this.docs.cells(entry.uri);
     const status = kernelStatus(kernel);
     const graph = await this.graph(entry, snapshots, status);
-    const cells = snapshots.map((c, i) => ({ ...this.show(entry, c, i, status), ...graph?.get(c.id) }));
+    const view = read ? this.show.bind(this) : this.view.bind(this);
+    const cells = snapshots.map((c, i) => ({ ...view(entry, c, i, status), ...graph?.get(c.id) }));
     return { notebook: withKernel(entry, kernel), cells };
   }
 
@@ -299,7 +303,9 @@ export class NotebookCells implements CellService {
     await this.checkKernel(notebook);
     // All of a series is ruled on at once (one question for the person); each cell is checked again as it starts.
     await this.options.risk?.vet(notebook.uri, pieces(this.docs.cells(notebook.uri), ids));
-    const first = await this.start(notebook, onError === 'continue' ? ids : ids.slice(0, 1));
+    // All queued at once: with "stop", the kernel drops the rest after a failure, or (where it
+    // cannot) only the first is queued and the series queues each next one.
+    const first = await this.start(notebook, ids, onError === 'stop');
     return new CellSeries(
       ids,
       first,
@@ -340,6 +346,19 @@ export class NotebookCells implements CellService {
       }),
     );
     return { saved };
+  }
+
+  async persistIds(ref: string | undefined): Promise<{ notebook: NotebookInfo; upgraded: boolean }> {
+    const entry = this.notebook(ref);
+    if (entry.notebookType !== 'jupyter-notebook') throw cannotPersist(entry);
+    if (!entry.idsPersist) {
+      const answer = (await this.options.confirm?.(persistIdsQuestion(this.reader.label, entry))) ?? 'no';
+      if (answer !== 'yes') throw persistRefused(entry, answer);
+      await this.writes.run(entry.uri, () => this.docs.persistIds(entry.uri));
+      this.touched.add(entry.uri);
+    }
+    const now = this.notebook(entry.uri);
+    return { notebook: withKernel(now, await this.docs.kernel(now.uri)), upgraded: !entry.idsPersist };
   }
 
   interrupt(ref: string | undefined): Promise<InterruptHow> {
@@ -512,10 +531,10 @@ export class NotebookCells implements CellService {
     return code;
   }
 
-  private async start(notebook: NotebookEntry, cellIds: readonly string[]): Promise<RunHandle[]> {
+  private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
     const before = await this.vetted(notebook, cellIds);
     this.touched.add(notebook.uri);
-    const tickets = await this.docs.execute(notebook.uri, cellIds);
+    const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     return tickets.map((ticket) => {
       const risk = before.risk?.findings.filter((f) => f.cell === ticket.cellId);
       const own = risk?.length ? { ...before.risk!, findings: risk } : undefined;
@@ -675,9 +694,11 @@ export function cellView(
 const kernelStatus = (kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>) => ('status' in kernel ? kernel.status : undefined);
 
 function withKernel(entry: NotebookEntry, kernel: Awaited<ReturnType<OpenNotebooks['kernel']>>): NotebookInfo {
-  if (!('kind' in kernel)) return { ...entry, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
+  const ids = idsNote(entry);
+  const info = { ...entry, ...(ids && { idsNote: ids }) };
+  if (!('kind' in kernel)) return { ...info, kernel: null, kernelUnavailable: kernel.unavailable, kernelState: null };
   const { state, note } = kernel.status;
-  return { ...entry, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
+  return { ...info, kernel: kernel.kind, kernelState: state, ...(note && { kernelStateNote: note }) };
 }
 
 /**

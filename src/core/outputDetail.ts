@@ -8,17 +8,24 @@ import type { CellRunResult, CellView, OutputItemView } from './cellService';
  */
 export type OutputDetail = 'none' | 'summary' | 'full';
 
-/** Lines, and characters, of an item's text a summary keeps. */
-export const SUMMARY_LINES = 5;
-export const SUMMARY_CHARS = 400;
+/** Lines, and characters, of an item's text a summary keeps: its head and its tail, half each. */
+export const SUMMARY_LINES = 15;
+export const SUMMARY_CHARS = 2000;
 
-/** One output item in a summary: no mime when the type says it, text cut to its first lines. */
+/**
+ * One output item in a summary: no mime when the type says it, text cut at the middle. Where an
+ * output has text/plain beside text/html (a DataFrame), the plain text carries the summary and
+ * the HTML only its size; an HTML-only item is summarized as its text, markup, styles and scripts
+ * left out.
+ */
 export interface OutputItemSummary {
   readonly type: string;
   readonly bytes: number;
   readonly text?: string;
-  /** Lines of the whole text, when the summary kept fewer. */
+  /** Lines of the whole text, when the summary cut some. */
   readonly lines?: number;
+  /** Rows and columns of the table an output shows (a pandas or polars DataFrame). */
+  readonly shape?: readonly [number, number];
   readonly name?: string;
   readonly message?: string;
   /** The traceback's last frame: where the error was raised. */
@@ -34,7 +41,7 @@ export function cellAt(view: CellView, detail: OutputDetail): CellAnswer {
   if (detail === 'full') return view;
   const { outputs, ...rest } = view;
   if (detail === 'none') return rest;
-  return { ...rest, outputs: outputs.map((o) => ({ items: o.items.map(summarize) })) };
+  return { ...rest, outputs: outputs.map((o) => ({ items: summarizeOutput(o.items) })) };
 }
 
 /** An answer's cells (`cell`, `cells`, each run's `cell`, and the runs in `alsoRan`) at the asked detail. */
@@ -55,6 +62,19 @@ export function answerAt<T extends object>(body: T, detail: OutputDetail): T {
   };
 }
 
+/** An output's items summarized: the plain text speaks for its HTML sibling (and says the table's shape). */
+function summarizeOutput(items: readonly OutputItemView[]): OutputItemSummary[] {
+  const html = items.find((i) => i.type === 'text/html' && i.text !== undefined);
+  const plain = items.find((i) => i.type === 'text/plain' && i.text !== undefined);
+  const shape = tableShape(html) ?? tableShape(plain);
+  const speaks = plain ?? html;
+  return items.map((item) => {
+    if (item === html && plain) return { type: item.type, bytes: item.bytes, ...(item.url ? { url: item.url } : {}) };
+    const summary = summarize(item);
+    return item === speaks && shape ? { ...summary, shape } : summary;
+  });
+}
+
 function summarize(item: OutputItemView): OutputItemSummary {
   const url = item.url ? { url: item.url } : {};
   if (item.type === 'error') {
@@ -63,23 +83,83 @@ function summarize(item: OutputItemView): OutputItemSummary {
       type: 'error',
       bytes: item.bytes,
       name: item.name ?? '',
-      message: firstLines(item.message ?? '').text,
+      message: cutMiddle(item.message ?? '').text,
       ...(frame ? { lastFrame: frame } : {}),
       ...url,
     };
   }
   if (item.text === undefined) return { type: item.type, bytes: item.bytes, ...url };
-  const { text, lines } = firstLines(item.text);
+  const { text, lines } = cutMiddle(item.type === 'text/html' ? htmlText(item.text) : item.text);
   return { type: item.type, bytes: item.bytes, text, ...(lines ? { lines } : {}), ...url };
 }
 
-/** The first lines of `text`; `lines` counts the whole when some were left out. */
-function firstLines(text: string): { text: string; lines?: number } {
+/**
+ * `text` kept to SUMMARY_LINES lines and SUMMARY_CHARS characters: its head and its tail (where a
+ * DataFrame says its size and a log how it ended), with a line in the middle saying what was cut;
+ * `lines` counts the whole when some were cut.
+ */
+export function cutMiddle(text: string): { text: string; lines?: number } {
   const all = text.split('\n');
   if (text.endsWith('\n')) all.pop();
-  const kept = all.slice(0, SUMMARY_LINES).join('\n');
-  if (all.length <= SUMMARY_LINES && kept.length <= SUMMARY_CHARS) return { text };
-  return { text: kept.length > SUMMARY_CHARS ? `${kept.slice(0, SUMMARY_CHARS)}…` : kept, lines: all.length };
+  const half = SUMMARY_CHARS / 2;
+  if (all.length <= SUMMARY_LINES) {
+    if (text.length <= SUMMARY_CHARS) return { text };
+    const cut = text.length - SUMMARY_CHARS;
+    return { text: `${text.slice(0, half)}\n[... ${cut} characters cut ...]\n${text.slice(-half)}`, lines: all.length };
+  }
+  const side = Math.floor((SUMMARY_LINES - 1) / 2);
+  const head = all.slice(0, side).join('\n');
+  const tail = all.slice(-side).join('\n');
+  return {
+    text: [
+      head.length > half ? `${head.slice(0, half)}…` : head,
+      `[... ${all.length - 2 * side} lines cut ...]`,
+      tail.length > half ? `…${tail.slice(-half)}` : tail,
+    ].join('\n'),
+    lines: all.length,
+  };
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', times: '×' };
+
+/** The text an HTML output shows: no styles, scripts or comments; a line per row or block, cells apart. */
+export function htmlText(html: string): string {
+  return (
+    html
+      .replace(/<(style|script)\b[\s\S]*?<\/\1\s*>/gi, '')
+      .replace(/<!--[\s\S]*?-->/g, '')
+      // Line breaks in the source are spaces, but in a <pre>.
+      .replace(/(<pre\b[^>]*>[\s\S]*?<\/pre\s*>)|\s+/gi, (_space, pre?: string) => pre ?? ' ')
+      .replace(/<\/(td|th)\s*>/gi, ' ')
+      .replace(/<(br|\/tr|\/p|\/pre|\/div|\/li|\/h[1-6]|\/caption)\b[^>]*>/gi, '\n')
+      .replace(/<[^>]*>/g, '')
+      .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (all, name: string) => {
+        if (name[0] !== '#') return ENTITIES[name.toLowerCase()] ?? all;
+        const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : Number(name.slice(1));
+        return Number.isSafeInteger(code) && code <= 0x10ffff ? String.fromCodePoint(code) : all;
+      })
+      .split('\n')
+      .map((line) => line.replace(/[ \t]+/g, ' ').trim())
+      .filter(Boolean)
+      .join('\n')
+  );
+}
+
+/**
+ * Rows and columns of the DataFrame an output shows: pandas says them under a cut table
+ * (`5000 rows × 3 columns`; `[5000 rows x 3 columns]` in its text), polars above its own
+ * (`shape: (5, 3)`); a whole pandas table is counted (its body's rows, the first row's cells).
+ */
+export function tableShape(item: OutputItemView | undefined): [number, number] | undefined {
+  const text = item?.text;
+  if (!text) return undefined;
+  const said = /\[?(\d+) rows [×x] (\d+) columns\]?|shape: \((\d+), (\d+)\)/.exec(text);
+  if (said) return [Number(said[1] ?? said[3]), Number(said[2] ?? said[4])];
+  if (item.type !== 'text/html' || item.truncated || !/class="dataframe/.test(text)) return undefined;
+  const body = /<tbody>([\s\S]*?)<\/tbody>/.exec(text)?.[1];
+  const rows = body?.split(/<tr\b/).slice(1) ?? [];
+  if (!rows.length) return undefined;
+  return [rows.length, rows[0]!.split(/<td\b/).length - 1];
 }
 
 /**

@@ -23,7 +23,7 @@ export interface AgentRun {
   readonly client: string;
   /** Whose run it is (Caller.owner: a hash of its credential, salted per window); null: a client with none. */
   readonly owner: string | null;
-  readonly transport: 'http' | 'mcp';
+  readonly transport: AgentAction['transport'];
   /** "scratchpad run", "cell run", "mcp execute_code", ... */
   readonly label: string;
   /** The notebook as the agent named it (session id, path or uri). */

@@ -1,4 +1,6 @@
 import { randomToken } from './ids';
+import type { StreamEvent } from './kernelPort';
+import { OutputCap } from './outputCap';
 
 /**
  * The whole printed output of scratchpad runs whose answer was capped, kept for a while so an
@@ -55,8 +57,13 @@ export class OutputRecording {
   }
 }
 
+/** How many ids of outputs no longer kept are remembered, to tell "expired" from "no such id". */
+const GONE_REMEMBERED = 1000;
+
 export class ScratchpadOutputs {
   private readonly entries = new Map<string, KeptOutput>();
+  /** Ids of outputs that were kept and are gone (expired, or pushed out by newer ones), oldest first. */
+  private readonly gone = new Set<string>();
 
   constructor(
     readonly bounds: OutputBounds = DEFAULT_OUTPUT_BOUNDS,
@@ -83,19 +90,75 @@ export class ScratchpadOutputs {
     // Oldest first (a Map iterates in insertion order); the new entry stays, it is within runChars.
     for (const [id, e] of this.entries) {
       if (total <= this.bounds.totalChars || id === entry.id) break;
-      this.entries.delete(id);
+      this.drop(id);
       total -= e.text.length;
     }
     return entry;
   }
 
-  get(id: string): KeptOutput | undefined {
+  /** The kept output, `gone` when it was kept and no longer is, undefined when no output had this id. */
+  get(id: string): KeptOutput | 'gone' | undefined {
     this.expire();
-    return this.entries.get(id);
+    return this.entries.get(id) ?? (this.gone.has(id) ? 'gone' : undefined);
   }
 
   private expire(): void {
     const now = this.now();
-    for (const [id, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(id);
+    for (const [id, e] of this.entries) if (e.expiresAt <= now) this.drop(id);
+  }
+
+  private drop(id: string): void {
+    this.entries.delete(id);
+    this.gone.add(id);
+    for (const old of this.gone) {
+      if (this.gone.size <= GONE_REMEMBERED) break;
+      this.gone.delete(old);
+    }
+  }
+}
+
+/** Where the whole output of a capped run can be fetched (a row of the route table). */
+export const SCRATCHPAD_OUTPUT_PATH = '/notebooks/scratchpad/outputs/:id';
+
+/** The stderr line that stands where a run's printed output was cut. */
+export function cappedNote(cut: { cutChars: number; headChars: number }, kept: KeptOutput, url: string): string {
+  const minutes = Math.round((kept.expiresAt - Date.now()) / 60_000);
+  const whole = kept.complete
+    ? `the whole output (${kept.printed} characters) is at ${url}`
+    : `its first ${kept.text.length} of ${kept.printed} characters are at ${url}`;
+  return `\n[agent-bridge: ${cut.cutChars} characters cut here, after character ${cut.headChars}; ${whole} for ${minutes} minutes (GET with the token)]\n`;
+}
+
+/**
+ * One scratchpad run's printed output as every transport answers it (HTTP's event stream, MCP
+ * execute_code): capped head and tail (OutputCap), the head as it comes (`push` returns it), and
+ * at the end (`finish`) the tail, after a note saying what was cut and at which url the whole is
+ * kept for a while.
+ */
+export class CappedOutput {
+  private readonly cap: OutputCap;
+  private readonly whole: OutputRecording;
+
+  constructor(
+    private readonly outputs: ScratchpadOutputs,
+    cap: number,
+  ) {
+    this.cap = new OutputCap(cap);
+    this.whole = outputs.record();
+  }
+
+  /** The part of `event` to send now, if any. */
+  push(event: StreamEvent): StreamEvent | undefined {
+    this.whole.push(event.text);
+    return this.cap.push(event);
+  }
+
+  /** What follows the head: the note where something was cut (its url made by `urlOf`), then the tail. */
+  finish(urlOf: (path: string) => string): StreamEvent[] {
+    const end = this.cap.finish();
+    if (end.cutChars === 0) return end.tail;
+    const kept = this.outputs.keep(this.whole);
+    const note = cappedNote(end, kept, urlOf(SCRATCHPAD_OUTPUT_PATH.replace(':id', kept.id)));
+    return [{ name: 'stderr', text: note }, ...end.tail];
   }
 }

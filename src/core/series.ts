@@ -7,9 +7,11 @@ export const FOREVER_MS = 2_147_483_647;
 
 /**
  * Several cell runs, followed in notebook order whoever waits. With onError "continue" every
- * cell is queued at once (the kernel runs them back to back); with "stop" each is queued when
- * the one before it succeeded, so a failure leaves the rest unrun. The series goes on when a
- * wait times out or its client leaves, like a single run.
+ * cell is queued at once (the kernel runs them back to back); with "stop" too where the kernel
+ * drops the rest after a failure (the builtin kernel), else each is queued when the one before
+ * it succeeded; either way a failure leaves the rest unrun. A cell whose run ended without
+ * running (its kernel dropped it) counts as skipped. The series goes on when a wait times out or
+ * its client leaves, like a single run.
  */
 export class CellSeries implements SeriesHandle {
   private readonly runs: CellRunResult[] = [];
@@ -51,13 +53,17 @@ export class CellSeries implements SeriesHandle {
       } catch (error) {
         // The cell was deleted, or could no longer be queued: the series ends here.
         this.stopped = error instanceof BridgeError ? error.detail : String(error);
-        this.skipped = this.cellIds.slice(i + (first[i] ? 1 : 0));
+        this.skipped = [...this.skipped, ...this.cellIds.slice(i + (first[i] ? 1 : 0))];
         return;
+      }
+      if (result.done && result.status === 'idle') {
+        this.skipped = [...this.skipped, id];
+        continue;
       }
       this.runs.push(result);
       this.emit({ cellId: id, result });
       if (onError === 'stop' && result.status !== 'succeeded') {
-        this.skipped = this.cellIds.slice(i + 1);
+        this.skipped = [...this.skipped, ...this.cellIds.slice(i + 1)];
         return;
       }
     }

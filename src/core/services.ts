@@ -14,7 +14,10 @@ export interface BridgeServices {
   runs: KeyedQueue;
   /** The whole output of scratchpad runs whose answer was capped, for a while. */
   outputs: ScratchpadOutputs;
+  /** The bridge's own version. */
   version: string;
+  /** The marimo version given where marimo gives its own (marimoVersion.ts). */
+  marimoVersion: () => string;
   /** Reading, editing and running the cells of open notebooks. */
   cells: CellService;
   /** The person's access policy and the activity record every agent action passes. */

@@ -1,6 +1,7 @@
 import type { Kernels as JupyterKernelsApi, Kernel as JupyterApiKernel } from '@vscode/jupyter-extension';
 import * as vscode from 'vscode';
 import { interpretOutput, reduceDisplay, type StreamMimes } from '../core/extensionOutputs';
+import { ConsoleLines } from '../core/consoleLines';
 import {
   NO_OUTPUT,
   reduceMimeBundle,
@@ -241,6 +242,7 @@ export class ApiKernelAdapter implements Kernel {
       else signal.addEventListener('abort', onAbort, { once: true });
     });
     const mimes = streamMimes();
+    const lines = new ConsoleLines(onStream);
     let failed = false;
     let produced = false;
     /** The end of what the run wrote on stderr, for failureHint. */
@@ -258,7 +260,9 @@ export class ApiKernelAdapter implements Kernel {
         if (next.done) break;
         produced = true;
         const interpreted = interpretOutput(next.value, mimes, this.rules);
-        interpreted.streams.forEach(onStream);
+        for (const s of interpreted.streams)
+          if (s.block) lines.block(s.name, s.text);
+          else lines.text(s);
         for (const s of interpreted.streams) if (s.name === 'stderr') stderr = (stderr + s.text).slice(-STDERR_KEPT);
         failed ||= interpreted.failed;
         if (interpreted.value) value = interpreted.value;
@@ -272,7 +276,7 @@ export class ApiKernelAdapter implements Kernel {
           produced || !this.rules.accessHintOnError || !this.source.accessHint
             ? ''
             : ` (if the ${this.source.label} extension refused access: ${this.source.accessHint})`;
-        onStream({ name: 'stderr', text: `${message}${hint}\n` });
+        lines.block('stderr', `${message}${hint}`);
       }
       failed = true;
     } finally {
@@ -280,7 +284,7 @@ export class ApiKernelAdapter implements Kernel {
     }
     if (signal.aborted) failed = true;
     const hint = failed && !signal.aborted ? this.rules.failureHint?.(code, stderr) : undefined;
-    if (hint) onStream({ name: 'stderr', text: `${hint}\n` });
+    if (hint) lines.block('stderr', hint);
     if (failed) return { success: false, status: signal.aborted ? 'interrupted' : 'failed', output: NO_OUTPUT };
     if (value) return { success: true, status: 'succeeded', output: reduceMimeBundle(value) };
     return { success: true, status: 'succeeded', output: (display && reduceDisplay(display)) ?? NO_OUTPUT };

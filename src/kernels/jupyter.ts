@@ -76,6 +76,11 @@ export class JupyterKernels extends ExtensionKernels implements vscode.Disposabl
     return python ? adapter : Object.assign(adapter, { kind: `jupyter:${language}` });
   }
 
+  /** Jupyter's queue cancels the cells behind a failed one (CellExecutionQueue in vscode-jupyter). */
+  stopsAtFailure(notebook: vscode.NotebookDocument): boolean {
+    return this.running.has(notebook);
+  }
+
   override async interrupt(notebook: vscode.NotebookDocument): Promise<InterruptHow | undefined> {
     const kernel = await this.apiKernel(notebook);
     if (!kernel || kernel instanceof KernelUnavailable) return undefined;

@@ -17,10 +17,12 @@ export class KernelUnavailable {
 /**
  * A step of a cell's run as the controller running it took it: queued, running (its outputs
  * cleared), an output shown, ended. `outputs` are the cell's outputs as the controller has set
- * them (undefined: left as they were, a run dropped before its turn).
+ * them (undefined: left as they were, a run interrupted before its turn). `dropped`: the run
+ * never started and the cell shows as never run (a series stopped at a failure before it).
  */
 export type CellRunReport =
   | { cell: vscode.NotebookCell; phase: 'queued' }
+  | { cell: vscode.NotebookCell; phase: 'dropped' }
   | {
       cell: vscode.NotebookCell;
       phase: 'running' | 'output';
@@ -62,9 +64,17 @@ export interface KernelProvider {
    * (queued, then running, shown in the editor), without waiting for them to end; false when
    * it does not serve the notebook. Saves VS Code's notebook command, which goes through the
    * workbench and back before the controller sees the cells; providers without it are run by
-   * the command.
+   * the command. `stopAfterFailure`: once a cell fails, the cells after it are dropped before
+   * their turn and show as never run.
    */
-  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean;
+  runCells?(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure: boolean): boolean;
+  /**
+   * Whether the notebook's kernel, run through VS Code's command, cancels the cells queued behind
+   * a run that fails (they end unstarted and show as never run), as Jupyter's queue does unless
+   * the failed cell is tagged `raises-exception`: a series that stops at a failure can then be
+   * queued at once.
+   */
+  stopsAtFailure?(notebook: vscode.NotebookDocument): boolean;
   /**
    * Fires as this provider's own controller moves a cell's run along, at the moment it does:
    * before the workbench has applied the step and echoed it to the extension host's document

@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { CellAnalysis, CodeAnalyzer } from '../core/codeChecks';
 import type { Kernel } from '../core/kernelPort';
 import type { Log } from '../core/log';
 import { INSPECT_MARKER, parseInspectOutput } from '../core/variables';
+import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 
 /** Analyses kept, by code (the analysis of a text never changes). */
 const CACHED = 2000;
@@ -17,13 +18,17 @@ export interface PythonAnalyzerOptions {
   script: string;
   /** The notebook's builtin kernel, which answers in-process when it is running; undefined otherwise. */
   builtinKernel: (notebookUri: string) => Promise<Kernel | undefined>;
+  /** The program as it starts: in the builtin kernel's sandbox while that is on (its Python is the kernel's). */
+  wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
   log: Log;
 }
 
 /**
  * Python's own compiler and symbol tables for the cells of a notebook (the extension host has
  * no Python parser): the notebook's running builtin kernel answers, else a short-lived
- * `python kernel_inspect.py` does. IPython syntax is accepted where IPython is importable.
+ * `python kernel_inspect.py` does, in the kernel's sandbox when that is on (the Python is the
+ * kernel's, whose files a sandboxed run may have changed). IPython syntax is accepted where
+ * IPython is importable.
  */
 export class PythonAnalyzer implements CodeAnalyzer {
   private readonly cache = new Map<string, Analysis>();
@@ -53,16 +58,20 @@ export class PythonAnalyzer implements CodeAnalyzer {
 
   private fromSubprocess(query: object): Promise<unknown> {
     return new Promise((resolve) => {
-      const child = spawn(this.options.python(), [this.options.script], {
+      const python = this.options.python();
+      const plain = { command: python, args: [this.options.script] };
+      const child = spawnCommand(this.options.wrap?.([python, this.options.script], process.env) ?? plain, {
         stdio: ['pipe', 'pipe', 'pipe'],
+        env: process.env,
         timeout: SUBPROCESS_TIMEOUT_MS,
       });
+      const [input, output, errors] = child.stdio as unknown as [Writable, Readable, Readable];
       let stdout = '';
       let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));
+      output.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      errors.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));
       child.on('error', (error) => {
-        this.options.log.warn(`the Python code check could not start ${this.options.python()}: ${error.message}`);
+        this.options.log.warn(`the Python code check could not start ${python}: ${error.message}`);
         resolve(undefined);
       });
       child.on('close', () => {
@@ -70,8 +79,8 @@ export class PythonAnalyzer implements CodeAnalyzer {
         if (answer === undefined) this.options.log.warn(`the Python code check gave no answer: ${stderr.trim()}`);
         resolve(answer);
       });
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(JSON.stringify(query));
+      input.on('error', () => undefined);
+      input.end(JSON.stringify(query));
     });
   }
 }

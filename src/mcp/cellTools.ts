@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { CellService, RunHandle, SeriesHandle } from '../core/cellService';
 import { BridgeError } from '../core/bridgeError';
-import { isTextMime } from '../core/cellOutputs';
+import { isTextMime, shapeItem } from '../core/cellOutputs';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
 import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitedKind, waitRuns } from '../core/cellRuns';
 import {
   clearBody,
@@ -9,6 +10,7 @@ import {
   editBody,
   editsBody,
   followBody,
+  listArgs,
   moveBody,
   notebookBody,
   outputs,
@@ -20,6 +22,7 @@ import {
   toSelection,
 } from '../core/cellSchemas';
 import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
+import { listAnswer } from '../core/cellBrief';
 import type { BridgeServices } from '../core/services';
 import { notebookVariables } from '../core/variables';
 import { startKernelBody } from '../core/kernelSchemas';
@@ -28,26 +31,23 @@ import { found, Found, tool, type ImageContent, type ToolAnswer, type ToolRow } 
 
 /**
  * The cell routes as MCP tools: the same request schemas and the same CellService calls as the
- * REST handlers, so read-before-write, batches and output caps are the service's, not ours.
- * Differences are of transport only: runs wait by default (a tool call has no 202), and image
- * outputs come back once as MCP image content (the JSON keeps their url and size).
+ * REST handlers, so read-before-write, batches and output caps are the service's, not ours, and
+ * the answers are the same size. Differences are of transport only: runs wait by default (a tool
+ * call has no 202), and an image output comes back as MCP image content when asked
+ * (`images: true`) or read alone (get_output); otherwise the JSON carries its url and size.
+ * Descriptions are short (tools/list is read at the start of every session); the long text is
+ * the skill's reference/mcp.md.
  */
 
 const withRef = { ref };
 const deleteArgs = editBody.pick({ notebook: true, version: true, force: true }).extend(withRef);
 const withOutputs = { outputs: outputs.optional() };
-const waitArgs = { wait: z.boolean().optional().describe('Wait for the runs to end (default true).') };
-
-const NOTEBOOK = '"notebook" is a session id, path or uri (omit it when one notebook is open).';
-const GUARD =
-  'Read-before-write: a non-empty cell can be changed only at the version you last read (list_cells/get_cell, ' +
-  'or your own write); otherwise the tool fails with the current cell: read it again and retry, or pass ' +
-  '"version" (the one you read) or "force": true.';
+const withImages = { images: z.boolean().optional().describe('Also send image outputs as image content.') };
+const waitArgs = { wait: z.boolean().optional().describe('Default true.') };
 
 export function cellTools(ctx: BridgeServices): ToolRow[] {
   const cells = ctx.cells;
   const readOnly = { readOnlyHint: true };
-  /** An answer at the asked detail; in full, its cells' images ride along as image content. */
   /** A run of many cells answered: queued at once (wait: false), or its per-cell results. */
   const seriesAnswer = async (
     body: { notebook?: string | undefined; wait?: boolean | undefined; timeoutMs?: number | undefined },
@@ -60,83 +60,90 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     const result = await series.wait({ timeoutMs });
     // A wait that runs out is a result to read (the series goes on), not a failure.
     const detail = result.done ? {} : { detail: timeoutDetail(timeoutMs, result.pending) };
-    return shown(
-      body.notebook,
-      { ...about, ...detail, ...result },
-      result.runs.map((r) => r.cell),
-      outputs ?? 'summary',
-      waitedKind(result),
-    );
+    return found(answerAt({ ...about, ...detail, ...result }, outputs ?? 'summary'), waitedKind(result));
   };
+  /** An answer with these cells' images as image content too, when asked. */
   const shown = async (
     notebook: string | undefined,
     body: object,
     views: readonly CellAnswer[],
-    detail: OutputDetail,
-    kind?: OutcomeKind,
-  ) => found(answerAt(body, detail), kind, detail === 'full' ? await images(cells, notebook, views) : []);
+    { images: asked, kind }: { images?: boolean | undefined; kind?: OutcomeKind },
+  ) => found(body, kind, asked ? await images(cells, notebook, views) : []);
   /** One run waited for; a wait that runs out is a result to read (the run goes on), not a failure. */
-  const waited = async (notebook: string | undefined, handle: RunHandle, timeoutMs?: number, detail?: OutputDetail) => {
-    const options = { wait: true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+  const waited = async (
+    notebook: string | undefined,
+    handle: RunHandle,
+    args: { timeoutMs?: number | undefined; outputs?: OutputDetail | undefined; images?: boolean | undefined },
+  ) => {
+    const options = { wait: true, timeoutMs: args.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
     const { body, kind } = await waitRuns({}, [handle], options);
     const run = { ...body.runs![0]!, ...(body.stale && { stale: body.stale }) };
-    const views = [run.cell, ...(run.alsoRan ?? []).map((r) => r.cell)];
-    return shown(notebook, body.detail ? { detail: body.detail, ...run } : run, views, detail ?? 'summary', kind);
+    // A run with no `cells` beside it carries its cell (cellRuns.ts).
+    const views = [run, ...(run.alsoRan ?? [])].flatMap((r) => (r.cell ? [r.cell] : []));
+    const answer = answerAt(body.detail ? { detail: body.detail, ...run } : run, args.outputs ?? 'summary');
+    return shown(notebook, answer, views, { images: args.images, kind });
   };
   return [
     tool({
       name: 'list_notebooks',
       access: 'read',
-      description:
-        'List the notebooks open in the editor (session id, uri, path, kernel and its state: idle, busy, starting, dead..., cell count).',
+      description: 'Open notebooks: session id, path, kernel and its state, cell count, idsPersist.',
       annotations: readOnly,
       handle: () => answer(async () => ({ notebooks: await cells.notebooks() })),
     }),
     tool({
       name: 'get_active_notebook',
       access: 'read',
-      description: 'The notebook the person is looking at, with their selected and visible cells.',
+      description: 'The notebook the person is looking at; their selected and visible cells.',
       annotations: readOnly,
       handle: () => answer(() => cells.active()),
     }),
     tool({
       name: 'list_cells',
       access: 'read',
-      description: `Every cell of a notebook: id, index, kind, language, code, version, execution state and outputs (default "summary"). ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend(withOutputs),
+      description: 'Every cell with output summaries; view "brief": id, kind, status, stale, first line.',
+      inputSchema: listArgs,
       annotations: readOnly,
-      handle: ({ notebook, outputs }) => answer(async () => answerAt(await cells.list(notebook), outputs ?? 'summary')),
+      handle: ({ notebook, ...shown }) => answer(() => listAnswer(cells, notebook, shown)),
     }),
     tool({
       name: 'get_cell',
       access: 'read',
-      description: `One cell, with its outputs (default "full": images as image content). ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend(withRef).extend(withOutputs),
+      description: 'One cell with its outputs (default "full"; images by url unless "images").',
+      inputSchema: notebookBody.extend(withRef).extend(withOutputs).extend(withImages),
       annotations: readOnly,
-      handle: ({ notebook, ref, outputs }) =>
+      handle: ({ notebook, ref, outputs, images }) =>
         answer(async () => {
           const cell = await cells.get(notebook, ref);
-          return shown(notebook, { cell }, [cell], outputs ?? 'full');
+          return shown(notebook, answerAt({ cell }, outputs ?? 'full'), [cell], { images });
         }),
+    }),
+    tool({
+      name: 'get_output',
+      access: 'read',
+      description: 'An output item by its url: an image as image content, text (head and tail past 40,000 characters).',
+      inputSchema: z.strictObject({ url: z.string().min(1) }),
+      annotations: readOnly,
+      handle: ({ url }) => answer(() => outputAnswer(cells, url)),
     }),
     tool({
       name: 'create_cell',
       access: 'edit',
-      description: `Insert a cell at "index", or "before"/"after" another cell (default: at the end). ${NOTEBOOK}`,
+      description: 'Insert a cell at "index" or "before"/"after" a cell (default: the end).',
       inputSchema: createBody,
       handle: ({ notebook, ...cell }) => answer(() => cells.create(notebook, cell)),
     }),
     tool({
       name: 'edit_cell',
       access: 'edit',
-      description: `Replace the whole text of a cell (optionally its kind or language). ${GUARD} ${NOTEBOOK}`,
+      description: "Replace a cell's whole text (or kind, language, tags, metadata); read-before-write.",
       inputSchema: editBody.extend(withRef),
       handle: ({ notebook, ref, ...change }) => answer(() => cells.edit(notebook, ref, change)),
     }),
     tool({
       name: 'delete_cell',
       access: 'edit',
-      description: `Delete a cell. ${GUARD} ${NOTEBOOK}`,
+      description: 'Delete a cell; read-before-write.',
       inputSchema: deleteArgs,
       annotations: { destructiveHint: true },
       handle: ({ notebook, ref, ...guard }) => answer(() => cells.remove(notebook, ref, guard)),
@@ -144,7 +151,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'move_cell',
       access: 'edit',
-      description: `Move a cell "to" an index, or "before"/"after" another cell. ${NOTEBOOK}`,
+      description: 'Move a cell "to" an index or "before"/"after" a cell.',
       inputSchema: moveBody.extend(withRef),
       handle: ({ notebook, ref, ...to }) => answer(() => cells.move(notebook, ref, to)),
     }),
@@ -152,58 +159,40 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       name: 'run_cell',
       access: 'run',
       description:
-        `Run a code cell in the notebook's kernel and wait for it (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}): ` +
-        'returns success and the cell with its outputs (default "summary"), and in alsoRan the cells the kernel ' +
-        're-ran on its own meanwhile (marimo re-runs dependents). A timeout stops the wait, not the run (see interrupt). ' +
-        NOTEBOOK,
-      inputSchema: runBody.omit({ wait: true }).extend(withRef),
-      handle: ({ notebook, ref, timeoutMs, outputs }) =>
-        answer(async () => waited(notebook, await cells.run(notebook, ref), timeoutMs, outputs)),
+        `Run a code cell and wait (timeoutMs, default ${DEFAULT_RUN_TIMEOUT_MS}; the run goes on past it): success, ` +
+        'the cell, and alsoRan (cells marimo re-ran).',
+      inputSchema: runBody.omit({ wait: true }).extend(withRef).extend(withImages),
+      handle: ({ notebook, ref, ...args }) => answer(async () => waited(notebook, await cells.run(notebook, ref), args)),
     }),
     tool({
       name: 'wait_cell',
       access: 'read',
-      description:
-        'Wait again for the run a code cell has queued or running (after run_cell, edit_cells or run_cells ran out ' +
-        'of time), without running it again: returns like run_cell (a cell with no run in flight: its last run at ' +
-        `once). ${NOTEBOOK}`,
-      inputSchema: followBody.extend(withRef),
+      description: "Wait again for a cell's queued or running run, without running it again; answers like run_cell.",
+      inputSchema: followBody.extend(withRef).extend(withImages),
       annotations: readOnly,
-      handle: ({ notebook, ref, timeoutMs, outputs }) =>
-        answer(async () => waited(notebook, await cells.follow(notebook, ref), timeoutMs, outputs)),
+      handle: ({ notebook, ref, ...args }) => answer(async () => waited(notebook, await cells.follow(notebook, ref), args)),
     }),
     tool({
       name: 'edit_cells',
       access: 'edit',
       description:
-        'Apply a batch of operations (create/edit/delete/move) as one all-or-nothing edit (one undo step up to 20 cells), then ' +
-        'run the cells in "run" and wait for them. Refs (ids or indices) name cells as they were before the batch; ' +
-        '"index" and "to" count positions in the notebook as the earlier ops left it. A create op may carry a "name" ' +
-        '(e.g. "intro"): later ops use it as "after"/"before", "run" lists it, and the answer maps each name to the ' +
-        `new cell's id ("names"). Every op is checked before anything changes. ${GUARD} ${NOTEBOOK}`,
+        'Create/edit/delete/move ops as one all-or-nothing edit (one undo step), then run "run" and wait. Refs name ' +
+        'cells as before the batch; a create\'s "name" is a ref for later ops. Read-before-write.',
       inputSchema: editsBody.extend(waitArgs),
       handle: ({ notebook, ops, run, wait, timeoutMs, outputs, strict }) =>
         answer(async () => {
           const { runs, ...applied } = await cells.batch(notebook, ops, run ?? [], { strict });
-          const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: 'full' as const };
+          const options = { wait: wait ?? true, timeoutMs: timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: outputs ?? 'summary' };
           const { body, kind } = await waitRuns(applied, runs, options);
-          return shown(
-            notebook,
-            body,
-            (body.runs ?? []).map((r) => r.cell),
-            outputs ?? 'summary',
-            kind,
-          );
+          return found(body, kind);
         }),
     }),
     tool({
       name: 'run_cells',
       access: 'run',
       description:
-        'Run several code cells in notebook order: "cells" (ids or indices), a "range" {start, end (excluded)} or ' +
-        '"all": true (markup cells are skipped). onError "stop" (default) leaves the cells after one that does not ' +
-        'succeed unrun ("skipped"); "continue" runs them all. Waits (unless wait: false) and returns per-cell ' +
-        `results in order, with each cell's outputs (default "summary"). ${NOTEBOOK}`,
+        'Run "cells", a "range" {start, end excluded} or "all" in order and wait; onError "stop" (default) skips the ' +
+        'cells after a failure, "continue" runs them all.',
       inputSchema: runManyBody,
       handle: (body) =>
         answer(async () =>
@@ -214,10 +203,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
       name: 'run_stale',
       access: 'run',
       description:
-        'Run the stale cells in notebook order (list_cells shows "stale" with its reason, "dependsOn" and "dependents"): ' +
-        'every stale cell, or "cell" and the cells downstream of it that ran before; "rebuild": also the cells they read ' +
-        'from that have not run in this kernel (named in "needs" otherwise). Stops at the first failure; ' +
-        `waits (unless wait: false) and returns per-cell results (default "summary"). ${NOTEBOOK}`,
+        'Run the stale cells in order (or "cell" and the cells downstream of it); "rebuild": also the cells they read that have not run in this kernel. Stops at a failure.',
       inputSchema: runStaleBody,
       handle: (body) =>
         answer(async () => {
@@ -228,9 +214,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_variables',
       access: 'read',
-      description:
-        "The notebook kernel's variables without running a cell (no execution count, no history): name, type, " +
-        `shape or length, size in bytes and a short repr. Reprs that raise or hang come back as a note. ${NOTEBOOK}`,
+      description: "The kernel's variables without running a cell: name, type, shape or length, size, short repr.",
       inputSchema: notebookBody,
       annotations: readOnly,
       handle: ({ notebook }) => answer(() => notebookVariables(ctx, notebook)),
@@ -238,15 +222,15 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'inspect_variable',
       access: 'read',
-      description: `One kernel variable in detail (a longer repr; a DataFrame's columns and dtypes), without running a cell. ${NOTEBOOK}`,
-      inputSchema: notebookBody.extend({ name: z.string().min(1).describe('The variable name.') }),
+      description: "One kernel variable in detail (a longer repr; a DataFrame's columns and dtypes).",
+      inputSchema: notebookBody.extend({ name: z.string().min(1) }),
       annotations: readOnly,
       handle: ({ notebook, name }) => answer(() => notebookVariables(ctx, notebook, name)),
     }),
     tool({
       name: 'clear_outputs',
       access: 'edit',
-      description: `Clear the outputs (and last run) of "cells", a "range" or "all": true. ${NOTEBOOK}`,
+      description: 'Clear the outputs of "cells", a "range" or "all".',
       inputSchema: clearBody,
       annotations: { destructiveHint: true },
       handle: (body) => answer(() => cells.clearOutputs(body.notebook, toSelection(body))),
@@ -254,16 +238,21 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'save_notebook',
       access: 'save',
-      description:
-        'Save a notebook to its file, or with "all": true every open notebook the agents changed or ran; ' +
-        `returns what was saved (a failure says why: read-only file, changed on disk, untitled). ${NOTEBOOK}`,
+      description: 'Save a notebook, or "all" the notebooks agents changed or ran; a failure says why.',
       inputSchema: saveBody,
       handle: (body) => answer(() => cells.save(body.all ? 'all' : body.notebook)),
     }),
     tool({
+      name: 'persist_cell_ids',
+      access: 'edit',
+      description: 'Ask the person to upgrade an nbformat < 4.5 notebook so its cell ids last (idsPersist).',
+      inputSchema: notebookBody,
+      handle: ({ notebook }) => answer(() => cells.persistIds(notebook)),
+    }),
+    tool({
       name: 'interrupt',
       access: 'run',
-      description: `Interrupt whatever the notebook's kernel is running. ${NOTEBOOK}`,
+      description: "Interrupt what the notebook's kernel runs.",
       inputSchema: notebookBody,
       handle: ({ notebook }) =>
         answer(async () => {
@@ -273,7 +262,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'restart_kernel',
       access: 'run',
-      description: `Restart the notebook's kernel (builtin and Jupyter kernels): every variable is lost. ${NOTEBOOK}`,
+      description: "Restart the notebook's kernel (builtin, Jupyter): every variable is lost.",
       inputSchema: notebookBody,
       annotations: { destructiveHint: true },
       handle: ({ notebook }) =>
@@ -285,9 +274,7 @@ export function cellTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'start_kernel',
       access: 'run',
-      description:
-        "Select and start a kernel for a notebook whose kernel is not running yet (as the person would in the kernel picker): 'jupyter' " +
-        "starts the Jupyter kernel its metadata names, 'builtin' the Agent Bridge Python kernel. Returns its session.",
+      description: 'Select and start a kernel for a notebook with none running, as the kernel picker would.',
       inputSchema: startKernelBody,
       handle: ({ notebook, kernel }) => answer(() => ctx.host.startKernel(notebook, kernel)),
     }),
@@ -334,4 +321,26 @@ async function images(cells: CellService, notebook: string | undefined, views: r
     }
   }
   return found;
+}
+
+/**
+ * `get_output`: the output item a url of a cell's outputs names (`/notebooks/cells/<id>/outputs/
+ * <o>/<i>?notebook=<id>`), as MCP carries it: an image as image content beside its type and size,
+ * text as its view (head and tail past SCRATCHPAD_OUTPUT_CAP characters).
+ */
+async function outputAnswer(cells: CellService, url: string): Promise<Found> {
+  const parsed = new URL(url, 'http://127.0.0.1');
+  const m = /^\/notebooks\/cells\/([^/]+)\/outputs\/(\d+)\/(\d+)$/.exec(parsed.pathname);
+  if (!m)
+    throw new BridgeError(
+      'bad_input',
+      `"${url}" is not an output url: give one from a cell's outputs (/notebooks/cells/<id>/outputs/<output>/<item>?notebook=<id>)`,
+    );
+  const notebook = parsed.searchParams.get('notebook') ?? undefined;
+  const raw = await cells.outputItem(notebook, decodeURIComponent(m[1]!), Number(m[2]), Number(m[3]));
+  if (isTextMime(raw.mime)) return found({ item: shapeItem(raw, SCRATCHPAD_OUTPUT_CAP, () => url) });
+  const image = raw.mime.startsWith('image/')
+    ? [{ type: 'image' as const, data: Buffer.from(raw.data).toString('base64'), mimeType: raw.mime }]
+    : [];
+  return found({ item: { type: raw.mime, bytes: raw.data.byteLength } }, 'ok', image);
 }

@@ -6,7 +6,7 @@ import type { SessionInfo } from '../core/notebookHost';
 import { runIdOf, type AgentRun } from '../core/runHistory';
 import type { BridgeServices } from '../core/services';
 import { executeCode, type CodeExecution } from './tools';
-import { found, tool, type ToolRow } from './toolRows';
+import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 
 export const listRunsArgs = z.strictObject({
   notebook: z.string().optional().describe('Only the runs in this notebook, as they named it (session id, path or uri).'),
@@ -40,17 +40,18 @@ async function sessionOf(ctx: Pick<BridgeServices, 'host'>, run: AgentRun): Prom
  * risk scan and ruling as any execute; it is a new run of its own in the history.
  */
 export async function rerun(
-  ctx: Pick<BridgeServices, 'host' | 'runs' | 'risk' | 'history'>,
+  ctx: Pick<BridgeServices, 'host' | 'runs' | 'outputs' | 'risk' | 'history'>,
   caller: Pick<Caller, 'owner'>,
   id: string,
   args: z.infer<typeof rerunArgs>,
-  cancelled: AbortSignal,
+  /** The call's abort signal, and the Host the client reached the bridge at (for output urls). */
+  extra: ToolExtra,
 ): Promise<CodeExecution & { run: string | undefined; rerunOf: string }> {
   const past = ctx.history.get(caller, id);
   const session = await sessionOf(ctx, past);
   const code = args.code ?? past.code;
   const action = Activity.current()?.action;
-  const execution = await executeCode(ctx, { session_id: session.id, code, timeout_seconds: args.timeout_seconds }, cancelled);
+  const execution = await executeCode(ctx, { session_id: session.id, code, timeout_seconds: args.timeout_seconds }, extra);
   return { ...execution, run: action && runIdOf(action), rerunOf: id };
 }
 
@@ -86,7 +87,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
         'notebook; answers as execute_code, with the new run\'s id as "run".',
       inputSchema: rerunArgs.extend({ run_id: z.string() }),
       handle: async ({ run_id, ...args }, extra) => {
-        const { outcome, result, run, rerunOf } = await rerun(ctx, caller, run_id, args, extra.signal);
+        const { outcome, result, run, rerunOf } = await rerun(ctx, caller, run_id, args, extra);
         return { outcome, body: { ...result, run, rerunOf } };
       },
     }),

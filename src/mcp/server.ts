@@ -12,7 +12,7 @@ import {
 } from '../core/clients';
 import { BridgeError } from '../core/bridgeError';
 import type { BridgeServices } from '../core/services';
-import { registerTools } from './toolRows';
+import { registerTools, serveCompactToolList } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { changeTools } from './changeTools';
@@ -22,10 +22,13 @@ const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
   'list_sessions, then execute_code(session_id, code) to run Python in a notebook kernel as a scratchpad',
   '(notebook variables readable, new names discarded). For durable changes use the cell tools:',
-  'list_cells/get_cell before edit_cell/delete_cell (read-before-write: an unread or changed cell is refused',
-  'with its current state; re-read and retry), edit_cells for several changes as one undo step, run_cell to run and wait;',
-  'list_changes lists your own changes; undo_last_change takes back your newest (or the one you name) when nobody changed its cells since:',
-  'keep calling from this session, which is what makes them yours.',
+  'list_cells (view "brief" to find cells) and get_cell before edit_cell/delete_cell/edit_cells (read-before-write: a',
+  'cell you did not read at its current version is refused with its current state; re-read and retry, or pass its',
+  '"version", or "force": true), edit_cells for several changes as one undo step, run_cell to run and wait;',
+  'list_changes lists your own changes; undo_last_change takes back your newest (or the one you name) when nobody',
+  'changed its cells since: keep calling from this session, which is what makes them yours.',
+  '"notebook" is a session id, path or uri (omit it when one notebook is open); a cell "ref" is its id or index',
+  '(negative counts from the end); "outputs" is "none", "summary" or "full". The skill\'s reference/mcp.md says more.',
   'list_runs, get_run and rerun: your past runs, with what the risk scan found in each.',
 ].join(' ');
 
@@ -33,12 +36,9 @@ const INSTRUCTIONS = [
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  registerTools(server, ctx.access, caller, [
-    ...codeTools(own),
-    ...cellTools(own),
-    ...changeTools(own),
-    ...runTools(own, caller),
-  ]);
+  const rows = [...codeTools(own), ...cellTools(own), ...changeTools(own), ...runTools(own, caller)];
+  registerTools(server, ctx.access, caller, rows);
+  serveCompactToolList(server, rows);
   return server;
 }
 

@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { z } from 'zod';
+import { ListToolsRequestSchema, type CallToolResult, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
 import type { Caller } from '../core/clients';
 import { asAuthor, authorOf, type Author } from '../core/checkpoints';
@@ -12,8 +12,11 @@ import '../core/inputErrors';
 
 type Fields = Record<string, unknown>;
 
-/** What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop Agents"). */
-export type ToolExtra = { signal: AbortSignal };
+/**
+ * What a tool handler is given besides its arguments: the call's abort signal (cancel or "Stop
+ * Agents"), and the Host the request was sent to (to give urls the client can reach).
+ */
+export type ToolExtra = { signal: AbortSignal; host?: string | undefined };
 
 export type ImageContent = { type: 'image'; data: string; mimeType: string };
 
@@ -86,7 +89,9 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
     };
     const guarded = async (...params: unknown[]): Promise<CallToolResult> => {
       // The SDK passes (args, extra), or (extra) alone to a tool without an input schema.
-      const extra = params[params.length - 1] as ToolExtra;
+      const sdkExtra = params[params.length - 1] as { signal: AbortSignal; requestInfo?: { headers?: Record<string, unknown> } };
+      const host = sdkExtra.requestInfo?.headers?.['host'];
+      const extra: ToolExtra = { signal: sdkExtra.signal, host: typeof host === 'string' ? host : undefined };
       const args = params.length > 1 ? (params[0] as Fields) : {};
       const { notebook, session_id: session, code, ...rest } = args;
       let activity;
@@ -112,7 +117,7 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
       const stop = new AbortController();
       const unlisten = activity.onStop(() => stop.abort());
       try {
-        const own = { signal: AbortSignal.any([extra.signal, stop.signal]) };
+        const own = { ...extra, signal: AbortSignal.any([extra.signal, stop.signal]) };
         const answer = await activity.within(() => asAuthor(authorOf(activity.action), () => row.handle(args, own)));
         activity.note(JSON.stringify(answer.body ?? errorBody(answer.outcome)));
         activity.end(answer.outcome.kind, answer.outcome.detail);
@@ -127,4 +132,37 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
     const config = { description, inputSchema, outputSchema, annotations };
     (server.registerTool as (name: string, config: object, cb: typeof guarded) => unknown).call(server, name, config, guarded);
   }
+}
+
+/**
+ * Answers `tools/list` with the rows' schemas as compact JSON Schema: every byte of the list is
+ * read by the model at the start of each session. What says nothing to a model is left out: the
+ * `$schema` line of each schema, integers' safe-integer bounds, `propertyNames` of string keys,
+ * and the SDK's `execution` (tasks are not supported, which is also what its absence says); nor
+ * what the arguments' check says better when it refuses them: strings' `minLength: 1` and
+ * objects' `additionalProperties: false` (an empty string or an unknown key is refused naming it).
+ */
+export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]): void {
+  const schema = (zod: z.ZodType, io: 'input' | 'output') => {
+    const { $schema: _drop, ...json } = z.toJSONSchema(zod, {
+      target: 'draft-7',
+      io,
+      override: ({ jsonSchema: s }) => {
+        if (s.minimum === Number.MIN_SAFE_INTEGER) delete s.minimum;
+        if (s.maximum === Number.MAX_SAFE_INTEGER) delete s.maximum;
+        if (s.minLength === 1) delete s.minLength;
+        if (s.propertyNames && Object.keys(s.propertyNames).join() === 'type') delete s.propertyNames;
+        if (s.additionalProperties === false) delete s.additionalProperties;
+      },
+    });
+    return json;
+  };
+  const tools: Tool[] = rows.map((row) => ({
+    name: row.name,
+    description: row.description,
+    inputSchema: (row.inputSchema ? schema(row.inputSchema, 'input') : { type: 'object', properties: {} }) as Tool['inputSchema'],
+    ...(row.outputSchema ? { outputSchema: schema(row.outputSchema, 'output') as Tool['outputSchema'] } : {}),
+    ...(row.annotations ? { annotations: row.annotations } : {}),
+  }));
+  server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
 }

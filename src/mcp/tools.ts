@@ -1,20 +1,22 @@
 import { z } from 'zod';
 import { BridgeError } from '../core/bridgeError';
 import { HeadTail } from '../core/headTail';
-import type { ExecResult } from '../core/kernelPort';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
+import { CappedOutput } from '../core/scratchpadOutputs';
+import type { ExecResult, StreamName } from '../core/kernelPort';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/notebookHost';
 import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
 import { riskField } from '../core/riskScan';
-import { found, tool, type ToolRow } from './toolRows';
+import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
 
 export const DEFAULT_EXECUTE_TIMEOUT_S = 30;
 /**
- * Most characters of stdout, of stderr and of the value one execute_code result carries (each
- * keeps its start and end): a tool result is held whole in memory, and read whole by a model.
+ * Most characters of the value one execute_code result carries (its start and end): a tool
+ * result is held whole in memory, and read whole by a model. Printed output is capped as over HTTP.
  */
 export const EXECUTE_OUTPUT_CAP = 100_000;
 
@@ -49,15 +51,10 @@ const executeCodeResult = z.object({
 export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
 
 const executeCodeArgs = z.object({
-  session_id: z.string().min(1).describe('The notebook session id, from list_sessions.'),
-  code: z.string().describe('Python source to run in the scratchpad.'),
-  timeout_seconds: z
-    .number()
-    .positive()
-    .max(3600)
-    .optional()
-    .describe(`How long to wait before interrupting the run (default ${DEFAULT_EXECUTE_TIMEOUT_S}).`),
-  dry_run: z.boolean().optional().describe('true: answer what the risk scan finds in the code ("risk"); run nothing.'),
+  session_id: z.string().min(1),
+  code: z.string(),
+  timeout_seconds: z.number().positive().max(3600).optional().describe(`Default ${DEFAULT_EXECUTE_TIMEOUT_S}.`),
+  dry_run: z.boolean().optional().describe('Scan only ("risk"); run nothing.'),
 });
 
 /** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
@@ -71,9 +68,7 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
     tool({
       name: 'list_sessions',
       access: 'read',
-      description:
-        'List the notebooks open in VS Code that have a kernel code can run in: name, path and session_id. ' +
-        'Pass a session_id to execute_code, or as "notebook" to the cell tools.',
+      description: 'Open notebooks with a kernel: name, path, session_id (for execute_code, or as "notebook").',
       outputSchema: listSessionsResult,
       annotations: { readOnlyHint: true },
       handle: async () => found({ sessions: (await ctx.host.sessions()).map(sessionEntry) }),
@@ -82,15 +77,13 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
       name: 'execute_code',
       access: 'execute',
       description:
-        "Run Python in a notebook's live kernel, as a scratchpad: notebook variables are readable, in-place " +
-        'mutations persist, new top-level names are discarded after the call; the value of a trailing expression ' +
-        'is returned as "output". Top-level await works. Runs of one notebook go one at a time. On timeout the run ' +
-        'is interrupted. To change the notebook durably, use the cell tools. What the risk scan found in the code, if ' +
-        'anything, comes back as "risk" (dry_run: true scans without running).',
+        "Run Python in a notebook's kernel as a scratchpad: variables readable, in-place mutations persist, new names " +
+        'are discarded; a trailing expression is "output". Interrupted on timeout or cancel: put long work in a cell.' +
+        ' What the risk scan found comes back as "risk".',
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
       handle: async (args, extra) => {
-        const { outcome, result } = await executeCode(ctx, args, extra.signal);
+        const { outcome, result } = await executeCode(ctx, args, extra);
         return { outcome, body: result };
       },
     }),
@@ -113,12 +106,13 @@ export interface CodeExecution {
 
 /**
  * Runs through the same path as `POST /api/kernel/execute` (the session's kernel, in the
- * session's turn), collecting what the event stream would have carried.
+ * session's turn, its printed output capped and kept whole at a url the same way), collecting
+ * what the event stream would have carried.
  */
 export async function executeCode(
-  ctx: Pick<BridgeServices, 'host' | 'runs' | 'risk'>,
+  ctx: Pick<BridgeServices, 'host' | 'runs' | 'outputs' | 'risk'>,
   args: z.infer<typeof executeCodeArgs>,
-  cancelled: AbortSignal,
+  { signal: cancelled, host }: ToolExtra,
 ): Promise<CodeExecution> {
   let kernel;
   let risk;
@@ -137,8 +131,8 @@ export async function executeCode(
     return failed(error.kind, error.detail);
   }
 
-  const out = new HeadTail(EXECUTE_OUTPUT_CAP);
-  const err = new HeadTail(EXECUTE_OUTPUT_CAP);
+  const printed = new CappedOutput(ctx.outputs, SCRATCHPAD_OUTPUT_CAP);
+  const streams: Record<StreamName, string[]> = { stdout: [], stderr: [] };
   const seconds = args.timeout_seconds ?? DEFAULT_EXECUTE_TIMEOUT_S;
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), seconds * 1000);
@@ -149,14 +143,17 @@ export async function executeCode(
       args.session_id,
       kernel,
       args.code,
-      (e) => (e.name === 'stdout' ? out : err).push(e.text),
+      (e) => {
+        const head = printed.push(e);
+        if (head) streams[head.name].push(head.text);
+      },
       AbortSignal.any([timeout.signal, cancelled]),
     );
   } finally {
     clearTimeout(timer);
   }
-  const stdout = out.pieces();
-  const stderr = err.pieces();
+  for (const e of printed.finish((path) => (host ? `http://${host}${path}` : path))) streams[e.name].push(e.text);
+  const { stdout, stderr } = streams;
   if (timeout.signal.aborted) {
     const why = result === null ? 'before it started: earlier runs of this session were still going' : 'and was interrupted';
     return failed('timed_out', `Execution timed out after ${seconds}s ${why}`, stdout, stderr);

@@ -193,3 +193,11 @@ export function fileIdOf(cell: vscode.NotebookCell): string | undefined {
   const id = (cell.metadata as { id?: unknown } | undefined)?.id;
   return typeof id === 'string' && NBFORMAT_ID.test(id) ? id : undefined;
 }
+
+/** Whether the notebook's file keeps its cells' ids: an .ipynb of nbformat 4.5 or later (VS Code writes a cell's metadata `id` into it). */
+export function keepsFileIds(notebook: vscode.NotebookDocument): boolean {
+  if (notebook.notebookType !== 'jupyter-notebook') return false;
+  const meta = notebook.metadata as { nbformat?: number; nbformat_minor?: number };
+  const major = meta.nbformat ?? 0;
+  return major > 4 || (major === 4 && (meta.nbformat_minor ?? 0) >= 5);
+}

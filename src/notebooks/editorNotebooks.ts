@@ -18,7 +18,7 @@ import type { Log } from '../core/log';
 import type { RunTicket } from '../core/runTicket';
 import { changeSteps } from '../core/changeSteps';
 import { rollbackPlan } from '../core/rollbackPlan';
-import { CellIds } from './cellIds';
+import { CellIds, keepsFileIds } from './cellIds';
 import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';
 import { VersionStore } from './versionStore';
@@ -47,7 +47,10 @@ const CHANGED_MEANWHILE =
  */
 export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   private readonly ids: CellIds;
-  private readonly tickets = new RunTickets((cell) => this.ids.id(cell));
+  private readonly tickets = new RunTickets(
+    (cell) => this.ids.id(cell),
+    (notebook) => this.kernels.some((provider) => provider.stopsAtFailure?.(notebook)),
+  );
   private readonly stamps = new FileStamps();
   private readonly reports: vscode.Disposable[];
 
@@ -133,6 +136,7 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     const read = steps.length > 1 ? new Map(originals.map((c) => [c.document, c.document.getText()])) : undefined;
     const applied: Applied = { made: new Set(), texts: [], metadata: [], read };
     span?.applying();
+    const seen = span && vscode.workspace.onDidChangeNotebookDocument((e) => e.notebook === notebook && span.shown());
     for (const step of steps) {
       // An Error is made only on failure: capturing its stack took up to 120 ms on a loaded host.
       let thrown: { error: unknown } | undefined;
@@ -141,9 +145,11 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         return false;
       });
       if (done) continue;
+      seen?.dispose();
       if (step !== steps[0] && !notebook.isClosed) await this.rollBack(notebook, originals, change.expectIds, applied);
       throw thrown ? thrown.error : new BridgeError('stale', CHANGED_MEANWHILE);
     }
+    seen?.dispose();
     span?.applied();
     if (notebook.cellCount !== change.resultIds.length) {
       this.log.warn(`cell edit of ${uri}: expected ${change.resultIds.length} cells, found ${notebook.cellCount}`);
@@ -255,16 +261,23 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     );
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
+  async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
     const notebook = this.notebook(uri);
     await this.caughtUp(notebook, MAX_UNSHOWN_RUNS);
     const cells = notebook.getCells();
     const indices = ids.map((id) => cells.findIndex((c) => this.ids.id(c) === id));
-    await this.showEditor(notebook);
     const chosen = indices.map((i) => cells[i]!);
-    const tickets = chosen.map((cell) => this.tickets.request(cell));
-    for (const provider of this.kernels) if (provider.runCells?.(notebook, chosen)) return tickets;
-    const ranges = indices.map((i) => ({ start: i, end: i + 1 }));
+    // A controller that runs cells itself opens their tickets as it queues them (synchronously),
+    // and needs no editor: the notebook is not brought to the front (that costs the workbench a
+    // layout, a tenth of a second on a busy machine).
+    if (this.kernels.some((provider) => provider.runCells?.(notebook, chosen, stopAfterFailure)))
+      return chosen.map((cell) => this.tickets.request(cell));
+    await this.showEditor(notebook);
+    // Where VS Code's command cannot stop after a failure, only the first is queued, and the caller queues the next.
+    const all = !stopAfterFailure || this.kernels.some((provider) => provider.stopsAtFailure?.(notebook));
+    const queued = all ? indices : indices.slice(0, 1);
+    const tickets = queued.map((i) => this.tickets.request(cells[i]!));
+    const ranges = queued.map((i) => ({ start: i, end: i + 1 }));
     // The command resolves only when the cells are done (for some kernels): don't wait for it.
     void vscode.commands
       .executeCommand('notebook.cell.execute', { ranges, document: notebook.uri })
@@ -319,6 +332,23 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       this.ids.adopt(notebook.cellAt(i), ids[k]!, versions[k]!);
       this.tickets.adopt(notebook.cellAt(i), cells[i]!);
     });
+  }
+
+  /**
+   * nbformat 4.5 for an .ipynb of an earlier minor version, as one edit (one undo step): the
+   * notebook's format, and each cell's current id as its nbformat `id`, so the ids agents were
+   * given are the ones the file keeps once saved.
+   */
+  async persistIds(uri: string): Promise<void> {
+    const notebook = this.notebook(uri);
+    const edit = new vscode.WorkspaceEdit();
+    edit.set(notebook.uri, [
+      vscode.NotebookEdit.updateNotebookMetadata({ ...notebook.metadata, nbformat: 4, nbformat_minor: 5 }),
+      ...notebook
+        .getCells()
+        .map((cell) => vscode.NotebookEdit.updateCellMetadata(cell.index, { ...cell.metadata, id: this.ids.id(cell) })),
+    ]);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new BridgeError('stale', CHANGED_MEANWHILE);
   }
 
   async save(uri: string): Promise<void> {
@@ -497,12 +527,4 @@ function editorMetadata(cell: vscode.NotebookCell, metadata: CellMetadata): Reco
   const current = cell.metadata as { metadata?: Record<string, unknown> };
   const kept = Object.fromEntries(Object.entries(current.metadata ?? {}).filter(([k]) => EDITOR_KEYS.includes(k)));
   return { ...current, metadata: { ...metadata, ...kept } };
-}
-
-/** nbformat 4.5 gave cells an `id`; VS Code writes a cell's metadata `id` into the file. */
-function keepsFileIds(notebook: vscode.NotebookDocument): boolean {
-  if (notebook.notebookType !== 'jupyter-notebook') return false;
-  const meta = notebook.metadata as { nbformat?: number; nbformat_minor?: number };
-  const major = meta.nbformat ?? 0;
-  return major > 4 || (major === 4 && (meta.nbformat_minor ?? 0) >= 5);
 }

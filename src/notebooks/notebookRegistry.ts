@@ -9,6 +9,7 @@ import { notebookLabel, resolveNotebook } from '../core/refs';
 import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/notebookHost';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
 import { freshId } from '../core/ids';
+import { keepsFileIds } from './cellIds';
 
 /**
  * Notebooks on a read-only file system (a diff's other side: Source Control's `git:` version, the
@@ -63,7 +64,13 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   async kernelFor(sessionId: string): Promise<Kernel> {
     const notebook = this.notebookById.get(sessionId);
-    if (!notebook) throw new BridgeError('not_found', `Invalid session id: ${sessionId}`);
+    if (!notebook) {
+      const open = this.entries().map((n) => `${n.sessionId} (${notebookLabel(n)})`);
+      throw new BridgeError(
+        'not_found',
+        `Invalid session id: ${sessionId}; ${open.length ? `the open notebooks are ${open.join(', ')}` : 'no notebook is open'} (GET /api/sessions lists those a kernel serves)`,
+      );
+    }
     const kernel = await this.resolveKernel(notebook);
     if (kernel instanceof KernelUnavailable) throw new BridgeError(kernel.outcome, `${this.label(notebook)}: ${kernel.detail}`);
     return kernel;
@@ -139,6 +146,8 @@ export class Sessions implements NotebookHost, vscode.Disposable {
 
   /** The open notebook a request names (session id, path or uri; none: the only one open), if any. */
   find(named: string | undefined): vscode.NotebookDocument | undefined {
+    const byId = named === undefined ? undefined : this.notebookById.get(named);
+    if (byId) return byId;
     try {
       const { uri } = resolveNotebook(this.entries(), named);
       return served().find((n) => n.uri.toString() === uri);
@@ -158,6 +167,7 @@ export class Sessions implements NotebookHost, vscode.Disposable {
         notebookType: notebook.notebookType,
         cellCount: notebook.cellCount,
         dirty: notebook.isDirty,
+        idsPersist: keepsFileIds(notebook),
       };
     });
   }

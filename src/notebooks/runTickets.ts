@@ -22,6 +22,12 @@ interface Reported {
   unshown: number[];
   /** Set while the document shows the last end but not yet the count the .ipynb support writes for it. */
   countWait?: NodeJS.Timeout;
+  /**
+   * The last run was dropped before its turn: the cell shows as never run. The document's echoes
+   * of that (its summary emptied when queued, and again when the run ended unstarted) look like a
+   * run queued, so they are not read as one; a summary with a count or an end is a later run.
+   */
+  dropped?: true;
 }
 
 interface CellRuns {
@@ -37,6 +43,11 @@ interface CellRuns {
   clearedAt?: number;
   /** The cell's text when its latest run started (what its outputs come from; staleness reads it). */
   ranCode?: string;
+  /**
+   * Its run was queued behind a run that failed, in a kernel that then cancels what is queued
+   * (Jupyter's): the next emptied summary the document shows is that cancel, not a start.
+   */
+  cancelling?: true;
   /** What its latest run read and changed, where its controller reported it (the builtin kernel). */
   dataflow?: RunDataflow;
 }
@@ -77,7 +88,11 @@ export class RunTickets implements vscode.Disposable {
     }),
   ];
 
-  constructor(private readonly cellId: (cell: vscode.NotebookCell) => string) {}
+  constructor(
+    private readonly cellId: (cell: vscode.NotebookCell) => string,
+    /** Whether the notebook's kernel cancels the cells queued behind a failed run (KernelProvider.stopsAtFailure). */
+    private readonly stopsAtFailure: (notebook: vscode.NotebookDocument) => boolean = () => false,
+  ) {}
 
   /** The ticket of a run by its id, while the window remembers it. */
   ticket(runId: string): RunTicket | undefined {
@@ -125,6 +140,14 @@ export class RunTickets implements vscode.Disposable {
     const held = runs.reported;
     const unshown = held?.unshown ?? [];
     const outputs = 'outputs' in report ? (report.outputs ?? held?.outputs) : held?.outputs;
+    if (report.phase === 'dropped') {
+      // What the document is to show of the cell's earlier runs no longer matters: it shows none.
+      this.caughtUpWith(cell);
+      runs.reported = { summary: {}, outputs: undefined, unshown: [], dropped: true };
+      ticket.step('ended');
+      this.changed.fire(cell.notebook);
+      return;
+    }
     if (report.phase === 'ended') {
       clearTimeout(held?.countWait);
       const end = report.summary.timing?.endTime;
@@ -204,6 +227,7 @@ export class RunTickets implements vscode.Disposable {
   }
 
   private documentChanged(e: vscode.NotebookDocumentChangeEvent): void {
+    if (e.cellChanges.some((c) => failedEnd(c)) && this.stopsAtFailure(e.notebook)) this.cancelQueued(e);
     for (const change of e.contentChanges)
       for (const cell of change.removedCells) {
         // A cell removed before its run ended (or before the workbench applied its ends).
@@ -222,7 +246,7 @@ export class RunTickets implements vscode.Disposable {
           runs.clearedAt = Date.now();
           continue;
         }
-        this.echoed(change.cell, runs);
+        this.echoed(change.cell, runs, change);
         continue;
       }
       const cleared = change.outputs?.length === 0;
@@ -231,6 +255,20 @@ export class RunTickets implements vscode.Disposable {
       else if (cleared && !runs.ticket?.open) runs.clearedAt = Date.now();
     }
     this.changed.fire(e.notebook);
+  }
+
+  /**
+   * A run failed in a kernel that then cancels the cells queued behind it (unless the failed cell
+   * is tagged `raises-exception`): the runs the document shows queued, not started, are to end
+   * unstarted. Their cancels arrive after the failure, in order.
+   */
+  private cancelQueued(e: vscode.NotebookDocumentChangeEvent): void {
+    const failed = e.cellChanges.filter((c) => failedEnd(c)).map((c) => c.cell);
+    if (failed.every((cell) => tagsOf(cell).includes('raises-exception'))) return;
+    for (const cell of e.notebook.getCells()) {
+      const runs = this.cells.get(cell);
+      if (runs?.ticket?.phase === 'queued' && runs.seenLive && !runs.reported) runs.cancelling = true;
+    }
   }
 
   /**
@@ -245,8 +283,13 @@ export class RunTickets implements vscode.Disposable {
     outputsCleared: boolean,
   ): void {
     const end = summary.timing?.endTime;
+    const reset = summary.executionOrder === undefined && summary.success === undefined;
+    if (runs.cancelling) {
+      runs.cancelling = undefined;
+      // Cancelled before its turn: the cell shows as never run, and the run ends so.
+      if (reset && end === undefined && runs.ticket?.phase === 'queued') return runs.ticket.step('ended');
+    }
     if (end === undefined) {
-      const reset = summary.executionOrder === undefined && summary.success === undefined;
       const clearing = outputsCleared || Date.now() - (runs.clearedAt ?? 0) < CLEAR_WINDOW_MS;
       // "Clear Outputs" empties the summary the way queueing a run does; it starts no run.
       if (reset && clearing && !runs.ticket?.open) return;
@@ -270,8 +313,18 @@ export class RunTickets implements vscode.Disposable {
    * The document changed a cell whose controller reported steps it did not show yet. The cell is
    * no longer held once the document shows its last reported end and no run is under way.
    */
-  private echoed(cell: vscode.NotebookCell, runs: CellRuns): void {
+  private echoed(cell: vscode.NotebookCell, runs: CellRuns, change: vscode.NotebookDocumentCellChange): void {
     const reported = runs.reported!;
+    if (reported.dropped) {
+      const summary = change.executionSummary;
+      // Another controller's run (the builtin one reports its own): the document tells it.
+      if (summary && (summary.executionOrder !== undefined || summary.timing)) {
+        this.caughtUpWith(cell);
+        runs.reported = undefined;
+        this.observe(cell, runs, summary, change.outputs?.length === 0);
+      }
+      return;
+    }
     const shown = cell.executionSummary?.timing?.endTime;
     const last = reported.unshown.at(-1);
     if (shown === undefined || last === undefined) return;
@@ -344,6 +397,17 @@ export class RunTickets implements vscode.Disposable {
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
   }
+}
+
+/** The change shows a run ending without success. */
+function failedEnd(change: vscode.NotebookDocumentCellChange): boolean {
+  return change.executionSummary?.timing !== undefined && change.executionSummary.success === false;
+}
+
+/** The cell's nbformat tags (.ipynb keeps them under the cell metadata's `metadata`). */
+function tagsOf(cell: vscode.NotebookCell): unknown[] {
+  const tags = (cell.metadata as { metadata?: { tags?: unknown } }).metadata?.tags;
+  return Array.isArray(tags) ? tags : [];
 }
 
 /**

@@ -1,25 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BridgeError } from '../core/bridgeError';
 import type { KeyedQueue } from '../core/keyedQueue';
-import { OutputCap, SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
-import type { KeptOutput, ScratchpadOutputs } from '../core/scratchpadOutputs';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
+import { CappedOutput, type ScratchpadOutputs } from '../core/scratchpadOutputs';
 import { runScratchpad } from '../core/scratchpadRuns';
 import type { NotebookHost } from '../core/notebookHost';
 import type { RiskChecks } from '../core/riskChecks';
 import { riskField, type RiskReport } from '../core/riskScan';
 import { DEFAULT_LIMITS, openEventStream, type StreamLimits } from './sse';
-
-/** Where the whole output of a capped run can be fetched (a row of the route table). */
-export const SCRATCHPAD_OUTPUT_PATH = '/notebooks/scratchpad/outputs/:id';
-
-/** The stderr line that stands where a run's printed output was cut. */
-export function cappedNote(cut: { cutChars: number; headChars: number }, kept: KeptOutput, url: string): string {
-  const minutes = Math.round((kept.expiresAt - Date.now()) / 60_000);
-  const whole = kept.complete
-    ? `the whole output (${kept.printed} characters) is at ${url}`
-    : `its first ${kept.text.length} of ${kept.printed} characters are at ${url}`;
-  return `\n[agent-bridge: ${cut.cutChars} characters cut here, after character ${cut.headChars}; ${whole} for ${minutes} minutes (GET with the token)]\n`;
-}
 
 export interface ExecuteOptions {
   limits?: StreamLimits;
@@ -53,27 +41,19 @@ export async function serveExecute(
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  const cap = new OutputCap(opts.cap ?? SCRATCHPAD_OUTPUT_CAP);
-  const whole = deps.outputs.record();
+  const printed = new CappedOutput(deps.outputs, opts.cap ?? SCRATCHPAD_OUTPUT_CAP);
   const result = await runScratchpad(
     deps.runs,
     sessionId,
     kernel,
     code,
     (e) => {
-      whole.push(e.text);
-      const head = cap.push(e);
+      const head = printed.push(e);
       if (head) stream.sendText(head.name, head.text);
     },
     abort.signal,
   );
-  const end = cap.finish();
-  if (end.cutChars > 0) {
-    const kept = deps.outputs.keep(whole);
-    const url = `http://${req.headers.host}${SCRATCHPAD_OUTPUT_PATH.replace(':id', kept.id)}`;
-    stream.sendText('stderr', cappedNote(end, kept, url));
-  }
-  for (const e of end.tail) stream.sendText(e.name, e.text);
+  for (const e of printed.finish((path) => `http://${req.headers.host}${path}`)) stream.sendText(e.name, e.text);
   if (result) stream.end('done', { ...result, ...riskField(risk) });
   else stream.end();
 }

@@ -104,10 +104,13 @@ export function mountRoutes<Ctx>(rows: readonly Route<Ctx>[], ctx: Ctx): Router 
   router.use((req: Request) => {
     const allow = allowed.get(req);
     if (allow) throw new MethodNotAllowed(allow, `${req.method} ${req.path} is not supported: use ${allow.join(' or ')}`);
-    // Under a family of routes, the way forward is the family.
+    // Under a family of routes, the way forward is the family; elsewhere (`GET /`), every route.
     const family = `/${req.path.split('/')[1] ?? ''}/`;
     const routes = family.length > 2 ? under(family) : [];
-    if (!routes.length) throw new BridgeError('not_found', `No route ${req.method} ${req.path}`);
+    if (!routes.length)
+      throw new BridgeError('not_found', `No route ${req.method} ${req.path}; the routes are listed in "routes"`, {
+        routes: rows.map((r) => `${r.method.toUpperCase()} ${r.path}`),
+      });
     throw new BridgeError('not_found', `No route ${req.method} ${req.path}; the routes under ${family} are listed in "routes"`, {
       routes,
     });

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
 import { answerAt } from '../core/outputDetail';
+import { listAnswer } from '../core/cellBrief';
 import type { BridgeServices } from '../core/services';
 import type { DryRun } from '../core/cellService';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
@@ -15,6 +16,7 @@ import {
   editBody,
   editsBody,
   followBody,
+  listQuery,
   moveBody,
   notebookBody,
   notebookQuery,
@@ -30,7 +32,8 @@ import { notebookVariables } from '../core/variables';
 import { httpCaller } from '../core/clients';
 import { rerun, rerunArgs } from '../mcp/runTools';
 import { leaving } from './guardRoutes';
-import { dryRunExecute, SCRATCHPAD_OUTPUT_PATH, serveExecute } from './execute';
+import { dryRunExecute, serveExecute } from './execute';
+import { SCRATCHPAD_OUTPUT_PATH } from '../core/scratchpadOutputs';
 import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';
@@ -55,7 +58,13 @@ const runsQuery = z.strictObject({
   limit: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(500)).optional(),
 });
 
-const health = () => ({ status: 'healthy', server: 'agent-bridge' });
+/** marimo's `/health`, with the server named: its `version` is a marimo version (core/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
+const health = (ctx: RouteContext) => ({
+  status: 'healthy',
+  server: 'agent-bridge',
+  version: ctx.marimoVersion(),
+  bridgeVersion: ctx.version,
+});
 
 /** A run route's `dryRun: true`: the cells it would run and what the risk scan finds in them. */
 const dryRunAnswer = async (ctx: BridgeServices, notebook: string | undefined, run: DryRun) => ({
@@ -65,8 +74,8 @@ const dryRunAnswer = async (ctx: BridgeServices, notebook: string | undefined, r
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
 export const routes: readonly Route<RouteContext>[] = [
-  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
-  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => ({ ...health(), version: ctx.version }) }),
+  route({ method: 'get', path: '/health', access: 'open', handle: (_i, ctx) => health(ctx) }),
+  route({ method: 'get', path: '/healthz', access: 'open', handle: (_i, ctx) => health(ctx) }),
 
   route({
     method: 'get',
@@ -94,10 +103,15 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'scratchpad output',
     handle: ({ params, res }, ctx) => {
       const kept = ctx.outputs.get(params['id']!);
+      if (kept === 'gone')
+        throw new BridgeError(
+          'not_found',
+          `Output ${params['id']} has expired: scratchpad outputs are kept for ${ctx.outputs.bounds.keepMs / 60_000} minutes (fewer when newer ones need the room); run the code again to get a new URL`,
+        );
       if (!kept)
         throw new BridgeError(
           'not_found',
-          'No such output: scratchpad outputs are kept for a while only (run the code again to get a new URL)',
+          `No output has the id ${params['id']}: check the URL against the one the capped run's note gave (the id is the last part)`,
         );
       res.writeHead(200, {
         'Content-Type': 'text/plain; charset=utf-8',
@@ -147,8 +161,8 @@ export const routes: readonly Route<RouteContext>[] = [
   route({
     method: 'get',
     path: '/notebooks/cells',
-    query: cellsQuery,
-    handle: async ({ query }, ctx) => answerAt(await ctx.cells.list(query.notebook), query.outputs ?? 'summary'),
+    query: listQuery,
+    handle: ({ query }, ctx) => listAnswer(ctx.cells, query.notebook, query),
   }),
   route({
     method: 'post',
@@ -236,6 +250,13 @@ export const routes: readonly Route<RouteContext>[] = [
   }),
   route({
     method: 'post',
+    path: '/notebooks/persist-ids',
+    activity: 'keep cell ids in the file',
+    body: notebookBody,
+    handle: ({ body }, ctx) => ctx.cells.persistIds(body.notebook),
+  }),
+  route({
+    method: 'post',
     path: '/notebooks/interrupt',
     access: 'run',
     activity: 'interrupt',
@@ -278,7 +299,10 @@ export const routes: readonly Route<RouteContext>[] = [
     body: rerunArgs,
     handle: async ({ body, params, req, res }, ctx) => {
       const caller = httpCaller(ctx.access.identities, req.headers);
-      const { outcome, result, run, rerunOf } = await rerun(ctx, caller, params['id']!, body, leaving(res));
+      const { outcome, result, run, rerunOf } = await rerun(ctx, caller, params['id']!, body, {
+        signal: leaving(res),
+        host: req.headers.host,
+      });
       return Reply.of(outcome.kind, { ...result, run, rerunOf, ...(outcome.detail && { detail: outcome.detail }) });
     },
   }),

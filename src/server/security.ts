@@ -21,15 +21,24 @@ export interface SecurityOptions {
 /** A path as a log line quotes it: at most LOGGED_PATH_CHARS, with how much was left out. */
 export const loggedPath = (path: string) => cutLine(path, LOGGED_PATH_CHARS);
 
-/** Method, path (never the query: it could carry anything a client put there), status and time. */
+/** A request answered without error within this time is logged at debug level, the rest at info. */
+export const QUIET_REQUEST_MS = 1_000;
+
+/**
+ * Method, path (never the query: it could carry anything a client put there), status and time.
+ * Errors, slow answers and clients that left are logged at info; the rest at debug, as a line
+ * written per request costs the extension host more than the rest of a quick run's own work
+ * (SETUP.md, measured figures).
+ */
 export function requestLog(log: Log): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
     res.once('close', () => {
-      const ms = (performance.now() - started).toFixed(1);
-      log.info(
-        `${req.method} ${loggedPath(req.path)} → ${res.statusCode} (${ms} ms)${res.writableFinished ? '' : ' client closed'}`,
-      );
+      const ms = performance.now() - started;
+      const quiet = res.statusCode < 400 && ms < QUIET_REQUEST_MS && res.writableFinished;
+      const line = `${req.method} ${loggedPath(req.path)} → ${res.statusCode} (${ms.toFixed(1)} ms)${res.writableFinished ? '' : ' client closed'}`;
+      if (quiet) log.debug(line);
+      else log.info(line);
     });
     next();
   };

@@ -2,12 +2,20 @@ import type { ServerResponse } from 'node:http';
 
 /**
  * marimo's event-stream framing, which execute-code.sh parses line by line: exactly
- * `event: <name>\ndata: <one-line JSON>\n\n`, no comments, ids or retries.
+ * `event: <name>\ndata: <one-line JSON>\n\n`, no ids or retries.
  * JSON.stringify escapes every line break inside strings, so data is always one line.
  */
 export function frameEvent(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 }
+
+/**
+ * How long a stream may stay silent before it says the run is alive: an SSE comment,
+ * `: running 5 s` (the seconds since the stream opened). Clients skip comments (the SSE spec;
+ * execute-code.sh keeps lines it does not know aside and shows them only when no `done` came).
+ */
+export const HEARTBEAT_MS = 5000;
+export const heartbeat = (seconds: number) => `: running ${seconds} s\n\n`;
 
 /**
  * The most characters of printed text one event carries. marimo-pair's execute-code.sh reads the
@@ -49,6 +57,8 @@ export interface StreamLimits {
   stallMs: number;
   /** Called once when the client stalled past `stallMs`: the caller interrupts the run. */
   onStall?: () => void;
+  /** Silence after which a heartbeat comment goes out (default HEARTBEAT_MS). */
+  heartbeatMs?: number;
 }
 
 /** How long a run may stay silent before its 200 goes out on its own. */
@@ -96,12 +106,21 @@ export function openEventStream(res: ServerResponse, limits: StreamLimits = DEFA
     headersAlone = undefined;
     if (open()) res.flushHeaders();
   }, HEADERS_ALONE_AFTER_MS);
+  const opened = Date.now();
+  // Re-armed by every write: it fires only after a silence. A client that reads nothing gets none.
+  const alive: NodeJS.Timeout = setTimeout(() => {
+    if (open() && !blocked && !pending) res.write(heartbeat(Math.round((Date.now() - opened) / 1000)));
+    alive.refresh();
+  }, limits.heartbeatMs ?? HEARTBEAT_MS);
+  alive.unref();
   const stopTimers = () => {
     clearImmediate(flushing);
     clearTimeout(headersAlone);
     clearTimeout(stalled);
+    clearTimeout(alive);
     flushing = headersAlone = stalled = undefined;
   };
+  res.once('close', stopTimers);
   /** What waits, with the note for anything dropped since the last write at its place. */
   const take = () => {
     const text = dropped.events ? pending + frameEvent('stderr', { data: droppedNote(dropped.events, dropped.chars) }) : pending;
@@ -114,6 +133,7 @@ export function openEventStream(res: ServerResponse, limits: StreamLimits = DEFA
     clearTimeout(headersAlone);
     flushing = headersAlone = undefined;
     if (blocked || !open()) return;
+    alive.refresh();
     if (res.write(take())) return;
     blocked = true;
     stalled = setTimeout(() => {

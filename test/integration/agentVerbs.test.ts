@@ -127,7 +127,7 @@ describe('agent verbs in VS Code', function () {
   });
 
   it('runs all cells in order, stops at the first error or goes on, and reports states', async () => {
-    const { session } = await bridge.openNotebook(['x = 1', 'print(x)', 'raise ValueError("no")', 'print("after")']);
+    const { doc, session } = await bridge.openNotebook(['x = 1', 'print(x)', 'raise ValueError("no")', 'print("after")']);
     const stop = await call('POST', '/notebooks/run', { notebook: session, all: true, wait: true });
     assert.equal(stop.status, 200, stop.text);
     const body = stop.json();
@@ -142,6 +142,20 @@ describe('agent verbs in VS Code', function () {
     assert.equal(body.status, 'failed');
     assert.equal(body.skipped.length, 1);
     assert.equal((await cellsOf(session))[3].execution.status, 'idle');
+    // The editor, once it caught up, shows the skipped cell as never run (no count, no end), and so does the bridge.
+    await poll('the editor to show the failure', 10_000, () => doc.cellAt(2).executionSummary?.success === false || undefined);
+    await sleep(500);
+    const skipped = doc.cellAt(3).executionSummary;
+    assert.deepEqual([skipped?.executionOrder, skipped?.success, skipped?.timing], [undefined, undefined, undefined]);
+    assert.deepEqual(
+      (await cellsOf(session)).map((c) => [c.execution.status, c.execution.order === null]),
+      [
+        ['succeeded', false],
+        ['succeeded', false],
+        ['failed', false],
+        ['idle', true],
+      ],
+    );
     const go = await call('POST', '/notebooks/run', { notebook: session, all: true, onError: 'continue', wait: true });
     assert.deepEqual(
       go.json().runs.map((r: Json) => r.status),

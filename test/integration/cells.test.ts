@@ -274,7 +274,7 @@ describe('cell routes in VS Code', function () {
     const body = res.json();
     assert.equal(body.success, false);
     const items = body.cell.outputs.flatMap((o: Json) => o.items);
-    assert.deepEqual(items[0], { type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'start\n', bytes: 6 });
+    assert.deepEqual(items[0], { type: 'stdout', text: 'start\n', bytes: 6 });
     const error = items.find((i: Json) => i.type === 'error');
     assert.ok(error, JSON.stringify(items));
     assert.equal(error.name, 'KeyError');

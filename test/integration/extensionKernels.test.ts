@@ -127,11 +127,12 @@ describe('extension kernels: marimo API (FAKE marimo extension)', function () {
     assert.match(d.output.data, /42/);
   });
 
-  it("turns marimo's HTML traceback into plain text on stderr: no tags, no colour codes, success false", async () => {
+  it("turns marimo's HTML traceback into plain text on stderr, on lines of its own: no tags, no colour codes, success false", async () => {
     const r = await client.run(session, "print('before')\nraise ValueError('no <b>bold</b> here')", { timeoutMs: 30_000 });
     assert.deepEqual(done(r), { success: false, status: 'failed', output: { mimetype: 'text/plain', data: '' } });
     assert.equal(r.stdout, 'before\n');
-    assert.match(r.stderr, /^Traceback \(most recent call last\):\n/);
+    // marimo's one-line message comes first, with no line break: the traceback still starts its own line.
+    assert.match(r.stderr, /^ValueError: no <b>bold<\/b> here\nTraceback \(most recent call last\):\n/);
     assert.match(r.stderr, /ValueError: no <b>bold<\/b> here\n$/, 'the message keeps its own text');
     assert.doesNotMatch(r.stderr, /\x1b|<a |<span|<pre|&lt;/, 'ANSI and markup are stripped'); // eslint-disable-line no-control-regex
   });

@@ -2,16 +2,7 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import {
-  actionCode,
-  Gate,
-  rule,
-  summarize,
-  type AccessMode,
-  type ActionEnd,
-  type AgentAction,
-  type Answer,
-} from '../../src/core/accessPolicy';
+import { actionCode, Gate, rule, summarize, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
 import { ClientRegistry } from '../../src/core/clients';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
@@ -19,20 +10,7 @@ import { executeAsTester, request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
-
-/** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
-class FakePerson {
-  current: AccessMode = 'full';
-  answers: Answer[] = [];
-  asked: AgentAction[] = [];
-  limitMs = 0;
-  mode = () => this.current;
-  maxRunMs = () => this.limitMs;
-  ask = async (action: AgentAction, _left?: AbortSignal): Promise<Answer> => {
-    this.asked.push(action);
-    return this.answers.shift() ?? 'no-answer';
-  };
-}
+import { FakePerson } from './fakes/person';
 
 const request$ = {
   transport: 'http' as const,

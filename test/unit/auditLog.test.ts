@@ -47,6 +47,7 @@ describe('audit log (JSON Lines file)', () => {
     log.append(entry('print(1)'));
     log.append(entry(`token = "${TOKEN}"`));
     await log.flushed();
+    log.dispose();
     const text = fs.readFileSync(path.join(dir, AUDIT_FILE), 'utf8');
     assert.ok(!text.includes(TOKEN));
     const [first, second] = text
@@ -62,6 +63,29 @@ describe('audit log (JSON Lines file)', () => {
     assert.equal(second!.code, 'token = "[token]"');
   });
 
+  it('writes through one open file, and creates it again when someone removed it', async () => {
+    const log = new AuditLog(dir, () => null, silentLog, 0);
+    log.append(entry('first()'));
+    await log.flushed();
+    fs.rmSync(path.join(dir, AUDIT_FILE));
+    log.append(entry('second()'));
+    await log.flushed();
+    assert.deepEqual(
+      (await readAudit(dir)).map((r) => r.code),
+      ['second()'],
+    );
+    log.dispose();
+    assert.equal((fs.statSync(path.join(dir, AUDIT_FILE)).mode & 0o777).toString(8), '600');
+  });
+
+  it('writes the batch still gathering when the window closes (dispose), before it returns', () => {
+    const log = new AuditLog(dir, () => null, silentLog);
+    log.append(entry('last()'));
+    log.dispose();
+    const text = fs.readFileSync(path.join(dir, AUDIT_FILE), 'utf8');
+    assert.equal((JSON.parse(text) as AuditRecord).code, 'last()');
+  });
+
   it('rotates past the size limit, keeping two older files, and reads them back in order', async () => {
     const log = new AuditLog(dir, () => null, silentLog);
     const big = (n: number) => `# ${n}\n${'x'.repeat(Math.ceil(ROTATE_AT_BYTES / 2.5))}`;
@@ -69,6 +93,7 @@ describe('audit log (JSON Lines file)', () => {
       log.append(entry(big(n)));
       await log.flushed();
     }
+    log.dispose();
     const files = fs.readdirSync(dir).sort();
     assert.deepEqual(files, ['agent-activity.1.jsonl', 'agent-activity.2.jsonl', 'agent-activity.jsonl']);
     for (const f of files) assert.ok(fs.statSync(path.join(dir, f)).size <= ROTATE_AT_BYTES);

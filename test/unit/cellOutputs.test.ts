@@ -22,11 +22,10 @@ describe('output shaping', () => {
       { items: [item('text/html', '<b>x</b>'), item('text/plain', 'x'), item('application/json', '{"a":1}')] },
     ];
     const [out, err, error, rich] = shapeOutputs(outputs, { limit: 100, url });
-    assert.deepEqual(out!.items, [{ type: 'stdout', mime: STDOUT_MIME, text: 'a\nb\n', bytes: 4 }]);
+    assert.deepEqual(out!.items, [{ type: 'stdout', text: 'a\nb\n', bytes: 4 }]);
     assert.equal(err!.items[0]!.text, 'warn\n');
     assert.deepEqual(error!.items[0], {
       type: 'error',
-      mime: ERROR_MIME,
       name: 'ValueError',
       message: 'bad',
       traceback: 'Traceback...\nValueError: bad',
@@ -45,7 +44,7 @@ describe('output shaping', () => {
   it('serves binary items by reference only', () => {
     const png = { mime: 'image/png', data: new Uint8Array([137, 80, 78, 71, 0, 1]) };
     const [view] = shapeOutputs([{ items: [png] }], { limit: 100, url });
-    assert.deepEqual(view!.items[0], { type: 'image/png', mime: 'image/png', bytes: 6, url: '/raw/0/0' });
+    assert.deepEqual(view!.items[0], { type: 'image/png', bytes: 6, url: '/raw/0/0' });
   });
 
   it('cuts long text to its head and tail, says how much was cut and points at the whole', () => {
@@ -53,7 +52,6 @@ describe('output shaping', () => {
     const [view] = shapeOutputs([{ items: [item('text/plain', text)] }], { limit: 10, url });
     assert.deepEqual(view!.items[0], {
       type: 'text/plain',
-      mime: 'text/plain',
       text: 'HHHHH\n[... 40 characters cut here; the whole item: GET /raw/0/0 ...]\nTTTTT',
       omitted: 40,
       bytes: 50,
@@ -104,7 +102,7 @@ describe('following a run', () => {
     ]);
     const withValue = [{ items: [item(STDOUT_MIME, 'old\nmore\n')] }, { items: [item('text/plain', '42')] }];
     const events = f.next(withValue, 100, url);
-    assert.deepEqual(events, [{ kind: 'output', item: { type: 'text/plain', mime: 'text/plain', text: '42', bytes: 2 } }]);
+    assert.deepEqual(events, [{ kind: 'output', item: { type: 'text/plain', text: '42', bytes: 2 } }]);
     assert.deepEqual(f.next(withValue, 100, url), []);
   });
 });

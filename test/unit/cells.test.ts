@@ -1,7 +1,6 @@
 import { MAX_BATCH_OPS } from '../../src/core/batch';
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { ERROR_MIME } from '../../src/core/cellOutputs';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A, PNG_BYTES } from './fakes/notebooks';
@@ -15,6 +14,7 @@ const B = {
   notebookType: 'jupyter-notebook',
   kernel: null,
   kernelUnavailable: 'no kernel is selected',
+  idsPersist: false,
 };
 const PNG = PNG_BYTES;
 
@@ -25,6 +25,9 @@ describe('cell routes (fake notebooks)', () => {
   let server: RunningServer;
   let port = 0;
   let docs: FakeNotebooks;
+  /** The person's answers to the bridge's questions, in order, and the questions put. */
+  let answers: ('yes' | 'no' | 'no-answer')[];
+  let questions: string[];
   let ids: string[];
 
   async function api(
@@ -88,7 +91,15 @@ describe('cell routes (fake notebooks)', () => {
       { code: 'y = x + 1', outputs: [{ items: [{ mime: 'text/plain', data: new TextEncoder().encode('2') }] }] },
     ]);
     docs.add(B, [{ code: 'z = 3' }]);
-    server = await startTestServer({ notebooks: docs });
+    answers = [];
+    questions = [];
+    server = await startTestServer({
+      notebooks: docs,
+      confirm: (q) => {
+        questions.push(q.message);
+        return Promise.resolve(answers.shift() ?? 'no');
+      },
+    });
     port = server.port;
   });
   afterEach(() => server.close());
@@ -97,10 +108,52 @@ describe('cell routes (fake notebooks)', () => {
     it('GET /notebooks lists every open notebook with its kernel, cell count and dirty flag', async () => {
       const res = await api('GET', '/notebooks');
       assert.equal(res.status, 200);
+      const { idsNote, ...b } = res.body.notebooks[1];
       assert.deepEqual(res.body.notebooks, [
         { ...A, kernelState: 'idle', cellCount: 4, dirty: false },
-        { ...B, kernelState: null, cellCount: 1, dirty: false },
+        { ...b, idsNote },
       ]);
+      assert.deepEqual(b, { ...B, kernelState: null, cellCount: 1, dirty: false });
+      assert.match(idsNote, /nbformat < 4\.5 keeps no cell ids.*POST \/notebooks\/persist-ids/);
+    });
+
+    it('POST /notebooks/persist-ids asks the person: "Upgrade" keeps the ids in the file, no is a 403 and changes nothing', async () => {
+      answers.push('no', 'no-answer', 'yes');
+      const refused = await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId });
+      assert.equal(refused.status, 403, refused.raw);
+      assert.match(refused.body.detail, /declined to upgrade untitled:Untitled-1\.ipynb/);
+      assert.match(questions[0]!, /asks to upgrade untitled:Untitled-1\.ipynb to nbformat 4\.5/);
+      assert.match(
+        (await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId })).body.detail,
+        /did not answer in time/,
+      );
+      assert.equal(docs.calls.filter((c) => c.method === 'persistIds').length, 0);
+      const upgraded = await api('POST', '/notebooks/persist-ids', { notebook: B.sessionId });
+      assert.equal(upgraded.status, 200, upgraded.raw);
+      assert.deepEqual(
+        [upgraded.body.upgraded, upgraded.body.notebook.idsPersist, upgraded.body.notebook.idsNote],
+        [true, true, undefined],
+      );
+      // Kept already: nothing asked, nothing changed.
+      const again = await api('POST', '/notebooks/persist-ids', { notebook: A.sessionId });
+      assert.deepEqual([again.status, again.body.upgraded], [200, false]);
+      assert.equal(questions.length, 3);
+    });
+
+    it('every notebook view says whether its ids last, and when not, why and what to do', async () => {
+      const views = async (notebook: string) => [
+        (await api('GET', '/notebooks')).body.notebooks.find((n: Json) => n.sessionId === notebook),
+        ...(await Promise.all(
+          ['', '?outputs=none', '?outputs=full', '?view=brief'].map(
+            async (query) => (await api('GET', q(`/notebooks/cells${query}`, notebook))).body.notebook,
+          ),
+        )),
+      ];
+      for (const view of await views(A.sessionId)) assert.deepEqual([view.idsPersist, view.idsNote], [true, undefined]);
+      for (const view of await views(B.sessionId)) {
+        assert.equal(view.idsPersist, false);
+        assert.match(view.idsNote, /nbformat < 4\.5 keeps no cell ids.*POST \/notebooks\/persist-ids/);
+      }
     });
 
     it("GET /notebooks says where each kernel is, and why when the kernel's API cannot tell", async () => {
@@ -189,7 +242,7 @@ describe('cell routes (fake notebooks)', () => {
         outputs: [],
       });
       assert.deepEqual([markup.kind, markup.language, markup.execution], ['markup', 'markdown', null]);
-      assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', mime: 'text/plain', text: '2', bytes: 1 }] }]);
+      assert.deepEqual(last.outputs, [{ items: [{ type: 'text/plain', text: '2', bytes: 1 }] }]);
     });
 
     it('lists outputs as summaries by default; outputs=none (or the old false) leaves them out; a bad value is a 400', async () => {
@@ -204,6 +257,28 @@ describe('cell routes (fake notebooks)', () => {
       const bad = await api('GET', q('/notebooks/cells?outputs=some'));
       assert.equal(bad.status, 400);
       assert.match(bad.raw, /none, summary, full/);
+    });
+
+    it('view=brief lists id, index, kind, status and first line only; it is not a read; with outputs it is a 400', async () => {
+      docs.type(A.uri, 1, '# Title\n\nA long introduction\nwith more lines.');
+      const res = await api('GET', q('/notebooks/cells?view=brief'));
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.notebook.sessionId, 's_aaaaaa');
+      assert.deepEqual(res.body.cells, [
+        { id: ids[0], index: 0, kind: 'code', status: 'idle', line: 'x = 1' },
+        { id: ids[1], index: 1, kind: 'markup', line: '# Title', lines: 4 },
+        { id: ids[2], index: 2, kind: 'code', status: 'idle', line: '' },
+        { id: ids[3], index: 3, kind: 'code', status: 'idle', line: 'y = x + 1' },
+      ]);
+      // The brief list showed no code: writing the cell still needs a read of it.
+      const write = await api('PATCH', `/notebooks/cells/${ids[1]}`, { notebook: 's_aaaaaa', code: '# New' });
+      assert.equal(write.status, 409, write.raw);
+      const full = await api('GET', q('/notebooks/cells?outputs=none'));
+      assert.ok(res.raw.length * 2 < full.raw.length, `brief ${res.raw.length} B, outputs=none ${full.raw.length} B`);
+      const both = await api('GET', q('/notebooks/cells?view=brief&outputs=full'));
+      assert.equal(both.status, 400);
+      assert.match(both.body.detail, /view=brief shows no outputs/);
+      assert.equal((await api('GET', q('/notebooks/cells?view=short'))).status, 400);
     });
 
     it('a 404 under /notebooks/ lists its routes; a 400 for an unknown key names the allowed keys', async () => {
@@ -582,15 +657,19 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual(docs.codes(A.uri)[0], 'x = 1');
     });
 
-    it('runs cells after applying, and can wait for them', async () => {
-      const res = await edits({ ops: [{ op: 'create', code: 'print("hi")', index: 0 }], run: [0], wait: true });
+    it('runs cells after applying, and can wait for them; a run cell is shown once', async () => {
+      const res = await edits({ ops: [{ op: 'create', code: 'print("hi")', index: 0 }], run: [0, ids[0]], wait: true });
       assert.equal(res.status, 200, res.raw);
-      assert.equal(res.body.runs.length, 1);
+      assert.equal(res.body.runs.length, 2);
       assert.equal(res.body.runs[0].success, true);
-      assert.equal(res.body.runs[0].cell.outputs[0].items[0].text, 'hi\n');
-      // The batch's own cells show the state after the run, not the edit's.
+      // The batch's own cells show the state after the run, not the edit's; their runs name them.
+      assert.deepEqual(Object.keys(res.body.runs[0]), ['cellId', 'done', 'success', 'status']);
+      assert.equal(res.body.runs[0].cellId, res.body.cells[0].id);
       assert.equal(res.body.cells[0].outputs[0].items[0].text, 'hi\n');
       assert.equal(res.body.cells[0].execution.status, 'succeeded');
+      // A cell the batch ran but did not change is carried by its run.
+      assert.equal(res.body.cells.length, 1);
+      assert.equal(res.body.runs[1].cell.id, ids[0]);
     });
 
     it('checks the cells to run before applying anything', async () => {
@@ -620,9 +699,7 @@ describe('cell routes (fake notebooks)', () => {
         const res = await run(ids[0]!, body, query);
         assert.equal(res.status, 200, res.raw);
         assert.equal(res.body.success, true);
-        assert.deepEqual(res.body.cell.outputs, [
-          { items: [{ type: 'stdout', mime: 'application/vnd.code.notebook.stdout', text: 'hi\n', bytes: 3 }] },
-        ]);
+        assert.deepEqual(res.body.cell.outputs, [{ items: [{ type: 'stdout', text: 'hi\n', bytes: 3 }] }]);
         assert.equal(res.body.status, 'succeeded');
         assert.equal(res.body.cell.execution.status, 'succeeded');
       }
@@ -644,7 +721,6 @@ describe('cell routes (fake notebooks)', () => {
       const full = await run(ids[0]!, { wait: true, outputs: 'full' });
       assert.deepEqual(full.body.cell.outputs[1].items[0], {
         type: 'error',
-        mime: ERROR_MIME,
         name: 'NameError',
         message: "name 'boom' is not defined",
         traceback: 'Traceback (most recent call last):\nNameError: boom',
@@ -750,7 +826,7 @@ describe('cell routes (fake notebooks)', () => {
       await list();
       docs.type(A.uri, 0, 'page()');
       const res = await run(ids[0]!, { wait: true, outputs: 'full' });
-      assert.equal(res.body.cell.outputs[0].items[0].mime, 'text/html');
+      assert.equal(res.body.cell.outputs[0].items[0].type, 'text/html');
       const raw = await request(port, {
         path: q(`/notebooks/cells/${ids[0]}/outputs/0/0`),
         headers: { authorization: `Bearer ${TOKEN}` },
@@ -809,6 +885,26 @@ describe('cell routes (fake notebooks)', () => {
       assert.deepEqual([res.body.done, res.body.status, res.body.skipped, res.body.pending], [true, 'failed', [ids[3]], []]);
       // One execute per cell: the next is queued only once the one before succeeded.
       assert.equal(docs.calls.filter((c) => c.method === 'execute').length, 2);
+    });
+
+    it('a kernel that cancels the cells queued behind a failure gets the whole series at once; its cancelled cells are skipped', async () => {
+      docs.stopsAtFailure = true;
+      docs.type(A.uri, 2, 'boom()');
+      const res = await runMany({ all: true, wait: true });
+      assert.deepEqual(
+        res.body.runs.map((r: Json) => [r.cell.id, r.status]),
+        [
+          [ids[0], 'succeeded'],
+          [ids[2], 'failed'],
+        ],
+      );
+      assert.deepEqual([res.body.status, res.body.skipped], ['failed', [ids[3]]]);
+      assert.deepEqual(docs.calls.filter((c) => c.method === 'execute')[0]!.args, [ids[0], ids[2], ids[3]]);
+      // With "continue" such a kernel still cancels the rest: they are skipped, not reported as runs.
+      const go = await runMany({ all: true, onError: 'continue', wait: true });
+      assert.deepEqual([go.body.runs.map((r: Json) => r.status), go.body.skipped], [['succeeded', 'failed'], [ids[3]]]);
+      const listed = await api('GET', '/notebooks/cells?notebook=s_aaaaaa');
+      assert.equal(listed.body.cells[3].execution.status, 'idle');
     });
 
     it('"continue" queues every cell at once and runs them all; a range and a list work too', async () => {

@@ -7,7 +7,8 @@ import { writeFileAtomic } from '../../src/fsAtomic';
 
 const advert = (port: number): BridgeAdvert => ({
   server: 'agent-bridge',
-  version: '0.1.0',
+  version: '0.25.2',
+  bridgeVersion: '0.1.0',
   url: `http://127.0.0.1:${port}`,
   host: '127.0.0.1',
   port,

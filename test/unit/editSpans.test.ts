@@ -20,12 +20,15 @@ describe('edit spans (src/core/editSpans.ts)', () => {
     clock.wall += 1;
     clock.used += 1.5;
     watch.applying();
-    clock.wall += 100;
+    clock.wall += 98;
+    watch.shown();
+    clock.wall += 2;
+    watch.shown();
     clock.used += 7;
     watch.applied();
     clock.wall += 0.5;
     watch.end('insert');
-    assert.deepEqual(got, [{ kind: 'insert', plan: 2, check: 30, before: 1, applyEdit: 100, hostCpu: 7, after: 0.5 }]);
+    assert.deepEqual(got, [{ kind: 'insert', plan: 2, check: 30, before: 1, applyEdit: 100, hostCpu: 7, shown: 98, after: 0.5 }]);
   });
 
   it('reports no write that applied nothing', () => {
@@ -44,6 +47,7 @@ describe('edit spans (src/core/editSpans.ts)', () => {
     watch.checking();
     watch.checked();
     watch.applying();
+    watch.shown();
     watch.applied();
     watch.end('edit');
     assert.equal(reads, 0);
@@ -67,6 +71,7 @@ describe("the bench's insert vs edit split (scripts/bench/editSplit.ts)", () => 
     before: 1,
     applyEdit,
     hostCpu,
+    shown: applyEdit - 1,
     after: 0.5,
   });
 
@@ -79,6 +84,8 @@ describe("the bench's insert vs edit split (scripts/bench/editSplit.ts)", () => 
       applyEdit: 100,
       hostCpu: 6,
       workbench: 94,
+      shown: 99,
+      echo: 1,
       after: 0.5,
       rest: 5,
     });

@@ -32,7 +32,7 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
     );
     assert.equal(out.failed, true);
     assert.deepEqual(out.streams, [
-      { name: 'stderr', text: 'Traceback (most recent call last)\n  File "<cell>", line 1\nValueError: x\n' },
+      { name: 'stderr', text: 'Traceback (most recent call last)\n  File "<cell>", line 1\nValueError: x', block: true },
     ]);
   });
 
@@ -41,7 +41,7 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
       { items: [item(mimes.error, JSON.stringify({ name: 'NameError', message: "name 'y' is not defined" }))] },
       mimes,
     );
-    assert.equal(out.streams[0]?.text, "NameError: name 'y' is not defined\n");
+    assert.equal(out.streams[0]?.text, "NameError: name 'y' is not defined");
   });
 
   it("treats marimo's marimo-error channel as failure, with its text on stderr", () => {
@@ -50,7 +50,7 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
       mimes,
     );
     assert.equal(out.failed, true);
-    assert.deepEqual(out.streams, [{ name: 'stderr', text: 'This cell redefines x & y\n' }]);
+    assert.deepEqual(out.streams, [{ name: 'stderr', text: 'This cell redefines x & y', block: true }]);
   });
 
   it('collects rich items as the value, binary ones base64', () => {
@@ -76,7 +76,9 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
       { items: [item(mimes.error, JSON.stringify({ name: 'ValueError', message: '<b>x</b>', stack }))] },
       mimes,
     );
-    assert.deepEqual(out.streams, [{ name: 'stderr', text: '  raise ValueError("<b>x</b>")\nValueError: <b>x</b>\n' }]);
+    assert.deepEqual(out.streams, [
+      { name: 'stderr', text: '  raise ValueError("<b>x</b>")\nValueError: <b>x</b>', block: true },
+    ]);
   });
 
   it('with a value marker, tells the marked value from displays and drops the marker', () => {
@@ -115,7 +117,8 @@ describe('extension kernel outputs (marimo / Jupyter API shape)', () => {
     assert.deepEqual(out.streams, [
       {
         name: 'stderr',
-        text: 'Traceback (most recent call last):\n  File "/x/<frozen>.py", line 3, in <module>\nValueError: no <b>bold</b>\n',
+        text: 'Traceback (most recent call last):\n  File "/x/<frozen>.py", line 3, in <module>\nValueError: no <b>bold</b>',
+        block: true,
       },
     ]);
   });

@@ -8,7 +8,7 @@ describe("the harness's event-stream reader (sandbox-test/http.ts) against a rea
   let client: BridgeClient;
   const bodies: Record<string, string[]> = {
     // Split mid-line and mid-character, as TCP may deliver it.
-    '/good': ['event: stdout\ndata: {"data":"é', '1\\n"}\n\nevent: done\nda', 'ta: {"success":true}\n\n'],
+    '/good': ['event: stdout\ndata: {"data":"é', '1\\n"}\n\n: running 5 s\n\nevent: done\nda', 'ta: {"success":true}\n\n'],
     '/bad': [
       ': a comment\n\nid: 7\nevent: stdout\ndata: {"data":"x"}\n\ndata: {"a":1}\n\nevent: stdout\r\ndata: nope\r\n\r\nevent: done\ndata: {}\n\nleft over',
     ],
@@ -37,6 +37,11 @@ describe("the harness's event-stream reader (sandbox-test/http.ts) against a rea
       ],
     );
     assert.deepEqual([r.stdout, r.framingErrors, r.trailing], ['é1\n', [], '']);
+    assert.deepEqual(
+      r.heartbeats.map((h) => h.text),
+      ['running 5 s'],
+      "the bridge's heartbeat is not a framing error",
+    );
   });
 
   it('reports every departure from it: comment, id, no event name, CR, data that is not JSON, bytes left over', async () => {

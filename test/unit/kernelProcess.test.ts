@@ -11,9 +11,11 @@ import {
   KERNEL_START_FAILED,
   KernelProcess,
   type KernelExitInfo,
+  type CallingRun,
   type KernelProcessOptions,
   type RunMode,
 } from '../../src/kernels/builtin/kernelProcess';
+import { BridgeError } from '../../src/core/bridgeError';
 import { collectRun, IPYTHON_PYTHON, PYTHON, SCRIPT, type Collected } from './support/kernelRuns';
 import { sleep } from '../../src/core/sleep';
 
@@ -305,6 +307,55 @@ describe('KernelProcess (builtin Python kernel)', function () {
     assert.equal(r.stdout, '01234');
     assert.equal(r.stderr, 'collected\n'.repeat(20), 'every line printed during a flush arrives');
     assert.equal((await run('print("after")')).stdout, 'after\n');
+  });
+
+  it('tells a call which run made it, only while that run is in flight: a thread left behind by an ended run calls as no run, even while another runs', async () => {
+    const seen: (CallingRun | undefined)[] = [];
+    let owner = 'agent action 1';
+    make({
+      owner: () => owner,
+      onCall: async (_method, _params, ctx) => {
+        seen.push(ctx.run);
+        if (!ctx.run) throw new BridgeError('refused', 'no run in flight');
+        return 'answered';
+      },
+    });
+    const direct = await run('import _agent_bridge_host as host\nhost.call("m", None)', 'scratchpad');
+    assert.deepEqual(direct.value, { 'text/plain': "'answered'" });
+    assert.deepEqual(seen, [{ mode: 'scratchpad', owner: 'agent action 1' }]);
+    owner = 'agent action 2';
+    const left = [
+      'import threading, time, _agent_bridge_host as host',
+      'said = []',
+      'def later():',
+      '    time.sleep(0.5)',
+      '    try:',
+      '        said.append(host.call("m", None))',
+      '    except host.CallRefused as e:',
+      '        said.append("CallRefused: %s" % e)',
+      'thread = threading.Thread(target=later)',
+      'thread.start()',
+    ].join('\n');
+    assert.equal((await run(left)).success, true);
+    // The thread calls while another run is in flight: that run is not the caller.
+    assert.equal((await run('import time\ntime.sleep(1.5)')).success, true);
+    const r = await run('thread.join()\nsaid');
+    assert.deepEqual(r.value, { 'text/plain': "['CallRefused: no run in flight']" });
+    assert.deepEqual(seen.slice(1), [undefined]);
+  });
+
+  it("says whether a run for an owner is queued or in flight (Stop Agents finds the agents' runs by it)", async () => {
+    let owner = 'the person';
+    make({ owner: () => owner });
+    await run('None');
+    owner = 'an agent';
+    const agents = (o: unknown) => o === 'an agent';
+    assert.equal(kernel.runsFor(agents), false);
+    const busy = run('import time\nwhile True:\n    time.sleep(0.05)');
+    assert.equal(kernel.runsFor(agents), true);
+    await kernel.interrupt();
+    await busy;
+    assert.equal(kernel.runsFor(agents), false);
   });
 
   it('answers calls from Python into the host, and reports their errors', async () => {

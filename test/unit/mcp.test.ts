@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { EXECUTE_OUTPUT_CAP } from '../../src/mcp/tools';
+import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputCap';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
@@ -42,6 +43,19 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     const text = (result.content[0] as { text?: string } | undefined)?.text ?? '';
     return { ...result, body: result.structuredContent ?? (text.startsWith('{') ? JSON.parse(text) : undefined) };
   }
+
+  /** `tools/list` as a raw POST: its status, headers and event-stream body. */
+  const toolsListRaw = () =>
+    request(port, {
+      method: 'POST',
+      path: '/mcp/server',
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
 
   beforeEach(async () => {
     clients = [];
@@ -114,6 +128,17 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['ref']);
     });
 
+    it('tools/list takes at most 12 KB (the long text is in the skill)', async () => {
+      const res = await toolsListRaw();
+      assert.equal(res.status, 200);
+      const data = res.body
+        .split('\n')
+        .find((l) => l.startsWith('data: '))!
+        .slice(6);
+      const bytes = Buffer.byteLength(data);
+      assert.ok(bytes <= 12 * 1024, `tools/list is ${bytes} bytes`);
+    });
+
     it('list_sessions names each notebook by file name, path and session id', async () => {
       const result = await call('list_sessions');
       assert.deepEqual(result.structuredContent, {
@@ -142,15 +167,23 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(value.isError, undefined);
     });
 
-    it('keeps the head and tail of huge output within the cap, saying how much was cut', async () => {
+    it('caps huge output as HTTP does: head and tail, a note with the url of the whole, which serves it', async () => {
       const result = await call('execute_code', { session_id: 's_aaaaaa', code: 'flood' });
-      const content = result.structuredContent as { stdout: string[]; output: string; errors: string[] };
+      const content = result.structuredContent as { stdout: string[]; stderr: string[]; output: string; errors: string[] };
       const stdout = content.stdout.join('');
-      assert.ok(stdout.length < EXECUTE_OUTPUT_CAP + 200, `${stdout.length} characters of stdout`);
+      const stderr = content.stderr.join('');
+      assert.ok(stdout.length <= SCRATCHPAD_OUTPUT_CAP, `${stdout.length} characters of stdout`);
       assert.ok(stdout.startsWith('line 0\nline 0\n'));
       assert.ok(stdout.endsWith('line 999\n'));
-      const total = Array.from({ length: 1000 }, (_, i) => `line ${i}\n`.length * 1000).reduce((a, b) => a + b);
-      assert.ok(stdout.includes(`[agent-bridge: ${total - EXECUTE_OUTPUT_CAP} characters cut here]`));
+      const note =
+        /\[agent-bridge: (\d+) characters cut here, after character \d+; the whole output \((\d+) characters\) is at (http:\/\/127\.0\.0\.1:\d+\/notebooks\/scratchpad\/outputs\/[\w-]+) for \d+ minutes/.exec(
+          stderr,
+        );
+      assert.ok(note, stderr.slice(0, 400));
+      const whole = await request(port, { path: new URL(note[3]!).pathname, headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(whole.status, 200);
+      assert.equal(whole.body.length, Number(note[2]));
+      assert.ok(whole.body.startsWith('line 0\n') && whole.body.includes('MemoryError: x'));
       assert.ok(content.output.length < EXECUTE_OUTPUT_CAP + 200);
       assert.deepEqual(content.errors, ['MemoryError: x']);
     });
@@ -255,7 +288,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual(docs.codes(A.uri), ['x = 1', '']);
     });
 
-    it('runs a cell and waits: outputs in the JSON, the image once as image content', async () => {
+    it('runs a cell and waits: outputs in the JSON; the image as image content only when asked', async () => {
       const created = await call('create_cell', { code: 'plot()' });
       const result = await call('run_cell', { ref: created.body.cell.id, outputs: 'full' });
       assert.equal(result.isError, undefined);
@@ -263,13 +296,53 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(result.body.success, true);
       const items = result.body.cell.outputs.flatMap((o: Json) => o.items);
       assert.equal(items[0].text, 'drawing\n');
-      assert.equal(items[1].mime, 'image/png');
+      assert.equal(items[1].type, 'image/png');
       assert.ok(items[1].url && items[1].text === undefined, 'the JSON points at the image, it does not carry it');
-      const images = result.content.filter((c) => c.type === 'image');
+      assert.deepEqual(
+        result.content.map((c) => c.type),
+        ['text'],
+        'no image unless asked',
+      );
+      const asked = await call('run_cell', { ref: created.body.cell.id, images: true });
+      const images = asked.content.filter((c) => c.type === 'image');
       assert.deepEqual(images, [{ type: 'image', mimeType: 'image/png', data: Buffer.from(PNG).toString('base64') }]);
     });
 
-    it('applies a batch as one edit and runs what it names', async () => {
+    it('get_cell answers as GET /notebooks/cells/{id} does (full, images by url); get_output reads the image alone', async () => {
+      const created = await call('create_cell', { code: 'plot()' });
+      await call('run_cell', { ref: created.body.cell.id });
+      const got = await call('get_cell', { ref: created.body.cell.id });
+      const http = await request(port, {
+        path: `/notebooks/cells/${created.body.cell.id}?notebook=${A.sessionId}`,
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      assert.deepEqual(got.body, JSON.parse(http.body));
+      assert.deepEqual(
+        got.content.map((c) => c.type),
+        ['text'],
+      );
+      const url = got.body.cell.outputs[1].items[0].url;
+      const image = await call('get_output', { url });
+      assert.deepEqual(image.body, { item: { type: 'image/png', bytes: PNG.length } });
+      assert.deepEqual(image.content[1], { type: 'image', mimeType: 'image/png', data: Buffer.from(PNG).toString('base64') });
+      const text = await call('get_output', { url: url.replace('/outputs/1/0', '/outputs/0/0') });
+      assert.deepEqual(text.body, { item: { type: 'stdout', text: 'drawing\n', bytes: 8 } });
+      const bad = await call('get_output', { url: '/notebooks/cells' });
+      assert.equal(bad.isError, true);
+      assert.match(JSON.stringify(bad.content), /is not an output url/);
+    });
+
+    it('list_cells view "brief" is the compact list of GET /notebooks/cells?view=brief', async () => {
+      const brief = await call('list_cells', { view: 'brief' });
+      assert.deepEqual(
+        brief.body.cells.map((c: Json) => Object.keys(c).sort().join()),
+        ['id,index,kind,line,status', 'id,index,kind,line,status'],
+      );
+      const refused = await call('list_cells', { view: 'brief', outputs: 'full' });
+      assert.equal(refused.isError, true);
+    });
+
+    it('applies a batch as one edit and runs what it names; the run cell is in "cells" once', async () => {
       const result = await call('edit_cells', {
         ops: [
           { op: 'edit', ref: 1, code: 'plot()' },
@@ -281,8 +354,11 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.equal(result.isError, undefined, JSON.stringify(result.content));
       assert.equal(result.body.cellCount, 3);
       assert.equal(result.body.runs[0].success, true);
+      assert.equal(result.body.runs[0].cell, undefined, 'the run names its cell, which "cells" carries');
+      assert.equal(result.body.runs[0].cellId, result.body.cells[0].id);
+      assert.equal(result.body.cells[0].outputs[1].items[0].type, 'image/png');
       assert.equal(docs.calls.filter((c) => c.method === 'apply').length, 1);
-      assert.equal(result.content.filter((c) => c.type === 'image').length, 1);
+      assert.equal(result.content.filter((c) => c.type === 'image').length, 0);
     });
 
     it('answers once, as JSON text (no structured copy); summaries by default, without images', async () => {
@@ -381,16 +457,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
     });
 
     it('replies to a POST as an event stream', async () => {
-      const res = await request(port, {
-        method: 'POST',
-        path: '/mcp/server',
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      });
+      const res = await toolsListRaw();
       assert.equal(res.status, 200);
       assert.match(String(res.headers['content-type']), /^text\/event-stream/);
       assert.equal(res.headers['mcp-session-id'], undefined);

@@ -19,6 +19,7 @@ import {
 } from '../../src/core/outcome';
 import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
 import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
+import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
 import { KeyedQueue } from '../../src/core/keyedQueue';
 import { RiskChecks } from '../../src/core/riskChecks';
 import { NOTHING_FOUND } from './fakes/app';
@@ -170,7 +171,7 @@ describe('transports answer by kind, never by the words of a message', () => {
     ]);
     const { gate, ends } = recordingGate();
     const risk = new RiskChecks(NOTHING_FOUND, new FakeNotebooks(), () => gate);
-    const ctx = { host, runs: new KeyedQueue(), risk } as unknown as BridgeServices;
+    const ctx = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs(), risk } as unknown as BridgeServices;
     const client = await callTools(codeTools(ctx), gate);
     const result = (await client.callTool({
       name: 'execute_code',

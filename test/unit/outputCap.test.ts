@@ -53,7 +53,7 @@ describe('OutputCap', () => {
 });
 
 describe('ScratchpadOutputs', () => {
-  it('keeps a whole output for a while, then forgets it', () => {
+  it('keeps a whole output for a while, then says it is gone; an id never given is told apart', () => {
     let now = 0;
     const outputs = new ScratchpadOutputs({ runChars: 100, totalChars: 1000, keepMs: 1000 }, () => now);
     const rec = outputs.record();
@@ -61,9 +61,10 @@ describe('ScratchpadOutputs', () => {
     rec.push('world');
     const kept = outputs.keep(rec);
     assert.deepEqual([kept.text, kept.printed, kept.complete], ['hello world', 11, true]);
-    assert.equal(outputs.get(kept.id)?.text, 'hello world');
+    assert.deepEqual(outputs.get(kept.id), kept);
     now = 1000;
-    assert.equal(outputs.get(kept.id), undefined);
+    assert.equal(outputs.get(kept.id), 'gone');
+    assert.equal(outputs.get('never-given'), undefined);
   });
 
   it('keeps at most runChars of a run, says so, and drops the oldest past totalChars', () => {
@@ -76,7 +77,7 @@ describe('ScratchpadOutputs', () => {
     const first = keep('0123456789abc');
     assert.deepEqual([first.text, first.printed, first.complete], ['0123456789', 13, false]);
     const second = keep('xxxxxxxx');
-    assert.equal(outputs.get(first.id), undefined);
-    assert.equal(outputs.get(second.id)?.text, 'xxxxxxxx');
+    assert.equal(outputs.get(first.id), 'gone');
+    assert.deepEqual(outputs.get(second.id), second);
   });
 });

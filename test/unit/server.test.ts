@@ -6,6 +6,7 @@ import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
 import { sleep } from '../../src/core/sleep';
+import { MARIMO_PROTOCOL_VERSION } from '../../src/core/marimoVersion';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });
@@ -65,6 +66,13 @@ describe('HTTP contract (fake notebook host)', () => {
         assert.match(res.headers['content-type'] ?? '', /^application\/json/);
         assert.ok(res.body.includes('"healthy"'));
         assert.equal(JSON.parse(res.body).status, 'healthy');
+        // marimo-pair's skill reads `version` as marimo's (code mode since 0.21.1); the bridge's is its own key.
+        assert.deepEqual(JSON.parse(res.body), {
+          status: 'healthy',
+          server: 'agent-bridge',
+          version: MARIMO_PROTOCOL_VERSION,
+          bridgeVersion: '0.0.0-test',
+        });
       });
     }
   });
@@ -264,10 +272,21 @@ describe('HTTP contract (fake notebook host)', () => {
         assert.match(JSON.parse(res.body).detail, /token is off/);
       }
     });
-    it('answers unknown routes with a JSON 404', async () => {
-      const res = await request(port, { path: '/nope', headers: auth() });
+    it('answers unknown routes with a JSON 404 listing the routes (GET / too)', async () => {
+      for (const path of ['/nope', '/']) {
+        const res = await request(port, { path, headers: auth() });
+        assert.equal(res.status, 404);
+        const body = JSON.parse(res.body);
+        assert.match(body.detail, new RegExp(`No route GET ${path}; the routes are listed in "routes"`));
+        for (const route of ['GET /health', 'POST /api/kernel/execute', 'GET /notebooks/cells', 'POST /mcp/server'])
+          assert.ok(body.routes.includes(route), `${route} in ${res.body}`);
+      }
+    });
+
+    it('tells an expired scratchpad output from an id no output had', async () => {
+      const res = await request(port, { path: '/notebooks/scratchpad/outputs/nope', headers: auth() });
       assert.equal(res.status, 404);
-      assert.match(JSON.parse(res.body).detail, /No route GET \/nope/);
+      assert.match(JSON.parse(res.body).detail, /No output has the id nope: check the URL/);
     });
   });
 
@@ -364,7 +383,7 @@ describe('HTTP contract (fake notebook host)', () => {
       const res = await request(port, { path: '/notebooks/cells?__proto__=x&notebook=a', headers: auth() });
       assert.deepEqual(
         [res.status, JSON.parse(res.body).detail],
-        [400, 'Invalid query: (root): Unrecognized key: "__proto__" (allowed: notebook, outputs)'],
+        [400, 'Invalid query: (root): Unrecognized key: "__proto__" (allowed: notebook, outputs, view)'],
       );
     });
     it('logs a long path from an unauthenticated client cut, with how much was left out', async () => {
@@ -376,6 +395,22 @@ describe('HTTP contract (fake notebook host)', () => {
         assert.equal(lines.length, 1);
         assert.ok(lines[0]!.length < 300, `log line of ${lines[0]!.length} chars`);
         assert.match(lines[0]!, /^GET \/a+… \(14801 more chars\) → 401 /);
+      } finally {
+        await own.close();
+      }
+    });
+    it('logs a refused request at info, and a quick answered one at debug only', async () => {
+      const lines: string[] = [];
+      const log = { ...silentLog, info: (m: string) => lines.push(`info ${m}`), debug: (m: string) => lines.push(`debug ${m}`) };
+      const own = await startTestServer({ log });
+      try {
+        assert.equal((await request(own.port, { path: '/api/sessions' })).status, 401);
+        assert.equal((await request(own.port, { path: '/health' })).status, 200);
+        for (let i = 0; i < 50 && lines.length < 2; i++) await sleep(10);
+        assert.deepEqual(
+          lines.map((l) => l.replace(/\(.*$/, '')),
+          ['info GET /api/sessions → 401 ', 'debug GET /health → 200 '],
+        );
       } finally {
         await own.close();
       }

@@ -56,6 +56,19 @@ describe('the agent skill documents the code', () => {
     );
   });
 
+  // What an agent reads before it calls anything: the first screen, up to the scratchpad section.
+  const firstScreen = fs.readFileSync(path.join(SKILL, 'SKILL.md'), 'utf8').split(/^## 2\./m)[0]!;
+
+  it('its first example is the brief list of the cells', () => {
+    const first = /```bash\n([^\n]*)/.exec(firstScreen)?.[1] ?? '';
+    assert.match(first, /\/notebooks\/cells\?[^"]*view=brief/);
+  });
+
+  it('says on its first screen that a scratchpad run stops with its client, and that long work goes in a cell with /wait', () => {
+    assert.match(firstScreen, /scratchpad run stops when your client disconnects/i);
+    assert.match(firstScreen, /long work belongs in a\s+cell[\s\S]*POST \/notebooks\/cells\/<id>\/wait/);
+  });
+
   it('every JSON request example is a valid body of a route', () => {
     const examples = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!);
     assert.ok(examples.length >= 2);

@@ -6,6 +6,7 @@ import {
   droppedNote,
   frameEvent,
   HEADERS_ALONE_AFTER_MS,
+  heartbeat,
   openEventStream,
   SEND_AT_CHARS,
   stalledNote,
@@ -87,6 +88,31 @@ describe('event stream', () => {
     assert.deepEqual(res.calls, ['writeHead 200', 'flushHeaders']);
     stream.end('done', { success: true });
     assert.deepEqual(res.calls.slice(2), [`end ${done}`]);
+  });
+
+  it('says a silent run is alive with a comment after each silence, none while output flows, none after the end', async () => {
+    const { res, stream } = open({ ...DEFAULT_LIMITS, heartbeatMs: 60 });
+    const beats = () => res.calls.filter((c) => /^write : running \d+ s\n\n$/.test(c)).length;
+    while (!beats()) await sleep(10);
+    assert.deepEqual(res.calls, ['writeHead 200', 'flushHeaders', `write ${heartbeat(0)}`]);
+    stream.send('stdout', { data: '1\n' });
+    await nextTurn();
+    assert.equal(res.calls.at(-1), `write ${out}`, 'output goes out as it comes');
+    while (beats() < 2) await sleep(10);
+    assert.match(res.calls.at(-1)!, /^write : running \d+ s\n\n$/, 'a silence after output is said too');
+    stream.end('done', { success: true });
+    const ended = res.calls.length;
+    await sleep(150);
+    assert.equal(res.calls.length, ended, 'nothing after the end');
+    assert.equal(heartbeat(5), ': running 5 s\n\n');
+  });
+
+  it('stops its heartbeat when the client goes away', async () => {
+    const { res } = open({ ...DEFAULT_LIMITS, heartbeatMs: 30 });
+    res.destroyed = true;
+    res.emit('close');
+    await sleep(100);
+    assert.deepEqual(res.calls, ['writeHead 200']);
   });
 
   it('writes nothing more once the client is gone', async () => {

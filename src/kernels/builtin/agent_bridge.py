@@ -35,6 +35,9 @@ Rules:
   provisional id to its real id.
 - `ctx.globals` is the kernel's real global namespace (the scratchpad itself runs on a copy):
   what the cells you ran defined is there.
+- The bridge answers only while the run that calls is running, as the agent whose run it is:
+  a thread or subprocess left behind by an earlier run, a run the person stopped ("Stop Agents"),
+  or a change the access mode no longer allows gets `CallRefused` (nothing was changed).
 """
 
 import ast
@@ -49,7 +52,10 @@ __all__ = [
     "Cell",
     "CodeModeError",
     "StaleCellError",
+    "CallRefused",
 ]
+
+CallRefused = _host.CallRefused
 
 _PROVISIONAL_PREFIX = "new-"
 _provisional_count = 0
@@ -84,7 +90,7 @@ class Cell(object):
     "running" | "succeeded" | "failed" | "interrupted"; None for markup), success (of the last
     run: True/False, or None before one ended), execution_count, and
     outputs: a list of dicts, one per output item: {"type": "stdout" | "stderr" | "error" | <mime
-    type>, "mime", "text"?, "name"?, "message"?, "traceback"?, "url"?, "truncated"?}.
+    type>, "text"?, "name"?, "message"?, "traceback"?, "url"?, "truncated"?}.
     """
 
     __slots__ = ("id", "index", "kind", "language", "code", "version", "status", "success", "execution_count", "outputs")

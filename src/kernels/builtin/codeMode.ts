@@ -25,6 +25,7 @@ import { blockOp, planBlock, type LayoutCell } from '../../core/blockPlan';
 import { ref } from '../../core/cellSchemas';
 import { FOREVER_MS } from '../../core/series';
 import { BridgeError } from '../../core/bridgeError';
+import { alsoRuns, type AccessKind } from '../../core/accessPolicy';
 import { errorBody } from '../../core/outcome';
 import { notebookLabel, resolveNotebook } from '../../core/refs';
 import { refuseLoneSurrogates } from '../../core/wellFormedText';
@@ -43,6 +44,12 @@ const flushParams = z.strictObject({
 });
 const getParams = z.strictObject({ ref });
 const noParams = z.union([z.strictObject({}), z.null(), z.undefined()]);
+
+/** What a code-mode call is, as the access policy sees it: a flush edits (and runs, when it runs cells); the rest read. */
+export function codeModeKind(method: string, params: unknown): { kind: AccessKind; also: AccessKind[] } {
+  if (method !== 'cells.flush') return { kind: 'read', also: [] };
+  return { kind: 'edit', also: alsoRuns((params as { run?: unknown } | null)?.run) ? ['run'] : [] };
+}
 
 /** Answers the code-mode calls of the kernel of one notebook (`notebook`: its uri or session id). */
 export function codeModeHandler(deps: CodeModeDeps, notebook: string): CallHandler {

@@ -1,12 +1,11 @@
 import * as vscode from 'vscode';
-import { homedir } from 'node:os';
 import { BridgeError } from '../../core/bridgeError';
 import type { InterruptHow, Kernel } from '../../core/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { EditorCellRun } from './editorCellRun';
 import { KernelProcess, type CallHandler } from './kernelProcess';
-import { sandboxedKernel } from './kernelSandbox';
+import type { KernelCommand } from './kernelCommand';
 import { BuiltinScratchpad } from './scratchpad';
 import { errorMessage } from '../../core/errorMessage';
 
@@ -26,12 +25,14 @@ export interface BuiltinOptions {
   log: Log;
   /** Answers the host calls of a notebook's kernel (code mode: `agent_bridge`); read at each call. */
   calls?: (notebook: vscode.NotebookDocument) => CallHandler;
+  /** Whom a run is for, read when it is queued (kernelProcess.ts: its calls' `run.owner`). */
+  owner?: () => unknown;
   /** Setting agentBridge.codeMode.inCells: `agent_bridge` importable in cells too (read at each kernel start). */
   codeModeInCells?: () => boolean;
   /** The bridge's stable id of a cell: messages about a cell's run name it. */
   cellId?: (cell: vscode.NotebookCell) => string;
-  /** Setting agentBridge.kernel.sandbox: run kernels under bubblewrap (read at each kernel start). */
-  sandbox?: () => boolean;
+  /** The kernel as it starts (the sandbox, workspaceSandbox.ts), or as it is when undefined; asked at each kernel start. */
+  wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv, cwd?: string) => KernelCommand | undefined;
 }
 
 /**
@@ -120,6 +121,12 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return (await stopping) ?? 'sigint';
   }
 
+  /** Interrupts the notebooks whose kernel runs (or has queued) a run for an owner `of` takes: the agents' runs, for "Stop Agents". */
+  async interruptRunsFor(of: (owner: unknown) => boolean): Promise<void> {
+    const running = [...this.kernels].filter(([, kernel]) => kernel.process.runsFor(of)).map(([notebook]) => notebook);
+    await Promise.all(running.map((notebook) => this.interrupt(notebook)));
+  }
+
   async restart(notebook: vscode.NotebookDocument): Promise<boolean> {
     if (!this.selected.has(notebook)) return false;
     const kernel = this.kernels.get(notebook);
@@ -133,9 +140,9 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   }
 
   /** The controller creates the cells' executions itself: no round trip through the workbench. */
-  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[]): boolean {
+  runCells(notebook: vscode.NotebookDocument, cells: readonly vscode.NotebookCell[], stopAfterFailure: boolean): boolean {
     if (!this.selected.has(notebook)) return false;
-    this.executeCells(cells, notebook).catch((err: unknown) =>
+    this.executeCells(cells, notebook, stopAfterFailure).catch((err: unknown) =>
       this.options.log.warn(`running cells failed: ${errorMessage(err)}`),
     );
     return true;
@@ -151,16 +158,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
         script: this.options.script,
         cwd: folder,
         env: () => ({ ...globalThis.process.env, AGENT_BRIDGE_CODE_MODE_IN_CELLS: this.options.codeModeInCells?.() ? '1' : '0' }),
-        wrap: (argv) =>
-          this.options.sandbox?.()
-            ? sandboxedKernel(argv, {
-                writable: (vscode.workspace.workspaceFolders ?? [])
-                  .filter((f) => f.uri.scheme === 'file')
-                  .map((f) => f.uri.fsPath),
-                home: homedir(),
-                cwd: folder,
-              })
-            : undefined,
+        wrap: (argv, env) => this.options.wrap?.(argv, env, folder),
+        owner: this.options.owner,
         onCall: (method, params, ctx) => {
           const handler = this.options.calls?.(notebook);
           return handler ? handler(method, params, ctx) : Promise.reject(new Error(`No host calls are served for ${name}`));
@@ -185,26 +184,45 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     return kernel;
   }
 
-  private async executeCells(cells: readonly vscode.NotebookCell[], notebook: vscode.NotebookDocument): Promise<void> {
+  /**
+   * Runs the cells in order. Their executions are created at once, so queued cells show as
+   * pending in the editor. Without `stopAfterFailure` every cell goes to the kernel process at
+   * once: it keeps the order, and does not make a cell wait behind a run that waits for it (a run
+   * blocked in a host call, e.g. code mode running cells, lets the next ones in). With it, each
+   * cell goes to the kernel once the one before it succeeded (a pipe round trip, no workbench
+   * one), and after a failure the rest end as never run; a cell interrupted while queued still
+   * ends as interrupted.
+   */
+  private async executeCells(
+    cells: readonly vscode.NotebookCell[],
+    notebook: vscode.NotebookDocument,
+    stopAfterFailure = false,
+  ): Promise<void> {
     const kernel = this.kernelOf(notebook);
-    // Executions are created at once so queued cells show as pending in the editor. The kernel
-    // process keeps the order; it does not make a cell wait behind a run that waits for it
-    // (a run blocked in a host call, e.g. code mode running cells, lets the next ones in).
     const runs = cells.flatMap((cell) => {
       const execution = this.execution(cell);
       return execution ? [{ cell, execution, abort: new AbortController() }] : [];
     });
     for (const { cell } of runs) this.reports.fire({ cell, phase: 'queued' });
-    await Promise.all(
-      runs.map((run) => {
-        kernel.pending.add(run.abort);
-        const cancel = run.execution.token.onCancellationRequested(() => run.abort.abort());
-        return this.executeCell(kernel, run.execution, run.abort.signal).finally(() => {
-          cancel.dispose();
-          kernel.pending.delete(run.abort);
-        });
-      }),
-    );
+    const ends: Promise<void>[] = [];
+    let failed = false;
+    for (const { execution, abort } of runs) {
+      kernel.pending.add(abort);
+      const cancel = execution.token.onCancellationRequested(() => abort.abort());
+      const forget = () => {
+        cancel.dispose();
+        kernel.pending.delete(abort);
+      };
+      if (failed && !abort.signal.aborted) {
+        forget();
+        new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log).drop();
+        continue;
+      }
+      const run = this.executeCell(kernel, execution, abort.signal);
+      ends.push(run.ended.finally(forget));
+      if (stopAfterFailure) failed = (await run.settled) !== true;
+    }
+    await Promise.all(ends);
   }
 
   /**
@@ -220,20 +238,30 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     }
   }
 
-  private async executeCell(kernel: NotebookKernel, execution: vscode.NotebookCellExecution, signal: AbortSignal): Promise<void> {
+  /**
+   * One cell's run: `settled` resolves with its success once the kernel is done with it
+   * (undefined: interrupted, failed to run, or dropped before its turn), `ended` once the editor
+   * was told its end.
+   */
+  private executeCell(
+    kernel: NotebookKernel,
+    execution: vscode.NotebookCellExecution,
+    signal: AbortSignal,
+  ): { settled: Promise<boolean | undefined>; ended: Promise<void> } {
     const run = new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log);
     const { cell } = run;
-    let success: boolean | undefined;
-    try {
-      const name = this.options.cellId && { id: this.options.cellId(cell) };
-      const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name);
-      if (!run.started) return; // dropped before its turn (interrupted while queued): it never ran
-      success = run.settle(result);
-    } catch (err) {
-      this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
-    } finally {
-      await run.end(success);
-    }
+    const settled = (async () => {
+      try {
+        const name = this.options.cellId && { id: this.options.cellId(cell) };
+        const result = await kernel.process.run(cell.document.getText(), 'cell', run.output, signal, run.start, name);
+        // Dropped before its turn (interrupted while queued): it never ran.
+        return run.started ? run.settle(result) : undefined;
+      } catch (err) {
+        this.options.log.warn(`cell run failed in the editor: ${errorMessage(err)}`);
+        return undefined;
+      }
+    })();
+    return { settled, ended: settled.then((success) => run.end(success)) };
   }
 
   private forget(notebook: vscode.NotebookDocument): void {

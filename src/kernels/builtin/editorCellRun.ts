@@ -95,6 +95,16 @@ export class EditorCellRun {
     return result.status === 'interrupted' ? undefined : result.success;
   }
 
+  /**
+   * A run dropped before its turn because the series it belongs to stopped at a failure: the
+   * execution ends without a start or an end time, so the cell shows as never run (its outputs
+   * as they were), as Jupyter leaves the cells it cancels after a failure.
+   */
+  drop(): void {
+    this.execution.end(undefined);
+    this.report({ cell: this.cell, phase: 'dropped' });
+  }
+
   /** Ends the execution once its outputs are out, on every path: a cell left running blocks its notebook for good. */
   async end(success: boolean | undefined): Promise<void> {
     clearTimeout(this.outputReport);

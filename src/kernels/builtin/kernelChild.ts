@@ -5,11 +5,11 @@
  * it points at pipes of that run, so what reaches the host here belongs to no run. Closing fd 3
  * makes the kernel exit.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { StreamName } from '../../core/kernelPort';
-import type { KernelCommand } from './kernelSandbox';
+import { spawnCommand, type KernelCommand } from './kernelCommand';
 import { LineFramer, MAX_FRAME_BYTES, type HostRequest, type KernelMessage, type OversizeFrame } from './kernelWire';
 
 export interface KernelInfo {
@@ -29,8 +29,11 @@ export interface KernelChildOptions {
   log?: (line: string) => void;
   /** How long start() waits for `ready` (default 30 s). */
   startTimeoutMs?: number;
-  /** Runs the kernel through another program (the sandbox, kernelSandbox.ts), or as it is when undefined; asked at every spawn. */
-  wrap?: (argv: string[]) => KernelCommand | undefined;
+  /**
+   * Runs the kernel through another program (the sandbox, kernelSandbox.ts), which may bring its
+   * own environment, or as it is when undefined; asked at every spawn.
+   */
+  wrap?: (argv: string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
 }
 
 /** What a child reports to its owner. */
@@ -64,6 +67,8 @@ export class KernelChild {
   private openPipes = 3; // fds 1, 2, 4
   private drainTimer: NodeJS.Timeout | null = null;
   private readonly startTimer: NodeJS.Timeout;
+  /** Where an interrupt goes, from the spawned pid (the sandbox's own session); absent: the spawned process's group. */
+  private readonly interruptGroup: KernelCommand['interruptGroup'];
 
   constructor(
     private readonly opts: KernelChildOptions,
@@ -87,9 +92,9 @@ export class KernelChild {
     const base = typeof opts.env === 'function' ? opts.env() : (opts.env ?? process.env);
     const env: NodeJS.ProcessEnv = { ...base, MPLBACKEND: 'Agg', PYTHONIOENCODING: 'utf-8', PYTHONUNBUFFERED: '1' };
     const argv = [opts.python, '-u', opts.script, '3', '4'];
-    const wrapped = opts.wrap?.(argv);
-    const { command, args } = wrapped ?? { command: opts.python, args: argv.slice(1) };
-    this.child = spawn(command, args, {
+    const wrapped = opts.wrap?.(argv, env);
+    this.interruptGroup = wrapped?.interruptGroup;
+    this.child = spawnCommand(wrapped ?? { command: opts.python, args: argv.slice(1) }, {
       cwd: opts.cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
@@ -147,10 +152,12 @@ export class KernelChild {
     this.toKernel.write(JSON.stringify(req) + '\n');
   }
 
+  /** To the kernel's process group: SIGINT to the one interrupts go to, anything else (a kill) to the spawned process's. */
   signal(sig: NodeJS.Signals): void {
     if (!this.alive || this.child.pid === undefined) return;
+    const group = (sig === 'SIGINT' && this.interruptGroup?.(this.child.pid)) || this.child.pid;
     try {
-      if (process.platform !== 'win32') process.kill(-this.child.pid, sig);
+      if (process.platform !== 'win32') process.kill(-group, sig);
       else this.child.kill(sig);
     } catch {
       try {

@@ -14,7 +14,9 @@
  * sent with the run. AGENT_BRIDGE_IPYTHON=0 in the environment keeps the kernel plain Python.
  *
  * Python reaches `call` through `import _agent_bridge_host; _agent_bridge_host.call(method, params)`.
- * Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
+ * The handler learns which run made the call, and for whom that run was queued (`owner`, read
+ * when it was), only while the run is in flight: a call from a thread or subprocess of a run that
+ * ended comes with no run, for the handler to refuse. Runs are re-entrant: while the innermost run is blocked in a call, the next queued run is sent
  * at once and the kernel runs it nested, on its main thread, while the caller waits (a call may
  * be answered by running cells, which would otherwise queue behind their caller forever). Each
  * run keeps its own id, so output is routed per run, and output of no active run (a thread or a
@@ -34,6 +36,7 @@ import {
 } from './kernelWire';
 import { StrayOutputRecord, type StrayOutput } from './strayOutput';
 import { errorMessage } from '../../core/errorMessage';
+import { BridgeError } from '../../core/bridgeError';
 import type { RunDataflow } from '../../core/cellGraph';
 
 export type { KernelInfo } from './kernelChild';
@@ -67,21 +70,36 @@ export interface KernelExitInfo {
   expected: boolean;
 }
 
+/** The run that made a call, while it is in flight. */
+export interface CallingRun {
+  readonly mode: RunMode;
+  /** Whom it runs for, as `KernelProcessOptions.owner` said when it was queued. */
+  readonly owner: unknown;
+}
+
 /** What a call handler knows of the run that called. */
 export interface CallContext {
-  /** Id of the calling run; null for a call made outside any run (from a thread of a run that ended). */
-  readonly runId: number | null;
+  /**
+   * The calling run; undefined when the call comes from no run in flight (a thread or subprocess
+   * an ended run left behind, or code running between runs).
+   */
+  readonly run: CallingRun | undefined;
   /** Output into the calling run, as if it had printed it; dropped once that run ended. */
   emit(output: KernelOutput): void;
   /** Aborted when the calling run is aborted (its client went away; the reply then interrupts it) or ends. */
   readonly signal: AbortSignal;
 }
 
-/** Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python. */
+/**
+ * Answers `_agent_bridge_host.call()`; a rejection becomes HostCallError in Python (CallRefused
+ * for a BridgeError of kind `refused`).
+ */
 export type CallHandler = (method: string, params: unknown, ctx: CallContext) => Promise<unknown>;
 
 export interface KernelProcessOptions extends KernelChildOptions {
   onCall?: CallHandler;
+  /** Whom a run is for, read when it is queued (the agent action in whose request it was): its calls' `run.owner`. */
+  owner?: () => unknown;
   /** Fires when a kernel that was ready exits (start failures reject start() instead). */
   onExit?: (info: KernelExitInfo) => void;
 }
@@ -108,6 +126,7 @@ interface Job {
   readonly id: number;
   readonly code: string;
   readonly mode: RunMode;
+  readonly owner: unknown;
   readonly cell: CellName | undefined;
   /** A cell run's execution count, once it is sent (IPython's own, when it reports it at the end). */
   count: number | undefined;
@@ -187,6 +206,11 @@ export class KernelProcess implements KernelChildEvents {
     return this.restartCount;
   }
 
+  /** Whether a run queued or in flight is for an owner `of` takes (`KernelProcessOptions.owner`). */
+  runsFor(of: (owner: unknown) => boolean): boolean {
+    return [...this.active, ...this.queue].some((job) => of(job.owner));
+  }
+
   /** Resolves on `ready`; rejects with the reason (and stderr tail) if the kernel cannot start. */
   start(): Promise<void> {
     if (this.disposed) return Promise.reject(new Error('The kernel was disposed.'));
@@ -213,6 +237,7 @@ export class KernelProcess implements KernelChildEvents {
         id: ++this.nextId,
         code,
         mode,
+        owner: this.opts.owner?.(),
         cell,
         count: undefined,
         onOutput,
@@ -605,18 +630,18 @@ export class KernelProcess implements KernelChildEvents {
       job.calls ??= new AbortController();
     }
     const ctx: CallContext = {
-      runId,
+      run: job && { mode: job.mode, owner: job.owner },
       emit: (output) => {
         if (job && this.active.includes(job)) emit(job, output, this.opts.log);
       },
       signal: job?.calls?.signal ?? new AbortController().signal,
     };
-    const reply = (answer: { result: unknown } | { error: string }) => {
+    const reply = (answer: { result: unknown } | { error: string; refused: boolean }) => {
       if (job) job.openCalls = Math.max(0, job.openCalls - 1);
       if (job?.aborted && this.active.includes(job)) {
         p.send({ op: 'reply', rid, error: 'The run was interrupted.', interrupt: true });
       } else if ('error' in answer) {
-        p.send({ op: 'reply', rid, error: answer.error });
+        p.send({ op: 'reply', rid, error: answer.error, ...(answer.refused && { refused: true }) });
       } else {
         try {
           p.send({ op: 'reply', rid, result: answer.result === undefined ? null : answer.result });
@@ -633,7 +658,7 @@ export class KernelProcess implements KernelChildEvents {
     }
     answer.then(
       (result) => reply({ result }),
-      (err: unknown) => reply({ error: errorMessage(err) }),
+      (err: unknown) => reply({ error: errorMessage(err), refused: err instanceof BridgeError && err.kind === 'refused' }),
     );
     // The caller now waits: a queued run can go ahead, nested in it.
     if (job) this.pump();

@@ -36,7 +36,7 @@ export type DisplayMetadata = Record<string, unknown>;
 export type HostRequest =
   | { op: 'execute'; id: number; code: string; mode: RunMode; cell?: { count: number } }
   | { op: 'reply'; rid: number; result: unknown }
-  | { op: 'reply'; rid: number; error: string; interrupt?: true }
+  | { op: 'reply'; rid: number; error: string; interrupt?: true; refused?: true }
   | { op: 'inspect'; qid: number; query: unknown };
 
 export type KernelMessage =

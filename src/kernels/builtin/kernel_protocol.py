@@ -6,7 +6,7 @@ and the lock that keeps messages in order. One JSON object per line, UTF-8, on e
 
   host -> kernel (the request fd)
     {"op":"execute","id":int,"code":str,"mode":"cell"|"scratchpad"[,"cell":{"count":int}]}
-    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true]}
+    {"op":"reply","rid":int,"result":any}  |  {"op":"reply","rid":int,"error":str[,"interrupt":true][,"refused":true]}
     {"op":"inspect","qid":int,"query":{"kind":"variables"|"variable"|"analyze",...}}  (kernel_inspect.py)
   kernel -> host (the message fd)
     {"type":"ready","pid":int,"python":"3.11.7","ipython":"8.5.0"|null}  once, at start
@@ -14,7 +14,8 @@ and the lock that keeps messages in order. One JSON object per line, UTF-8, on e
     {"type":"display","id":int,"data":{mime:str}[,"metadata":{}][,"execution_count":int]}
     {"type":"error","id":int,"name":str,"message":str,"traceback":str}
     {"type":"done","id":int,"success":bool,"value":{mime:str}|null[,"execution_count":int]}  ends every run
-    {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply
+    {"type":"call","rid":int,"id":int|null,"method":str,"params":any}    answered by a reply; id: the run
+      that made the call (a thread's: the run that started it), null: none
     {"type":"inspected","qid":int,"result":{...}}   answers an inspect, even while a run executes
 
 While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level output
@@ -22,7 +23,10 @@ While a run executes, fds 1/2 are pipes of that run (see _RunFds), so OS-level o
 
 Code calls the host with `import _agent_bridge_host; _agent_bridge_host.call(method, params)`:
 it blocks until the reply and returns its result, or raises _agent_bridge_host.HostCallError
-(KeyboardInterrupt when the reply says the calling run was interrupted). While the main thread
+(CallRefused, a kind of it, when the bridge refuses the call: the run that made it has ended, or
+the person's access mode does not allow it; KeyboardInterrupt when the reply says the calling run
+was interrupted). A call names the run that made it, for a thread the run that started it: the
+host answers only calls of runs still in flight. While the main thread
 waits for a reply, execute requests that arrive are run at once, nested, on the main thread (the
 host may answer a call by running cells: they must not queue behind the run that waits for
 them). Each run keeps its own id, so its output is routed to it; SIGINT interrupts the innermost
@@ -446,17 +450,23 @@ class HostCallError(Exception):
     """The host answered a call with an error (unknown method, handler failure, no handler)."""
 
 
-HostCallError.__module__ = "_agent_bridge_host"
+class CallRefused(HostCallError):
+    """The bridge refused the call: the run that made it is no longer in flight (a thread or
+    subprocess an earlier run left behind), or the person's access mode does not allow it."""
+
+
+HostCallError.__module__ = CallRefused.__module__ = "_agent_bridge_host"
 
 
 class _PendingCall(object):
-    __slots__ = ("event", "result", "error", "interrupt")
+    __slots__ = ("event", "result", "error", "interrupt", "refused")
 
     def __init__(self):
         self.event = threading.Event()
         self.result = None
         self.error = None
         self.interrupt = False
+        self.refused = False
 
 
 _calls = {}
@@ -472,8 +482,9 @@ def _bridge_call(method, params=None):
     rid = next(_call_ids)
     pending = _PendingCall()
     _calls[rid] = pending
+    caller = run_id if threading.get_ident() == _main_ident else _thread_run()
     try:
-        send({"type": "call", "rid": rid, "id": run_id, "method": method, "params": params})
+        send({"type": "call", "rid": rid, "id": caller, "method": method, "params": params})
         if threading.get_ident() == _main_ident:
             _serve_until(pending.event)
         else:
@@ -482,6 +493,8 @@ def _bridge_call(method, params=None):
         _calls.pop(rid, None)
     if pending.interrupt:
         raise KeyboardInterrupt
+    if pending.refused:
+        raise CallRefused(pending.error)
     if pending.error is not None:
         raise HostCallError(pending.error)
     return pending.result
@@ -513,6 +526,7 @@ def _deliver_reply(msg):
     error = msg.get("error")
     pending.error = None if error is None else str(error)
     pending.interrupt = msg.get("interrupt") is True
+    pending.refused = msg.get("refused") is True
     pending.event.set()
     _inbox_wake.set()
 
@@ -528,6 +542,7 @@ def install_host_module():
     mod.call = _bridge_call
     mod.fail_run = _fail_run
     mod.HostCallError = HostCallError
+    mod.CallRefused = CallRefused
     sys.modules["_agent_bridge_host"] = mod
 
 

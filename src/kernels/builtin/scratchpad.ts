@@ -8,10 +8,11 @@ import {
 } from '../../core/kernelPort';
 import type { InspectQuery } from '../../core/variables';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
+import { ConsoleLines } from '../../core/consoleLines';
 
 /**
  * The builtin kernel as a scratchpad `Kernel`, as a request found it. Errors become their
- * plain-text traceback on stderr; display outputs (figures) have no place in a scratchpad result
+ * plain-text traceback on stderr, on lines of its own; display outputs (figures) have no place in a scratchpad result
  * and are dropped. A run whose turn comes after the kernel was restarted (it waited in the
  * session's queue behind the run whose interrupt escalated) fails instead of running against a
  * kernel whose state is gone.
@@ -41,13 +42,13 @@ export class BuiltinScratchpad implements Kernel {
       });
       return { success: false, status: 'interrupted', restarted: true, output: NO_OUTPUT };
     }
+    const lines = new ConsoleLines(onStream);
     const result = await this.kernel.run(
       code,
       'scratchpad',
       (o) => {
-        if (o.kind === 'stream') onStream({ name: o.name, text: o.text });
-        else if (o.kind === 'error')
-          onStream({ name: 'stderr', text: o.traceback.endsWith('\n') ? o.traceback : `${o.traceback}\n` });
+        if (o.kind === 'stream') lines.text({ name: o.name, text: o.text });
+        else if (o.kind === 'error') lines.block('stderr', o.traceback);
       },
       signal,
     );

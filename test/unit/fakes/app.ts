@@ -7,10 +7,12 @@ import type { NotebookHost } from '../../../src/core/notebookHost';
 import { KeyedQueue } from '../../../src/core/keyedQueue';
 import type { Log } from '../../../src/core/log';
 import { Checkpoints } from '../../../src/core/checkpoints';
-import { NotebookCells } from '../../../src/core/notebookCells';
+
 import { RiskChecks } from '../../../src/core/riskChecks';
 import { RunHistory } from '../../../src/core/runHistory';
 import type { RiskScanner } from '../../../src/core/riskScan';
+import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/notebookCells';
+import { MARIMO_PROTOCOL_VERSION } from '../../../src/core/marimoVersion';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -42,6 +44,7 @@ export function startTestServer(options: {
   scanner?: RiskScanner;
   /** The run history (default: an empty one kept nowhere); it records only when it is among `access`'s sinks. */
   history?: RunHistory;
+  confirm?: NotebookCellsOptions['confirm'];
 }): Promise<RunningServer> {
   let port = 0;
   const notebooks = options.notebooks ?? new FakeNotebooks();
@@ -53,6 +56,7 @@ export function startTestServer(options: {
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
     risk,
+    ...(options.confirm && { confirm: options.confirm }),
   });
   access.identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const services = {
@@ -62,6 +66,7 @@ export function startTestServer(options: {
     runs: new KeyedQueue(),
     outputs: new ScratchpadOutputs(),
     version: '0.0.0-test',
+    marimoVersion: () => MARIMO_PROTOCOL_VERSION,
     access,
     risk,
     history: options.history ?? new RunHistory({ load: () => [], save: () => undefined }),

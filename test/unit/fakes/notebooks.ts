@@ -36,7 +36,7 @@ interface FakeCell {
 }
 
 /** A notebook as a test opens it: the kernel's kind, or why there is none. */
-export type FakeNotebookInfo = Omit<NotebookInfo, 'cellCount' | 'dirty' | 'kernelState' | 'kernelStateNote'>;
+export type FakeNotebookInfo = Omit<NotebookInfo, 'cellCount' | 'dirty' | 'kernelState' | 'kernelStateNote' | 'idsNote'>;
 
 interface FakeNotebook {
   info: FakeNotebookInfo;
@@ -74,6 +74,11 @@ export class FakeNotebooks implements OpenNotebooks {
   failNextApply = false;
   /** Makes saves of this uri fail with this detail (a read-only file, say). */
   readonly failSave = new Map<string, string>();
+  /**
+   * The kernel cancels the cells queued behind a failed run, which end unstarted (as Jupyter's
+   * queue does): a series that stops at a failure is then queued at once.
+   */
+  stopsAtFailure = false;
 
   /**
    * `steps` play when a cell with that code runs; `rerun` names the code of cells the kernel runs
@@ -209,19 +214,29 @@ export class FakeNotebooks implements OpenNotebooks {
       throw new Error(`fake apply: got ${cells.map((c) => c.id)}, planned ${change.resultIds}`);
   }
 
-  async execute(uri: string, ids: readonly string[]): Promise<RunTicket[]> {
-    this.calls.push({ method: 'execute', uri, args: ids });
+  async execute(uri: string, ids: readonly string[], stopAfterFailure = false): Promise<RunTicket[]> {
+    // As a kernel run through VS Code's command: unless it stops at a failure, only the first goes.
+    const taken = stopAfterFailure && !this.stopsAtFailure ? ids.slice(0, 1) : ids;
+    this.calls.push({ method: 'execute', uri, args: taken });
     const book = this.book(uri);
-    const queued = ids.map((id) => book.cells.find((c) => c.id === id)!);
+    const queued = taken.map((id) => book.cells.find((c) => c.id === id)!);
     // Like VS Code's Run, a cell queued or running already is not queued again: its run is the one.
     const fresh = queued.filter((cell) => !this.tickets.get(cell.id)?.open);
     for (const cell of fresh) this.queue(cell);
     void (async () => {
-      for (const cell of fresh) {
+      for (const [k, cell] of fresh.entries()) {
         const reruns = (this.scripts[cell.code]?.rerun ?? []).flatMap((code) => book.cells.filter((c) => c.code === code));
         for (const rerun of reruns) this.unasked.push({ uri, ticket: this.queue(rerun) });
         await this.play(cell, this.tickets.get(cell.id)!);
         for (const rerun of reruns) await this.play(rerun, this.tickets.get(rerun.id)!);
+        if (this.stopsAtFailure && cell.execution.success === false) {
+          // Cancelled before their turn: they show as never run.
+          for (const rest of fresh.slice(k + 1)) {
+            rest.execution = { ...rest.execution, status: 'idle', ended: false };
+            this.tickets.get(rest.id)!.step('ended');
+          }
+          return;
+        }
       }
     })();
     return queued.map((cell) => this.tickets.get(cell.id)!);
@@ -251,6 +266,13 @@ export class FakeNotebooks implements OpenNotebooks {
         cell.outputs = [];
         cell.execution = idle;
       }
+  }
+
+  async persistIds(uri: string): Promise<void> {
+    const book = this.book(uri);
+    this.calls.push({ method: 'persistIds', uri });
+    book.info = { ...book.info, idsPersist: true };
+    book.dirty = true;
   }
 
   async save(uri: string): Promise<void> {
@@ -341,6 +363,7 @@ export const NOTEBOOK_A: FakeNotebookInfo = {
   path: '/work/a.ipynb',
   notebookType: 'jupyter-notebook',
   kernel: 'builtin',
+  idsPersist: true,
 };
 /** A PNG signature and two bytes: enough for a binary output item. */
 export const PNG_BYTES = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 0, 255]);
