@@ -42,7 +42,7 @@ const wait = {
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** On execute and the run routes: answer the risk scan of the code, run nothing. */
-export const dryRun = z.boolean().optional().describe('true: answer what the risk scan finds in the code; run nothing.');
+export const dryRun = z.boolean().optional();
 const count = z
   .string()
   .regex(/^\d+$/, 'must be a whole number')

@@ -9,12 +9,12 @@ import { executeCode, type CodeExecution } from './tools';
 import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 
 export const listRunsArgs = z.strictObject({
-  notebook: z.string().optional().describe('Only the runs in this notebook, as they named it (session id, path or uri).'),
-  limit: z.number().int().min(1).max(500).optional().describe('Most runs listed, newest first (default 50).'),
+  notebook: z.string().optional(),
+  limit: z.number().int().min(1).max(500).optional(),
 });
 export const rerunArgs = z.strictObject({
-  code: z.string().optional().describe("Run this code instead of the run's own (the same notebook, as a scratchpad)."),
-  timeout_seconds: z.number().int().min(1).max(3600).optional().describe('How long to wait before interrupting the run.'),
+  code: z.string().optional(),
+  timeout_seconds: z.number().int().min(1).max(3600).optional(),
 });
 
 /** The open notebook a past run ran in: the session it named, its path or uri, or the only one open. */
@@ -61,9 +61,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
     tool({
       name: 'list_runs',
       access: 'read',
-      description:
-        'Your recent runs (execute_code and cell runs, refused ones too), newest first: id, client, code hash, status, ' +
-        'duration, start time and what the risk scan found ("risk"). get_run gives one with its code and output; rerun runs it again.',
+      description: 'Your recent runs, newest first, with status and "risk".',
       inputSchema: listRunsArgs,
       annotations: { readOnlyHint: true },
       handle: async (args) => found({ runs: ctx.history.list(caller, args) }),
@@ -71,7 +69,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
     tool({
       name: 'get_run',
       access: 'read',
-      description: 'One of your runs (an id from list_runs) with its code and the head of its output.',
+      description: 'One of your runs with its code and output.',
       inputSchema: z.strictObject({ run_id: z.string() }),
       annotations: { readOnlyHint: true },
       handle: async (args) => {
@@ -82,9 +80,7 @@ export function runTools(ctx: BridgeServices, caller: Caller): ToolRow[] {
     tool({
       name: 'rerun',
       access: 'execute',
-      description:
-        'Run one of your past runs again (an id from list_runs), or changed `code` in its place, as a scratchpad in its ' +
-        'notebook; answers as execute_code, with the new run\'s id as "run".',
+      description: 'Run one of your runs again (or `code` in its place), as execute_code.',
       inputSchema: rerunArgs.extend({ run_id: z.string() }),
       handle: async ({ run_id, ...args }, extra) => {
         const { outcome, result, run, rerunOf } = await rerun(ctx, caller, run_id, args, extra);

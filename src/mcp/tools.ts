@@ -8,7 +8,7 @@ import { runScratchpad } from '../core/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
 import type { SessionInfo } from '../core/notebookHost';
 import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
-import { riskField } from '../core/riskScan';
+import { riskField, type RiskReport } from '../core/riskScan';
 import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
@@ -23,21 +23,6 @@ export const EXECUTE_OUTPUT_CAP = 100_000;
 const sessionShape = z.object({ name: z.string(), path: z.string(), session_id: z.string() });
 const listSessionsResult = z.object({ sessions: z.array(sessionShape) });
 
-const finding = z.object({
-  tier: z.enum(['critical', 'high', 'medium']),
-  kind: z.string(),
-  pattern: z.string(),
-  line: z.number(),
-  reason: z.string(),
-  cell: z.string().optional(),
-});
-/** What the risk scan found in the code (absent when it found nothing, but on a dry run). */
-export const riskShape = z.object({
-  level: z.enum(['critical', 'high', 'medium']).nullable(),
-  findings: z.array(finding).readonly(),
-  omitted: z.number().optional(),
-});
-
 const executeCodeResult = z.object({
   success: z.boolean(),
   output: z.string().nullable(),
@@ -45,7 +30,8 @@ const executeCodeResult = z.object({
   stderr: z.array(z.string()),
   errors: z.array(z.string()),
   error: z.string().nullable(),
-  risk: riskShape.optional(),
+  // What the risk scan found (riskScan.ts RiskReport; the skill's reference/runs.md): kept out of tools/list's size.
+  risk: (z.looseObject({}) as unknown as z.ZodType<RiskReport>).optional(),
   dryRun: z.boolean().optional(),
 });
 export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
@@ -54,7 +40,7 @@ const executeCodeArgs = z.object({
   session_id: z.string().min(1),
   code: z.string(),
   timeout_seconds: z.number().positive().max(3600).optional().describe(`Default ${DEFAULT_EXECUTE_TIMEOUT_S}.`),
-  dry_run: z.boolean().optional().describe('Scan only ("risk"); run nothing.'),
+  dry_run: z.boolean().optional(),
 });
 
 /** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
