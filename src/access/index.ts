@@ -5,6 +5,7 @@ import type { CellService, CellSnapshot } from '../core/model/cellService';
 import type { Checkpoints, Journal } from '../core/cells/checkpoints';
 import type { ClientRegistry } from '../core/agents/clients';
 import type { Log } from '../core/log';
+import type { RunHistory } from '../core/runs/runHistory';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
@@ -33,6 +34,8 @@ export interface AccessDeps {
   /** Where agents and the person are now: fed scratchpad runs here, shown in the cells and the views. */
   presence: Presence;
   cellId: (cell: vscode.NotebookCell) => string;
+  /** The agents' past runs: recorded as actions end. */
+  history: RunHistory;
   /** Interrupts the kernel runs agents started that go on after their request. */
   interruptAgentRuns: () => Promise<void>;
 }
@@ -53,9 +56,10 @@ export function createAgentAccess(deps: AccessDeps): {
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
+    ask: (action, left, risk) =>
+      askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left, risk),
   };
-  const gate = new Gate(person, [store, deps.presence], deps.identities);
+  const gate = new Gate(person, [store, deps.history, deps.presence], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   /** Opens the change an action made (to one cell of it, given), from its checkpoint; false when there is none. */
@@ -98,6 +102,8 @@ export function createAgentAccess(deps: AccessDeps): {
       interruptAgentRuns: deps.interruptAgentRuns,
       audit,
       auditDir,
+      history: deps.history,
+      extensionId: deps.context.extension.id,
       log: deps.log,
       mode: () => settings().accessMode,
     }),

@@ -100,7 +100,8 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
           transport: 'mcp',
           ...caller,
           left: extra.signal,
-          kind,
+          // A dry run only reads the code (the risk scan): nothing runs.
+          kind: rest['dryRun'] === true || rest['dry_run'] === true ? 'read' : kind,
           ...(kind === 'edit' && alsoRuns(rest['run'])
             ? { also: ['run'] as const, label: `${row.label ?? `mcp ${name}`} (edit and run)` }
             : { label: row.label ?? `mcp ${name}` }),

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { cellTools } from '../../src/mcp/cellTools';
 import { codeTools } from '../../src/mcp/tools';
 import { presenceTool } from '../../src/mcp/presenceTool';
+import { runTools } from '../../src/mcp/runTools';
 import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cells/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
@@ -26,7 +27,12 @@ const UNDOCUMENTED = new Set(['GET /mcp/server', 'DELETE /mcp/server', 'GET /hea
 
 function toolNames(): string[] {
   const ctx = {} as RouteContext;
-  return [...codeTools(ctx), ...cellTools(ctx), presenceTool(ctx)].map((t) => t.name);
+  return [
+    ...codeTools(ctx),
+    ...cellTools(ctx),
+    ...runTools(ctx, { client: '', about: '', claim: undefined, credential: undefined, owner: undefined }),
+    presenceTool(ctx),
+  ].map((t) => t.name);
 }
 
 describe('the agent skill documents the code', () => {

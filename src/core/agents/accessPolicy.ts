@@ -10,9 +10,23 @@ import { BridgeError } from '../bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from '../outcome';
 import { jsonHead } from '../text/jsonHead';
 import type { Reader } from '../model/versions';
+import {
+  asksPerson,
+  describeFinding,
+  findingKey,
+  joinCode,
+  KindGrants,
+  kindOf,
+  mergeReports,
+  riskReport,
+  type RiskFinding,
+  type RiskReport,
+  type RunCode,
+} from '../model/riskScan';
 
-export type AccessMode = 'full' | 'ask' | 'read-only' | 'off';
-export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask', 'read-only', 'off'];
+/** `ask-risky`: as `full`, but a run the risk scan flags critical or high waits for the person. */
+export type AccessMode = 'full' | 'ask-risky' | 'ask' | 'read-only' | 'off';
+export const ACCESS_MODES: readonly AccessMode[] = ['full', 'ask-risky', 'ask', 'read-only', 'off'];
 
 /**
  * What a route row or MCP tool does, as the policy sees it. `open` is never refused (/health);
@@ -68,16 +82,29 @@ export interface ActionEnd {
   readonly detail: string;
   /** The head of what it printed or returned. */
   readonly output: string;
+  /** What the risk scan found in the code it ran (absent: it ran none, or nothing was found). */
+  readonly risk?: RiskReport;
+  /** The code it ran (or was refused running), as the risk scan read it: a scratchpad's, or each cell's under a `# cell` line. */
+  readonly ran?: string;
 }
 
 /** The person's answer to an `ask`; `withdrawn`: the client left before they answered. */
 export type Answer = 'allow' | 'allow-10-minutes' | 'deny' | 'no-answer' | 'withdrawn';
 
+/** A run the risk scan flagged, as the person is asked about it: the findings and the code they are in. */
+export interface RiskQuestion {
+  readonly report: RiskReport;
+  readonly code: string;
+}
+
 /** The person's side of the policy: the current mode, a way to ask, and the cap on agent runs. */
 export interface Person {
   mode(): AccessMode;
-  /** Asks about `action`; once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`. */
-  ask(action: AgentAction, left?: AbortSignal): Promise<Answer>;
+  /**
+   * Asks about `action` (with `risk`: about a run the scan flagged, where "for 10 minutes" allows
+   * the findings' kinds); once `left` aborts, the prompt is withdrawn and the answer is `withdrawn`.
+   */
+  ask(action: AgentAction, left?: AbortSignal, risk?: RiskQuestion): Promise<Answer>;
   /** Longest an agent's run may take before it is interrupted as timed out; 0: no cap. */
   maxRunMs(): number;
 }
@@ -94,9 +121,9 @@ const SUMMARY_CHARS = 100;
 
 export type Ruling = 'allow' | 'ask' | { refuse: string };
 
-/** The pure rule: what a mode does with a kind of action. */
+/** The pure rule: what a mode does with a kind of action (`ask-risky` rules on runs by their scan, Gate.vetRisk). */
 export function rule(mode: AccessMode, kind: AccessKind): Ruling {
-  if (kind === 'open' || mode === 'full') return 'allow';
+  if (kind === 'open' || mode === 'full' || mode === 'ask-risky') return 'allow';
   if (mode === 'off') {
     return {
       refuse:
@@ -122,6 +149,12 @@ export const alsoRuns = (run: unknown) => Array.isArray(run) && run.length > 0;
 function strictest(rulings: readonly Ruling[]): Ruling {
   return rulings.find((r) => typeof r === 'object') ?? (rulings.includes('ask') ? 'ask' : 'allow');
 }
+
+const REFUSED_RISKY: Record<'deny' | 'no-answer' | 'withdrawn', string> = {
+  withdrawn: 'The client left before the person answered, so nothing was run.',
+  deny: 'The person denied this run in VS Code (access mode "ask-risky"); nothing was run.',
+  'no-answer': 'The person did not answer in time (access mode "ask-risky"), so nothing was run; try again when they are there.',
+};
 
 /** What `mode` does with an action of `kind` that also includes `also`. */
 export function ruleOn(mode: AccessMode, kind: AccessKind, also: readonly AccessKind[] = []): Ruling {
@@ -167,6 +200,11 @@ export class Activity {
   private settled: { kind: OutcomeKind; detail: string } | undefined;
   private output = '';
   private over = false;
+  private risk: RiskReport | undefined;
+  /** The code it ran, by cell ('' for a scratchpad's): a series checks its cells again one by one. */
+  private readonly ran = new Map<string, string>();
+  /** Findings the person allowed for this action: the same code checked again is not asked about twice. */
+  private readonly allowed = new Set<string>();
   // Plain listeners, not an AbortController: a controller, its signal and a listener are paid
   // on every run (SETUP.md, measured figures), and almost no action is ever stopped.
   private stopped = false;
@@ -186,6 +224,21 @@ export class Activity {
   /** Runs `work` as this action: what it starts (a kernel run, the calls that run makes) knows whose it is. */
   within<T>(work: () => T): T {
     return acting.run(this, work);
+  }
+
+  /** Adds code this action runs, and what the risk scan found in it, to its record. */
+  flag(report: RiskReport, pieces: readonly RunCode[]): void {
+    for (const p of pieces) this.ran.set(p.cell ?? '', p.code);
+    if (report.findings.length) this.risk = this.risk ? mergeReports([this.risk, report]) : report;
+  }
+
+  /** Whether the person allowed this finding for this action already. */
+  allows(finding: RiskFinding): boolean {
+    return this.allowed.has(findingKey(finding));
+  }
+
+  allow(findings: readonly RiskFinding[]): void {
+    for (const f of findings) this.allowed.add(findingKey(f));
   }
 
   /** `stopped`: by the person ("Stop Agents", or a mode that ends agents' runs); `ended`: it has answered. */
@@ -233,6 +286,8 @@ export class Activity {
       durationMs: this.now() - this.action.startedAt,
       detail: settled.detail,
       output: this.output,
+      ...(this.risk && { risk: this.risk }),
+      ...(this.ran.size && { ran: joinCode([...this.ran].map(([cell, code]) => (cell ? { cell, code } : { code }))) }),
     });
   }
 }
@@ -244,6 +299,8 @@ export class Activity {
  */
 export class Gate {
   private nextId = 1;
+  /** "Allow this kind for 10 minutes" of the `ask-risky` prompt, per credential and kind of finding. */
+  private readonly kindGrants = new KindGrants();
   private readonly running = new Set<Activity>();
   /** Client → when it was last seen. */
   readonly clients = new Map<string, number>();
@@ -300,6 +357,34 @@ export class Gate {
       throw new BridgeError('refused', refusal);
     }
     return activity;
+  }
+
+  /**
+   * Rules on a run by what its risk scan found, just before it starts: the findings join the
+   * action's record, and in the `ask-risky` mode critical and high ones wait for the person
+   * (unless they allowed that kind for this client within 10 minutes, or these findings for this
+   * action). Throws a 403 naming the findings when the person does not allow them.
+   */
+  async vetRisk(activity: Activity | undefined, report: RiskReport, pieces: readonly RunCode[]): Promise<void> {
+    if (!activity) return;
+    activity.flag(report, pieces);
+    if (this.person.mode() !== 'ask-risky') return;
+    const { action } = activity;
+    const at = this.now();
+    const asking = report.findings.filter(
+      (f) => asksPerson(f) && !activity.allows(f) && !this.kindGrants.allows(action.credential, kindOf(f), at),
+    );
+    if (!asking.length) return;
+    const flagged = riskReport(asking);
+    const answer = action.left?.aborted
+      ? 'withdrawn'
+      : await this.person.ask(action, action.left, { report: flagged, code: joinCode(pieces) });
+    // As the `ask` grants: bound to what only its client holds (a caller without a credential gets none).
+    if (answer === 'allow-10-minutes' && action.credential !== undefined)
+      this.kindGrants.grant(action.credential, asking.map(kindOf), this.now() + GRANT_MS);
+    if (answer === 'allow' || answer === 'allow-10-minutes') return activity.allow(asking);
+    const why = asking.slice(0, 3).map(describeFinding).join('; ');
+    throw new BridgeError('refused', `${REFUSED_RISKY[answer]} The risk scan flagged ${why}.`, { risk: flagged });
   }
 
   /**

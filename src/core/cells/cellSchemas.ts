@@ -46,6 +46,9 @@ const wait = {
 };
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** On execute and the run routes: answer the risk scan of the code, run nothing. */
+export const dryRun = z.boolean().optional();
 const count = z
   .string()
   .regex(/^\d+$/, 'must be a whole number')
@@ -73,6 +76,7 @@ export const deleteQuery = z.strictObject({ notebook, version: count.optional(),
 /** For clients that POST without a body (`curl -X POST …/run?wait=true`); the body wins. */
 export const runQuery = z.strictObject({
   notebook,
+  dryRun: flag.optional(),
   wait: flag.optional(),
   timeoutMs: count.optional(),
   outputs: outputsQuery.optional(),
@@ -103,7 +107,7 @@ export const editBody = z.strictObject({
   ...guard,
 });
 export const moveBody = z.strictObject({ notebook, ...moveTarget });
-export const runBody = z.strictObject({ notebook, ...wait });
+export const runBody = z.strictObject({ notebook, dryRun, ...wait });
 /** Waiting again on a cell's run: how long, and how much of its outputs. */
 export const followBody = z.strictObject({ notebook, timeoutMs: wait.timeoutMs, outputs: wait.outputs });
 
@@ -177,6 +181,7 @@ export const runManyBody = z
     notebook,
     ...selection,
     onError: z.enum(['stop', 'continue']).optional(),
+    dryRun,
     ...wait,
   })
   .refine(oneSelection, SELECTION);
@@ -184,6 +189,7 @@ export const runManyBody = z
 export const runStaleBody = z.strictObject({
   notebook,
   cell: ref.optional(),
+  dryRun,
   rebuild: z.boolean().optional(),
   ...wait,
 });

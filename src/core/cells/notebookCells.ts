@@ -21,6 +21,7 @@ import type {
   RunHandle,
   RunSelection,
   CellRunResult,
+  DryRun,
   CellChanged,
   RunWaitOptions,
   SavedNotebook,
@@ -42,6 +43,8 @@ import { CellSeries } from './series';
 import { Presence } from '../agents/presence';
 import type { PresenceAnswer } from '../model/presenceAnswer';
 import { KERNEL_READER, ReadTracker, type Reader, type WriteGuard } from '../model/versions';
+import type { RiskChecks, RunPiece } from './riskChecks';
+import { riskField, type RiskReport } from '../model/riskScan';
 import { cannotPersist, idsNote, persistIdsQuestion, persistRefused } from './cellIdPersistence';
 
 export interface NotebookCellsOptions {
@@ -61,6 +64,8 @@ export interface NotebookCellsOptions {
   spans?: EditSpans;
   /** Where agents and the person are (the cells requests read, write and run are noted there). */
   presence?: Presence;
+  /** Scans the code of every cell run before it starts, and rules on it (riskChecks.ts). */
+  risk?: Pick<RiskChecks, 'vet' | 'scan'>;
   /** Puts a yes-or-no question to the person (none: every such question is answered no). */
   confirm?: (question: { message: string; yes: string }) => Promise<'yes' | 'no' | 'no-answer'>;
 }
@@ -171,6 +176,15 @@ export class NotebookCells implements CellService {
 
   async runStale(ref: string | undefined, from: CellRef | undefined, rebuild = false): Promise<StaleRun> {
     const notebook = this.notebook(ref);
+    const { order, needs, detail } = await this.stalePlan(notebook, from, rebuild);
+    const series = order.length
+      ? await this.runMany(notebook.sessionId, { cells: order }, 'stop')
+      : new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
+    return { series, needs, detail };
+  }
+
+  /** What a stale run would run (from `from` and what ran downstream of it, `rebuild`: with what they need), in notebook order. */
+  private async stalePlan(notebook: NotebookEntry, from: CellRef | undefined, rebuild: boolean) {
     const cells = this.docs.cells(notebook.uri);
     const label = notebookLabel(notebook);
     const kernel = kernelStatus(await this.docs.kernel(notebook.uri));
@@ -181,11 +195,20 @@ export class NotebookCells implements CellService {
         `No dependency analysis for ${label}: it needs a Jupyter or marimo notebook and a Python to parse its cells`,
       );
     const start = from === undefined ? undefined : cells[resolveCellIndex(ids(cells), from, label)]!.id;
-    const { order, needs, detail } = stalePlan(graphCells(cells, kernel), graph, { from: start, rebuild, label });
-    const series = order.length
-      ? await this.runMany(notebook.sessionId, { cells: order }, 'stop')
-      : new CellSeries([], [], 'stop', () => Promise.reject(new Error('nothing to run')));
-    return { series, needs, detail };
+    return stalePlan(graphCells(cells, kernel), graph, { from: start, rebuild, label });
+  }
+
+  async dryRun(ref: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }> {
+    const notebook = this.notebook(ref);
+    const cells = this.docs.cells(notebook.uri);
+    const chosen =
+      'cell' in run
+        ? [cells[resolveCellIndex(ids(cells), run.cell, notebookLabel(notebook))]!.id]
+        : 'stale' in run
+          ? (await this.stalePlan(notebook, run.stale, run.rebuild ?? false)).order
+          : this.select(notebook, run.selection);
+    const risk = this.options.risk ? await this.options.risk.scan(notebook.uri, pieces(cells, chosen)) : NO_SCAN;
+    return { cells: chosen, risk };
   }
 
   private async graph(
@@ -292,6 +315,8 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const ids = this.select(notebook, selection);
     await this.checkKernel(notebook);
+    // All of a series is ruled on at once (one question for the person); each cell is checked again as it starts.
+    await this.options.risk?.vet(notebook.uri, pieces(this.docs.cells(notebook.uri), ids));
     // All queued at once: with "stop", the kernel drops the rest after a failure, or (where it
     // cannot) only the first is queued and the series queues each next one.
     const first = await this.start(notebook, ids, onError === 'stop');
@@ -429,7 +454,11 @@ export class NotebookCells implements CellService {
         checkCode(planned, `run.${i}: `);
         return planned.id;
       });
-      if (runIds.length) await this.checkKernel(notebook);
+      if (runIds.length) {
+        await this.checkKernel(notebook);
+        // A run the person refuses refuses the batch: nothing is changed either.
+        await this.options.risk?.vet(notebook.uri, pieces(plan.layout, runIds));
+      }
       const before = new Map(cells.map((c) => [c.id, c.code]));
       span?.checking();
       const warnings = await checkWrittenCode(
@@ -535,16 +564,37 @@ export class NotebookCells implements CellService {
   }
 
   private async start(notebook: NotebookEntry, cellIds: readonly string[], stopAfterFailure = false): Promise<RunHandle[]> {
+    const before = await this.vetted(notebook, cellIds);
     this.touched.add(notebook.uri);
-    const before = new Map(this.docs.cells(notebook.uri).map((c) => [c.id, c.outputs]));
     const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
     this.whereabouts.ran(this.reader, notebook.uri, tickets);
-    return tickets.map((ticket) => this.handle(notebook, ticket, before.get(ticket.cellId) ?? []));
+    const outputs = new Map(before.cells.map((c) => [c.id, c.outputs]));
+    return tickets.map((ticket) => {
+      const risk = before.risk?.findings.filter((f) => f.cell === ticket.cellId);
+      const own = risk?.length ? { ...before.risk!, findings: risk } : undefined;
+      return this.handle(notebook, ticket, outputs.get(ticket.cellId) ?? [], own);
+    });
   }
 
-  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[]): RunHandle {
+  /**
+   * The cells as they are about to run, their code scanned and ruled on: code changed while the
+   * person was asked is checked again, so what runs is what was allowed.
+   */
+  private async vetted(notebook: NotebookEntry, cellIds: readonly string[]) {
+    let cells = this.docs.cells(notebook.uri);
+    if (!this.options.risk) return { cells, risk: undefined };
+    for (;;) {
+      const code = pieces(cells, cellIds);
+      const risk = await this.options.risk.vet(notebook.uri, code);
+      cells = this.docs.cells(notebook.uri);
+      const now = pieces(cells, cellIds);
+      if (now.length === code.length && now.every((p, i) => p.code === code[i]!.code)) return { cells, risk };
+    }
+  }
+
+  private handle(notebook: NotebookEntry, ticket: RunTicket, baseline: readonly RawOutput[], risk?: RiskReport): RunHandle {
     const id = ticket.cellId;
-    return new CellRun(ticket, baseline, {
+    return new CellRun(ticket, baseline, risk, {
       snapshot: () => {
         const now = this.docs.cells(notebook.uri);
         const index = now.findIndex((c) => c.id === id);
@@ -619,6 +669,18 @@ export class NotebookCells implements CellService {
 }
 
 const ids = (cells: readonly { id: string }[]) => cells.map((c) => c.id);
+
+/** What a dry run answers where no scan is wired (unit tests of other rules). */
+const NO_SCAN: RiskReport = { level: null, findings: [] };
+
+/** The code of the cells `chosen` (in that order), as the risk scan takes it. */
+function pieces(cells: readonly { id: string; code: string; language: string }[], chosen: readonly string[]): RunPiece[] {
+  const byId = new Map(cells.map((c) => [c.id, c]));
+  return chosen.flatMap((id) => {
+    const cell = byId.get(id);
+    return cell ? [{ cell: id, code: cell.code, language: cell.language }] : [];
+  });
+}
 
 /** The cells as a batch plans to leave them (metadata and outputs as they are; new cells have none). */
 function plannedCells(cells: readonly CellSnapshot[], layout: readonly PlannedCell[]): CellLook[] {
@@ -762,6 +824,8 @@ class CellRun implements RunHandle {
   constructor(
     private readonly ticket: RunTicket,
     baseline: readonly RawOutput[],
+    /** What the risk scan found in the cell's code. */
+    readonly risk: RiskReport | undefined,
     private readonly deps: RunDeps,
   ) {
     this.follower = new OutputFollower(baseline);
@@ -781,7 +845,7 @@ class CellRun implements RunHandle {
    */
   async wait(options: RunWaitOptions): Promise<CellRunResult> {
     const deadline = Date.now() + options.timeoutMs;
-    const own = await this.waitOwn(options);
+    const own = { ...(await this.waitOwn(options)), ...riskField(this.risk) };
     if (!own.done) return own;
     const alsoRan = await this.deps.alsoRan(deadline - Date.now(), options.signal);
     const stale = options.stale === false ? undefined : await this.staleAfter([this.cellId, ...alsoRan.map((r) => r.cell.id)]);

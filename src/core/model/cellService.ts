@@ -10,6 +10,7 @@ import type { RunTicket } from './runTicket';
 import type { Reader, WriteGuard } from './versions';
 import type { EditStopwatch } from '../flow/editSpans';
 import type { PresenceAnswer } from './presenceAnswer';
+import type { RiskReport } from './riskScan';
 import type { CellDataflow, FactSource, RunDataflow, StaleCell } from './cellGraph';
 
 export type CellKind = 'code' | 'markup';
@@ -206,9 +207,17 @@ export interface CellRunResult {
    * deadline; one still queued or running has `done: false`.
    */
   readonly alsoRan?: readonly CellRunResult[];
+  /** What the risk scan found in the cell's code (absent: nothing). */
+  readonly risk?: RiskReport;
   /** Once it ended: the cells it (and `alsoRan`) left stale, cells that read what it changed (cellGraph.ts). */
   readonly stale?: readonly StaleCell[];
 }
+
+/** What a dry run would run: one cell, a selection, or the stale cells (from one, or all). */
+export type DryRun =
+  | { readonly cell: CellRef }
+  | { readonly selection: RunSelection }
+  | { readonly stale: CellRef | undefined; readonly rebuild?: boolean };
 
 /** Which cells a run of many runs: a list of refs, a half-open index range, or all code cells. */
 export type RunSelection = { readonly cells: readonly CellRef[] } | { readonly range: IndexRange } | { readonly all: true };
@@ -260,6 +269,8 @@ export interface RunHandle {
   readonly cellId: string;
   /** The run's ticket (RunTicket.runId). */
   readonly runId: string;
+  /** What the risk scan found in the cell's code before it started. */
+  readonly risk?: RiskReport | undefined;
   /** `stale: false`: the result leaves out the cells the run left stale (a caller that asks once for many runs). */
   wait(options: RunWaitOptions): Promise<CellRunResult>;
   /** The stale cells among `cellIds` and those downstream of them, in the run's notebook now. */
@@ -320,6 +331,8 @@ export interface CellService {
    * order; `rebuild`: first the cells they need that have not run in this kernel.
    */
   runStale(notebook: string | undefined, from: CellRef | undefined, rebuild?: boolean): Promise<StaleRun>;
+  /** The cells a run would run and what the risk scan finds in them; runs nothing. */
+  dryRun(notebook: string | undefined, run: DryRun): Promise<{ cells: string[]; risk: RiskReport }>;
   /** Runs several cells in notebook order (one at a time with onError "stop"). */
   runMany(notebook: string | undefined, selection: RunSelection, onError: OnError): Promise<SeriesHandle>;
   /** Clears the outputs (and last run) of the selected cells; markup cells have none. */

@@ -128,6 +128,7 @@ class CappedCells implements CellService {
   persistIds: CellService['persistIds'] = (notebook) => this.cells.persistIds(notebook);
   interrupt: CellService['interrupt'] = (notebook) => this.cells.interrupt(notebook);
   restart: CellService['restart'] = (notebook) => this.cells.restart(notebook);
+  dryRun: CellService['dryRun'] = (notebook, run) => this.cells.dryRun(notebook, run);
   as: CellService['as'] = (reader) => cappedCells(this.cells.as(reader), this.activity, this.maxRunMs);
   // A run waited on again was capped by the action that started it.
   follow: CellService['follow'] = (notebook, ref) => this.cells.follow(notebook, ref);
@@ -192,6 +193,7 @@ class CappedCells implements CellService {
     return {
       cellId: handle.cellId,
       runId: handle.runId,
+      risk: handle.risk,
       wait: async ({ timeoutMs, onEvent, signal }) => {
         forward = onEvent;
         let timer: NodeJS.Timeout | undefined;

@@ -19,7 +19,10 @@ export class FakeKernel implements Kernel {
   async executeScratchpad(code: string, onStream: (e: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
     const call = { code, started: Date.now(), ended: 0, aborted: false };
     this.calls.push(call);
-    const script = this.scripts[code] ?? { steps: [], result: { success: true, output: { mimetype: 'text/plain', data: '' } } };
+    const script = this.scripts[code] ?? {
+      steps: [],
+      result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
+    };
     for (const step of script.steps) {
       if ('waitMs' in step) await sleep(step.waitMs);
       else if ('waitForAbort' in step) {
