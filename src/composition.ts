@@ -30,6 +30,7 @@ import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { PythonRiskScanner } from './kernels/riskScanner';
 import { RiskChecks } from './core/cells/riskChecks';
 import { RunHistory, type AgentRun } from './core/runs/runHistory';
+import { workspaceWatch } from './access/workspaceChanges';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
@@ -174,7 +175,12 @@ export function compose({ context, log, settings, bridge, version }: Composition
   identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const bearer = new BearerCheck();
   const runFile = new JsonListFile<AgentRun>(join(storage, 'agent-runs.json'), 'agent runs', log);
-  const history = new RunHistory(runFile);
+  const history = new RunHistory(
+    runFile,
+    workspaceWatch(() =>
+      (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    ),
+  );
   const access = createAgentAccess({
     identities,
     history,

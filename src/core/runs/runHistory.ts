@@ -42,10 +42,34 @@ export interface AgentRun {
   /** The head of what it printed or returned. */
   readonly output: string;
   readonly risk: RiskReport | null;
+  /** The workspace's files it created or changed, once listed (absent: runs recorded before, or not yet listed). */
+  readonly files?: RunFiles;
 }
 
+/** A file under the workspace a run created or changed. */
+export interface ChangedFile {
+  readonly path: string;
+  readonly change: 'created' | 'changed';
+  readonly bytes: number;
+  /** ISO time it was last modified. */
+  readonly modifiedAt: string;
+}
+
+/** The files a run created or changed, newest first and bounded. */
+export interface RunFiles {
+  readonly files: readonly ChangedFile[];
+  /** Why the list may be incomplete (a walk cut short, more files than are listed, no workspace); absent: it is not. */
+  readonly incomplete?: string;
+}
+
+/**
+ * Notes the workspace's files as a run starts (`sinceMs`: its start); the function it returns
+ * lists what the run created or changed by its end. The editor side walks the folders.
+ */
+export type FileWatch = (sinceMs: number) => () => Promise<RunFiles>;
+
 /** A run in a list: all but its code and output. */
-export type RunSummary = Omit<AgentRun, 'code' | 'output' | 'owner'>;
+export type RunSummary = Omit<AgentRun, 'code' | 'output' | 'owner' | 'files'>;
 
 /** Where the runs are kept between windows (a 0600 JSON file in the extension's storage). */
 export interface RunFile {
@@ -56,26 +80,44 @@ export interface RunFile {
 /** A run's id: its action's, with its start (action numbers start again in each window). */
 export const runIdOf = (action: Pick<AgentAction, 'id' | 'startedAt'>) => `run_${action.startedAt.toString(36)}_${action.id}`;
 
-const sizeOf = (run: AgentRun) => run.code.length + run.output.length + run.detail.length + 500;
+const sizeOf = (run: AgentRun) =>
+  run.code.length + run.output.length + run.detail.length + 500 + (run.files?.files.length ?? 0) * 200;
+
+/** Kinds of action that may run code: the workspace's files are noted as they start. */
+const runsCode = (action: AgentAction) =>
+  [action.kind, ...(action.also ?? [])].some((kind) => kind === 'execute' || kind === 'run');
 
 export class RunHistory implements ActivitySink {
   private readonly runs: AgentRun[];
   private chars: number;
+  /** Runs under way, by id: what lists the files they changed once they end. */
+  private readonly watching = new Map<string, () => Promise<RunFiles>>();
+  /** Runs ended whose files are being listed, by id. */
+  private readonly listing = new Map<string, Promise<void>>();
 
-  constructor(private readonly file: RunFile) {
+  /** `watch`: absent, no run's files are listed. */
+  constructor(
+    private readonly file: RunFile,
+    private readonly watch?: FileWatch,
+  ) {
     this.runs = file.load().filter((r) => typeof r?.id === 'string' && typeof r.code === 'string');
     this.chars = this.runs.reduce((n, r) => n + sizeOf(r), 0);
     this.trim();
   }
 
-  started(): void {}
+  started(action: AgentAction): void {
+    if (this.watch && runsCode(action)) this.watching.set(runIdOf(action), this.watch(action.startedAt));
+  }
 
   /** Records an action that ran code (or was refused running it). */
   ended(action: AgentAction, end: ActionEnd): void {
+    const id = runIdOf(action);
+    const changes = this.watching.get(id);
+    this.watching.delete(id);
     if (end.ran === undefined) return;
     const code = end.ran.slice(0, CODE_CHARS);
     const run: AgentRun = {
-      id: runIdOf(action),
+      id,
       client: action.client,
       owner: action.owner ?? null,
       transport: action.transport,
@@ -95,6 +137,15 @@ export class RunHistory implements ActivitySink {
     this.chars += sizeOf(run);
     this.trim();
     this.file.save(this.runs);
+    // A refused run ran nothing: its files are not walked for.
+    if (changes && end.outcome !== 'refused') this.listFiles(id, changes);
+  }
+
+  /** The files one of the caller's runs created or changed (waiting for the list if the run just ended). */
+  async files(caller: Pick<Caller, 'owner'>, id: string): Promise<RunFiles> {
+    this.get(caller, id);
+    await this.listing.get(id);
+    return this.get(caller, id).files ?? { files: [], incomplete: 'The files this run changed were not recorded' };
   }
 
   /** The caller's runs, newest first, of one notebook if named (a caller without an owner has none). */
@@ -122,6 +173,21 @@ export class RunHistory implements ActivitySink {
     return [...this.runs].reverse();
   }
 
+  private listFiles(id: string, changes: () => Promise<RunFiles>): void {
+    const listed = changes()
+      .catch((e: unknown): RunFiles => ({ files: [], incomplete: `The workspace could not be read: ${String(e)}` }))
+      .then((files) => {
+        const at = this.runs.findIndex((r) => r.id === id);
+        if (at < 0) return; // trimmed meanwhile
+        const run = { ...this.runs[at]!, files };
+        this.chars += sizeOf(run) - sizeOf(this.runs[at]!);
+        this.runs[at] = run;
+        this.file.save(this.runs);
+      })
+      .finally(() => this.listing.delete(id));
+    this.listing.set(id, listed);
+  }
+
   private trim(): void {
     while (this.runs.length > KEPT_RUNS || (this.chars > KEPT_CHARS && this.runs.length > 1))
       this.chars -= sizeOf(this.runs.shift()!);
@@ -129,6 +195,6 @@ export class RunHistory implements ActivitySink {
 }
 
 function summary(run: AgentRun): RunSummary {
-  const { code: _c, output: _o, owner: _w, ...rest } = run;
+  const { code: _c, output: _o, owner: _w, files: _f, ...rest } = run;
   return rest;
 }
