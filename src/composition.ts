@@ -1,31 +1,35 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
 import type { Bridge, ServerParams } from './bridge';
 import { commandTable } from './commands';
 import type { Settings } from './config';
-import { NotebookCells } from './core/notebookCells';
-import { KeyedQueue } from './core/keyedQueue';
-import { CoalescedTask } from './core/coalescedTask';
+import { NotebookCells } from './core/cells/notebookCells';
+import { KeyedQueue } from './core/flow/keyedQueue';
+import { CoalescedTask } from './core/flow/coalescedTask';
 import { errorMessage } from './core/errorMessage';
-import { ScratchpadOutputs } from './core/scratchpadOutputs';
+import { ScratchpadOutputs } from './core/outputs/scratchpadOutputs';
 import { cappedLog } from './core/log';
-import { EditSpans } from './core/editSpans';
-import { ClientRegistry } from './core/clients';
+import { EditSpans } from './core/flow/editSpans';
+import { ClientRegistry } from './core/agents/clients';
 import { BearerCheck } from './server/bearerCheck';
-import { createAgentAccess } from './access';
+import { createAgentAccess } from './access/index';
+import { JsonListFile } from './access/jsonListFile';
 import { confirmWithPerson } from './access/prompt';
-import { JsonCheckpointFile } from './access/checkpointFile';
-import { Checkpoints, type Journal } from './core/checkpoints';
-import { Activity } from './core/accessPolicy';
-import { KernelCalls } from './core/kernelCalls';
+import { Checkpoints, type Checkpoint, type Journal } from './core/cells/checkpoints';
+import { Activity, type Gate } from './core/agents/accessPolicy';
+import { KernelCalls } from './core/runs/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MARIMO_SOURCE, MarimoKernels } from './kernels/marimoKernels';
-import { MarimoVersions } from './core/marimoVersion';
+import { MarimoVersions } from './core/runs/marimoVersion';
 import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
+import { PythonRiskScanner } from './kernels/riskScanner';
+import { RiskChecks } from './core/cells/riskChecks';
+import { RunHistory, type AgentRun } from './core/runs/runHistory';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
@@ -60,8 +64,8 @@ export interface Composition {
  *
  * The steps run in this order because their objects subscribe to VS Code's events as they are
  * made, and listeners are called in that order. Each step hands what it made to the extension's
- * subscriptions. The kernels call into the cell rules and the access gate, made after them, only
- * once a kernel runs: they are given getters.
+ * subscriptions. The kernels and the cell rules call into what is made after them only once a
+ * kernel runs or an agent acts: they are given getters.
  */
 export function compose(deps: CompositionDeps): Composition {
   const kernels = wireKernels(deps, {
@@ -70,7 +74,10 @@ export function compose(deps: CompositionDeps): Composition {
     kernelCalls: () => access.kernelCalls,
   });
   const notebooks = wireNotebooks(deps, kernels);
-  const cells = wireCells(deps, kernels, notebooks, (journal) => access.applying(journal));
+  const cells = wireCells(deps, kernels, notebooks, {
+    gate: () => access.gate,
+    applying: (journal) => access.applying(journal),
+  });
   const access = wireAccess(deps, kernels, notebooks, cells);
   const publishing = wirePublishing(deps, notebooks);
   followSettings(deps, kernels, publishing);
@@ -86,6 +93,13 @@ interface KernelCallees {
   cells: () => NotebookCells;
   notebooks: () => EditorNotebooks;
   kernelCalls: () => KernelCalls;
+}
+
+/** What the cell rules call into once an agent acts: made after them, read when used. */
+interface CellCallees {
+  gate: () => Gate;
+  /** Writes the audit line of a batch about to be applied in steps. */
+  applying: (journal: Journal) => Promise<void>;
 }
 
 type Kernels = ReturnType<typeof wireKernels>;
@@ -161,25 +175,16 @@ function wireNotebooks({ context, log, settings }: CompositionDeps, kernels: Ker
   return { sessions, editor, runs };
 }
 
-/** The cell rules, with the code check, the agent changes they record (checkpoints) and the stale marks. */
-function wireCells(
-  { context, log, settings }: CompositionDeps,
-  kernels: Kernels,
-  notebooks: Notebooks,
-  applying: (journal: Journal) => Promise<void>,
-) {
-  const analyzer = new PythonAnalyzer({
-    python: () => settings.current.pythonPath,
-    script: kernels.inspectFile,
-    builtinKernel: async (uri) => {
-      const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
-      const kernel = notebook && (await kernels.builtin.kernelFor(notebook));
-      return kernel ?? undefined;
-    },
-    wrap: kernels.wrap,
+/** The cell rules, with the code check, the risk scan, the agent changes they record (checkpoints) and the stale marks. */
+function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks, later: CellCallees) {
+  const { context, log, settings } = deps;
+  const analyzer = codeAnalyzer(deps, kernels);
+  const risk = riskChecks(deps, notebooks, later.gate);
+  const checkpointFile = new JsonListFile<Checkpoint>(
+    join(storageDir(context), 'agent-changes.json'),
+    'agent changes to review',
     log,
-  });
-  const checkpointFile = new JsonCheckpointFile(join(storageDir(context), 'agent-changes.json'), log);
+  );
   const checkpoints: Checkpoints = new Checkpoints(() => rules, checkpointFile);
   const spansFile = process.env['AGENT_BRIDGE_EDIT_SPANS'];
   const rules = new NotebookCells(notebooks.editor, {
@@ -188,11 +193,12 @@ function wireCells(
     // A batch applied in steps: its checkpoint and audit line are on disk before its first step.
     onApplying: async (notebook, before, planned) => {
       const journal = checkpoints.begin(notebook, before, planned);
-      if (journal) await applying(journal);
+      if (journal) await later.applying(journal);
       return journal;
     },
     analyzer,
     confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
+    risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
@@ -205,18 +211,54 @@ function wireCells(
     ),
     checkpointFile,
   );
-  return { rules, checkpoints };
+  return { rules, checkpoints, risk };
 }
 
-/** The person's say over agents: who calls (identities, the token), the gate every transport and kernel call passes, and its views. */
+/** Python's compiler for the cells' code checks: the notebook's builtin kernel when it runs, else a short-lived Python. */
+function codeAnalyzer({ log, settings }: CompositionDeps, kernels: Kernels) {
+  return new PythonAnalyzer({
+    python: () => settings.current.pythonPath,
+    script: kernels.inspectFile,
+    builtinKernel: async (uri) => {
+      const notebook = vscode.workspace.notebookDocuments.find((n) => n.uri.toString() === uri);
+      const kernel = notebook && (await kernels.builtin.kernelFor(notebook));
+      return kernel ?? undefined;
+    },
+    wrap: kernels.wrap,
+    log,
+  });
+}
+
+/** The risk scan of the code agents run, in a Python process of its own. */
+function riskChecks({ context, log, settings }: CompositionDeps, notebooks: Notebooks, gate: () => Gate) {
+  const scanner = new PythonRiskScanner({
+    python: () => settings.current.pythonPath,
+    script: context.asAbsolutePath(join('dist', 'risk_scan.py')),
+    roots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    home: homedir(),
+    log,
+  });
+  // The gate exists by the time an agent runs anything.
+  const risk = new RiskChecks(scanner, notebooks.editor, gate);
+  context.subscriptions.push(scanner);
+  return risk;
+}
+
+/**
+ * The person's say over agents: who calls (identities, the token), the gate every transport and
+ * kernel call passes, the agents' run history, and their views.
+ */
 function wireAccess(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks, cells: Cells) {
   const { context, log, settings, bridge } = deps;
   // One per window, across server restarts: the credentials minted (an agent's changes stay its own) and the token's bytes.
   const identities = new ClientRegistry();
   identities.ownsChanges = (owner) => cells.checkpoints.owns(owner);
   const bearer = new BearerCheck();
+  const runFile = new JsonListFile<AgentRun>(join(storageDir(context), 'agent-runs.json'), 'agent runs', log);
+  const history = new RunHistory(runFile);
   const access = createAgentAccess({
     identities,
+    history,
     context,
     cells: cells.rules,
     notebooks: notebooks.sessions,
@@ -227,9 +269,9 @@ function wireAccess(deps: CompositionDeps, kernels: Kernels, notebooks: Notebook
     cellsOf: (notebook) => notebooks.editor.cells(notebook.uri.toString()),
     interruptAgentRuns: () => kernels.builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
-  context.subscriptions.push(...access.disposables);
+  context.subscriptions.push(...access.disposables, runFile);
   const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);
-  return { gate: access.gate, applying: access.applying, kernelCalls, bearer };
+  return { gate: access.gate, applying: access.applying, kernelCalls, bearer, history };
 }
 
 /**
@@ -334,6 +376,8 @@ async function serve(
       version,
       marimoVersion: () => publishing.marimoVersions.current(),
       access: access.gate,
+      risk: cells.risk,
+      history: access.history,
       serveMcp: lazyMcp,
       inspectProgram: kernels.inspectProgram,
     },
