@@ -35,6 +35,9 @@ import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
 import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
+import { PersonCursor } from './notebooks/personCursor';
+import { Presence } from './core/agents/presence';
+import { resolveNotebook } from './core/cells/refs';
 import { WorkspaceSandbox } from './kernels/builtin/workspaceSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
@@ -175,7 +178,7 @@ function wireNotebooks({ context, log, settings }: CompositionDeps, kernels: Ker
   return { sessions, editor, runs };
 }
 
-/** The cell rules, with the code check, the risk scan, the agent changes they record (checkpoints) and the stale marks. */
+/** The cell rules, with the code check, the risk scan, the agent changes they record (checkpoints), presence and the stale marks. */
 function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks, later: CellCallees) {
   const { context, log, settings } = deps;
   const analyzer = codeAnalyzer(deps, kernels);
@@ -186,6 +189,14 @@ function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks
     log,
   );
   const checkpoints: Checkpoints = new Checkpoints(() => rules, checkpointFile);
+  const presence = new Presence((named) => {
+    try {
+      return resolveNotebook(notebooks.editor.list(), named).uri;
+    } catch {
+      return undefined; // a scratchpad run of a notebook that is not open: no whereabouts
+    }
+  });
+  context.subscriptions.push(new PersonCursor(presence, notebooks.editor));
   const spansFile = process.env['AGENT_BRIDGE_EDIT_SPANS'];
   const rules = new NotebookCells(notebooks.editor, {
     outputTextLimit: () => settings.current.outputTextLimit,
@@ -197,6 +208,7 @@ function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks
       return journal;
     },
     analyzer,
+    presence,
     confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
     risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
@@ -211,7 +223,7 @@ function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks
     ),
     checkpointFile,
   );
-  return { rules, checkpoints, risk };
+  return { rules, checkpoints, risk, presence };
 }
 
 /** Python's compiler for the cells' code checks: the notebook's builtin kernel when it runs, else a short-lived Python. */
@@ -266,6 +278,8 @@ function wireAccess(deps: CompositionDeps, kernels: Kernels, notebooks: Notebook
     log,
     settings,
     checkpoints: cells.checkpoints,
+    presence: cells.presence,
+    cellId: (cell) => notebooks.editor.cellId(cell),
     cellsOf: (notebook) => notebooks.editor.cells(notebook.uri.toString()),
     interruptAgentRuns: () => kernels.builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
