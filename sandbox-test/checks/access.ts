@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
+import { showcase } from '../showcase';
 
 export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
@@ -131,6 +132,8 @@ export function accessChecks(): void {
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
     ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
+    // The view beside the notebook whose first cell carries its mark: the Marketplace page's first picture.
+    await showcase(page(), 'activity-marked-cell.png', note);
     // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
     const sidebar = await page().locator('.part.sidebar').boundingBox();
     const sashes = await page()
