@@ -24,7 +24,7 @@ function imageSources(markdown: string): string[] {
 function globRegExp(glob: string): RegExp {
   if (/[[\]{}()?+@]/.test(glob)) throw new Error(`.vscodeignore pattern ${glob} uses glob syntax this check does not read`);
   let re = '';
-  for (let i = 0; i < glob.length; ) {
+  for (let i = 0; i < glob.length;) {
     if (glob.startsWith('**/', i)) [re, i] = [`${re}(?:.*/)?`, i + 3];
     else if (glob.startsWith('/**', i) && i + 3 === glob.length) [re, i] = [`${re}(?:/.*)?`, i + 3];
     else if (glob.startsWith('**', i)) [re, i] = [`${re}.*`, i + 2];
