@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../vscode';
 import type { BridgeClient } from '../http';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
+import { showcase } from '../showcase';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { toolJson } from './jupyter';
@@ -301,6 +302,8 @@ export function accessChecks(): void {
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
     ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
+    // The view beside the notebook whose first cell carries its mark: the Marketplace page's first picture.
+    await showcase(page(), 'activity-marked-cell.png', note);
     await widenSideBar(page(), 450, note);
     await screenshot(page(), 'access-view.png', note);
     // Selecting the row opens the action's code, outcome and output.

@@ -15,6 +15,7 @@ import { openAgentBridge, RESULTS_DIR } from './access';
 import { type CheckContext, checkRun, context } from './context';
 import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
+import { showcase } from '../showcase';
 
 interface Cell {
   id: string;
@@ -160,6 +161,7 @@ export function reviewChecks(): void {
     await sleep(500);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
+    await showcase(page, 'review-diff.png', note);
     // Above the diff, the right side's place: the change as the agent left it, served beside the notebook.
     const crumbs = await breadcrumbs(page);
     const served = /change (\d+)\W*as the agent left it/.exec(crumbs);
