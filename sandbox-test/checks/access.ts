@@ -4,25 +4,14 @@
  * view's rows read from the DOM, and a marked cell's status bar item. Screenshots of the view, a
  * marked cell and the ask prompt go to sandbox-results/ (what the person sees; look at them).
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { eq, fail, includes, ok, show } from '../assert';
-import { REPO_ROOT } from '../vscode';
-import type { BridgeClient } from '../http';
-import { type CheckContext, checkRun, context } from './context';
+import { checkRun, suiteState } from './context';
+import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
 
-export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
-
-export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = path.join(RESULTS_DIR, name);
-  await page.screenshot({ path: file });
-  note(`screenshot ${path.relative(REPO_ROOT, file)}`);
-}
 
 /** Opens the Agent Bridge side bar from the activity bar (its icon may carry a badge over it). */
 export async function openAgentBridge(page: Page): Promise<void> {
@@ -57,26 +46,18 @@ export async function pickMode(page: Page, mode: string): Promise<void> {
 
 /** The `access` suite's checks. */
 export function accessChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let sid: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    sid = ctx.analysis.session.id;
-  });
-  const page = () => ctx.sandbox.page;
+  const ctx = suiteState((c) => ({ sid: c.analysis.session.id }));
 
   it('access: ask mode, the person allows a run from the notification', async () => {
     const { note } = checkRun();
-    await pickMode(page(), 'ask');
+    await pickMode(ctx.page, 'ask');
     try {
-      const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: `${AGENT} (unverified) wants a scratchpad run` });
+      const run = ctx.client.execute(ctx.sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
+      const toast = ctx.page.locator('.notification-toast', { hasText: `${AGENT} (unverified) wants a scratchpad run` });
       await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
       includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
       await sleep(600); // the toast slides in
-      await screenshot(page(), 'access-ask-prompt.png', note);
+      await screenshot(ctx.page, 'access-ask-prompt.png', note);
       await toast
         .first()
         .locator('.monaco-button', { hasText: /^Allow$/ })
@@ -85,37 +66,37 @@ export function accessChecks(): void {
       eq(result.status, 200, 'status after Allow');
       eq(result.stdout, 'allowed 42\n', 'stdout after Allow');
     } finally {
-      await pickMode(page(), 'full');
+      await pickMode(ctx.page, 'full');
     }
   }).timeout(45_000);
 
   it('access: a marked cell carries who changed it', async () => {
     const { note, signal } = checkRun();
-    const created = await client.post(
+    const created = await ctx.client.post(
       '/notebooks/cells',
-      { notebook: sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
+      { notebook: ctx.sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
       { headers, signal },
     );
     eq(created.status, 201, `POST /notebooks/cells (${show(created.text, 200)})`);
-    await page()
+    await ctx.page
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
+    const item = ctx.page.locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
     await item
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
       .catch(() => fail(`no cell status bar item "Added by ${AGENT} (unverified)" in the workbench`));
     includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
-    await screenshot(page(), 'access-marked-cell.png', note);
+    await screenshot(ctx.page, 'access-marked-cell.png', note);
   }).timeout(30_000);
 
   it('access: the activity view lists the actions, newest first', async () => {
     const { note, signal } = checkRun();
-    const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
+    const r = await ctx.client.run(ctx.sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
-    await openAgentBridge(page());
-    const rows = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
+    await openAgentBridge(ctx.page);
+    const rows = ctx.page.locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
     await rows
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
@@ -126,30 +107,30 @@ export function accessChecks(): void {
     includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
     includes(texts[0] ?? '', `${AGENT} (unverified)`, 'the newest row names the client, as a claim');
     includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
-    const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
+    const message = await ctx.page.locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
     includes(message, ctx.advert.url, 'the view names the server');
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
     ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
     // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
-    const sidebar = await page().locator('.part.sidebar').boundingBox();
-    const sashes = await page()
+    const sidebar = await ctx.page.locator('.part.sidebar').boundingBox();
+    const sashes = await ctx.page
       .locator('.monaco-sash.vertical')
       .evaluateAll((els) =>
         els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x + r.width / 2, y: r.y, h: r.height })),
       );
     const edge = sidebar && sashes.find((b) => Math.abs(b.x - (sidebar.x + sidebar.width)) < 6 && b.h > 100);
     if (edge) {
-      await page().mouse.move(edge.x, edge.y + edge.h / 2);
-      await page().mouse.down();
-      await page().mouse.move(edge.x + 450, edge.y + edge.h / 2, { steps: 8 });
-      await page().mouse.up();
-      await page().mouse.move(900, 600);
+      await ctx.page.mouse.move(edge.x, edge.y + edge.h / 2);
+      await ctx.page.mouse.down();
+      await ctx.page.mouse.move(edge.x + 450, edge.y + edge.h / 2, { steps: 8 });
+      await ctx.page.mouse.up();
+      await ctx.page.mouse.move(900, 600);
     } else note('no sidebar sash found; the screenshot keeps the default width');
-    await screenshot(page(), 'access-view.png', note);
+    await screenshot(ctx.page, 'access-view.png', note);
     // Selecting the row opens the action's code, outcome and output.
     await rows.first().click({ timeout: 5_000 });
-    const detail = page().locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
+    const detail = ctx.page.locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
     await detail
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
