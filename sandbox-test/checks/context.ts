@@ -228,6 +228,13 @@ export function expectWellFramed(
   return done;
 }
 
+/** As expectWellFramed, and that the run succeeded, or failed, as `success` says. */
+export function expectOutcome(r: SseResult, success: boolean, what = 'stream'): ReturnType<typeof expectWellFramed> {
+  const done = expectWellFramed(r, what);
+  eq(done.success, success, `${what}: done.success (stderr ${show(r.stderr)})`);
+  return done;
+}
+
 /**
  * The bridge a sandbox's extension host runs, found through its discovery file (never by guessing
  * ports) once it answers /health; `accept` passes over an advert still there from an earlier one.

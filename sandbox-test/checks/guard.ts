@@ -25,6 +25,30 @@ function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> 
   fs.writeFileSync(file, JSON.stringify(settings, null, 2));
 }
 
+/** Python: a thread that outlives its run and every second makes and runs a cell naming `tag` and the time it was made. */
+const lingeringThread = (tag: string) => `import threading, time, agent_bridge
+def _linger():
+    while True:
+        time.sleep(1)
+        try:
+            with agent_bridge.get_context() as ctx:
+                ctx.run_cell(ctx.create_cell("print(%r, %r)" % (${JSON.stringify(tag)}, time.time())))
+        except Exception as e:
+            print("lingering thread:", type(e).__name__, e)
+threading.Thread(target=_linger, daemon=True).start()
+print("thread started")`;
+
+/**
+ * Python: what kernel.py's import guard of agent_bridge does not cover, the host module it is built
+ * on, asked to create a cell holding `<tag>-made`; prints how the call ended.
+ */
+const directHostCall = (tag: string) => `import _agent_bridge_host as host
+try:
+    host.call("cells.flush", {"ops": [{"op": "create", "key": "k", "code": "# " + ${JSON.stringify(tag)} + "-made"}], "run": []})
+    print("answered")
+except host.HostCallError as e:
+    print("refused:", type(e).__name__, e)`;
+
 /** Waits until the workbench shows the warning that workspace settings are ignored (VS Code read the file). */
 async function ignoredWarning(page: Page): Promise<void> {
   await page
@@ -119,20 +143,7 @@ export function guardChecks(): void {
   it('guard: a scratchpad run\'s lingering thread that creates and runs cells through code mode is refused after "Stop Agents": no cell is created after the click, and the refusal is in the log', async () => {
     const { signal, note } = checkRun();
     const tag = `lingering-${Date.now()}`;
-    // The thread outlives its run: every second it makes a cell that names the time it was made.
-    const lingering = [
-      'import threading, time, agent_bridge',
-      'def _linger():',
-      '    while True:',
-      '        time.sleep(1)',
-      '        try:',
-      '            with agent_bridge.get_context() as ctx:',
-      `                ctx.run_cell(ctx.create_cell("print(%r, %r)" % (${JSON.stringify(tag)}, time.time())))`,
-      '        except Exception as e:',
-      '            print("lingering thread:", type(e).__name__, e)',
-      'threading.Thread(target=_linger, daemon=True).start()',
-      'print("thread started")',
-    ].join('\n');
+    const lingering = lingeringThread(tag);
     const tagged = async () =>
       (await cellsWith(tag)).map((c) => ({ id: c.id, madeAt: Number(/, ([\d.]+)\)/.exec(c.code)?.[1]) * 1000 }));
     const started = await ctx.client.run(ctx.sid, lingering, { signal, timeoutMs: 30_000 });
@@ -160,15 +171,7 @@ export function guardChecks(): void {
   it('guard: a notebook cell that calls the bridge directly (import _agent_bridge_host) is refused by the bridge while code mode in cells is off: CallRefused, no cell made, the refusal in the log', async () => {
     const { signal, note } = checkRun();
     const tag = `direct-${Date.now()}`;
-    // What kernel.py's import guard of agent_bridge does not cover: the host module it is built on.
-    const attack = [
-      'import _agent_bridge_host as host',
-      'try:',
-      `    host.call("cells.flush", {"ops": [{"op": "create", "key": "k", "code": "# " + ${JSON.stringify(tag)} + "-made"}], "run": []})`,
-      '    print("answered")',
-      'except host.HostCallError as e:',
-      '    print("refused:", type(e).__name__, e)',
-    ].join('\n');
+    const attack = directHostCall(tag);
     const since = Date.now();
     const id = await makeCell(attack, signal);
     try {

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
 import type { SseResult } from '../http';
-import { checkRun, expectWellFramed, suiteState } from './context';
+import { checkRun, expectOutcome, expectWellFramed, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 
 /** The `marimo API` suite's checks. */
@@ -77,8 +77,7 @@ export function marimoChecks(): void {
   it('execute: trailing expression 1 + 1 gives output "2"', async () => {
     const { signal } = checkRun();
     const r = await run('1 + 1', signal);
-    const done = expectWellFramed(r);
-    eq(done.success, true, 'done.success');
+    const done = expectOutcome(r, true);
     eq(done.output.data, '2', 'done.output.data');
     eq(r.stdout, '', 'stdout');
   });
@@ -86,8 +85,7 @@ export function marimoChecks(): void {
   it('execute: raise ValueError streams the traceback on stderr, success false', async () => {
     const { signal } = checkRun();
     const r = await run("raise ValueError('x')", signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    const done = expectOutcome(r, false);
     includes(r.stderr, 'Traceback', 'stderr');
     includes(r.stderr, 'ValueError: x', 'stderr');
     ok(!/<\/?(pre|span|div|br|p)\b|class=/i.test(r.stderr), `stderr looks like HTML: ${show(r.stderr)}`);
@@ -97,8 +95,7 @@ export function marimoChecks(): void {
   it('execute: a syntax error (`def :`) reports on stderr, success false', async () => {
     const { signal } = checkRun();
     const r = await run('def :', signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    expectOutcome(r, false);
     ok(r.stderr.trim().length > 0, 'stderr is empty');
     includes(r.stderr, 'SyntaxError', 'stderr');
   });

@@ -15,7 +15,7 @@ import { PrintGate } from '../printGate';
 import type { BridgeClient, SseResult } from '../http';
 import { MARIMO_FIXTURE, openPickingKernel } from '../marimoExtension';
 import { screenshot } from '../screenshots';
-import { checkRun, context, expectWellFramed, callerEnv } from './context';
+import { callerEnv, checkRun, context, expectOutcome, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
 import { sleep } from '../../src/core/sleep';
@@ -204,8 +204,7 @@ export function marimoExtensionChecks(): void {
     this.timeout(40_000);
     const { signal } = checkRun();
     const r = await run("raise ValueError('boom <b>x</b>')", signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    expectOutcome(r, false);
     includes(r.stderr, 'ValueError', 'stderr');
     includes(r.stderr, 'boom', 'stderr');
     // marimo's extension puts its one-line message, without a line break, before the traceback.

@@ -17,6 +17,16 @@ function expectError(r: HttpResult, status: number, detail?: string | RegExp): v
 export function securityChecks(): void {
   const ctx = suiteState((c) => ({ sid: c.analysis.session.id }));
   const execBody = { code: "print('must not run')" };
+  /** A POST to the execute route with `body` sent as it is, under `contentType`. */
+  const postRaw = (body: string, contentType: string, signal: AbortSignal) =>
+    ctx.client.request({
+      method: 'POST',
+      path: '/api/kernel/execute',
+      body,
+      contentType,
+      headers: { 'marimo-session-id': ctx.sid },
+      signal,
+    });
 
   it('security: no token → 401 "Authorization header required"', async () => {
     const { signal } = checkRun();
@@ -85,15 +95,7 @@ export function securityChecks(): void {
 
   it('security: POST with text/plain → 415', async () => {
     const { signal } = checkRun();
-    const r = await ctx.client.request({
-      method: 'POST',
-      path: '/api/kernel/execute',
-      body: JSON.stringify(execBody),
-      contentType: 'text/plain',
-      headers: { 'marimo-session-id': ctx.sid },
-      signal,
-    });
-    expectError(r, 415);
+    expectError(await postRaw(JSON.stringify(execBody), 'text/plain', signal), 415);
   });
 
   it('security: body over 1 MiB → 413', async () => {
@@ -130,15 +132,7 @@ export function securityChecks(): void {
 
   it('security: malformed JSON → 400', async () => {
     const { signal } = checkRun();
-    const r = await ctx.client.request({
-      method: 'POST',
-      path: '/api/kernel/execute',
-      body: '{"code": "print(1)"',
-      contentType: 'application/json',
-      headers: { 'marimo-session-id': ctx.sid },
-      signal,
-    });
-    expectError(r, 400);
+    expectError(await postRaw('{"code": "print(1)"', 'application/json', signal), 400);
   });
 
   it('security: no Access-Control-Allow-Origin header on any response', async () => {
