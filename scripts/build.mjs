@@ -65,4 +65,5 @@ copyFileSync('src/kernels/builtin/agent_bridge.py', 'dist/agent_bridge.py'); // 
 copyFileSync('src/kernels/builtin/kernel_ipython.py', 'dist/kernel_ipython.py'); // the IPython path, loaded by kernel.py
 copyFileSync('src/kernels/builtin/kernel_text.py', 'dist/kernel_text.py'); // readable tables, loaded by kernel.py
 copyFileSync('src/kernels/builtin/kernel_inspect.py', 'dist/kernel_inspect.py'); // variables and cell analysis, loaded by kernel.py
+copyFileSync('src/kernels/risk_scan.py', 'dist/risk_scan.py'); // the risk scan, in a process of its own (riskScanner.ts)
 copyFileSync('src/kernels/builtin/kernel_dataflow.py', 'dist/kernel_dataflow.py'); // what each cell run read and changed, loaded by kernel.py

@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
 import type { Log } from './core/log';
-import type { SessionInfo } from './core/notebookHost';
+import type { SessionInfo } from './core/model/notebookHost';
 import type { BridgeAdvert, Discovery } from './discovery';
 import { deferredApp, listen, type RunningServer } from './server/listen';
 import { errorMessage } from './core/errorMessage';
@@ -66,7 +66,7 @@ export class Bridge {
 
   /**
    * (Re)writes the discovery files: after a start, and whenever the sessions change. `marimoVersion`
-   * is the `version` they give (core/marimoVersion.ts); the bridge's own is `bridgeVersion`.
+   * is the `version` they give (core/runs/marimoVersion.ts); the bridge's own is `bridgeVersion`.
    */
   publish(sessions: SessionInfo[], marimoVersion: string): void {
     const connection = this.connection;

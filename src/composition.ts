@@ -1,31 +1,35 @@
 import { appendFileSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RequestListener } from 'node:http';
 import * as vscode from 'vscode';
 import type { Bridge, ServerParams } from './bridge';
 import { commandTable } from './commands';
 import type { Settings } from './config';
-import { NotebookCells } from './core/notebookCells';
-import { KeyedQueue } from './core/keyedQueue';
-import { CoalescedTask } from './core/coalescedTask';
+import { NotebookCells } from './core/cells/notebookCells';
+import { KeyedQueue } from './core/flow/keyedQueue';
+import { CoalescedTask } from './core/flow/coalescedTask';
 import { errorMessage } from './core/errorMessage';
-import { ScratchpadOutputs } from './core/scratchpadOutputs';
+import { ScratchpadOutputs } from './core/outputs/scratchpadOutputs';
 import { cappedLog } from './core/log';
-import { EditSpans } from './core/editSpans';
-import { ClientRegistry } from './core/clients';
+import { EditSpans } from './core/flow/editSpans';
+import { ClientRegistry } from './core/agents/clients';
 import { BearerCheck } from './server/bearerCheck';
-import { createAgentAccess } from './access';
+import { createAgentAccess } from './access/index';
+import { JsonListFile } from './access/jsonListFile';
 import { confirmWithPerson } from './access/prompt';
-import { JsonCheckpointFile } from './access/checkpointFile';
-import { Checkpoints } from './core/checkpoints';
-import { Activity } from './core/accessPolicy';
-import { KernelCalls } from './core/kernelCalls';
+import { Checkpoints, type Checkpoint } from './core/cells/checkpoints';
+import { Activity } from './core/agents/accessPolicy';
+import { KernelCalls } from './core/runs/kernelCalls';
 import { BuiltinKernels } from './kernels/builtin/controller';
 import type { CallHandler } from './kernels/builtin/kernelProcess';
 import { MARIMO_SOURCE, MarimoKernels } from './kernels/marimoKernels';
-import { MarimoVersions } from './core/marimoVersion';
+import { MarimoVersions } from './core/runs/marimoVersion';
 import { JupyterKernels } from './kernels/jupyter';
 import { PythonAnalyzer } from './kernels/pythonAnalyzer';
+import { PythonRiskScanner } from './kernels/riskScanner';
+import { RiskChecks } from './core/cells/riskChecks';
+import { RunHistory, type AgentRun } from './core/runs/runHistory';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
@@ -118,7 +122,17 @@ export function compose({ context, log, settings, bridge, version }: Composition
     wrap,
     log,
   });
-  const checkpointFile = new JsonCheckpointFile(join(storage, 'agent-changes.json'), log);
+  const scanner = new PythonRiskScanner({
+    python: () => settings.current.pythonPath,
+    script: context.asAbsolutePath(join('dist', 'risk_scan.py')),
+    roots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    home: homedir(),
+    log,
+  });
+  // The gate exists by the time an agent runs anything.
+  const risk = new RiskChecks(scanner, notebooks, () => access.gate);
+  push(scanner);
+  const checkpointFile = new JsonListFile<Checkpoint>(join(storage, 'agent-changes.json'), 'agent changes to review', log);
   const checkpoints: Checkpoints = new Checkpoints(() => cells, checkpointFile);
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
@@ -131,6 +145,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     },
     analyzer,
     confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
+    risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
     spans: spansFile ? new EditSpans((span) => appendFileSync(spansFile, `${JSON.stringify(span)}\n`)) : undefined,
   });
@@ -146,8 +161,11 @@ export function compose({ context, log, settings, bridge, version }: Composition
   const identities = new ClientRegistry();
   identities.ownsChanges = (owner) => checkpoints.owns(owner);
   const bearer = new BearerCheck();
+  const runFile = new JsonListFile<AgentRun>(join(storage, 'agent-runs.json'), 'agent runs', log);
+  const history = new RunHistory(runFile);
   const access = createAgentAccess({
     identities,
+    history,
     context,
     cells,
     notebooks: sessions,
@@ -158,7 +176,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
     cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
     interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });
-  push(...access.disposables, checkpointFile);
+  push(...access.disposables, checkpointFile, runFile);
   const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);
   const status = new BridgeStatus();
   setImmediate(() => sandbox.refresh());
@@ -240,6 +258,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
           version,
           marimoVersion: () => marimoVersions.current(),
           access: access.gate,
+          risk,
+          history,
           serveMcp: lazyMcp,
           inspectProgram,
         },

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { ACCESS_MODES, type AccessMode } from './core/accessPolicy';
+import { ACCESS_MODES, type AccessMode } from './core/agents/accessPolicy';
 import { personal } from './personalSettings';
 
 /** The `agentBridge.*` settings. */

@@ -1,13 +1,13 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { SessionInfo } from './core/notebookHost';
+import type { SessionInfo } from './core/model/notebookHost';
 import { writeFileAtomic } from './fsAtomic';
 
 /** What our own discovery files say: everything an agent needs to connect, token included. */
 export interface BridgeAdvert {
   server: 'agent-bridge';
-  /** A marimo version, as the registry entry gives it (core/marimoVersion.ts). */
+  /** A marimo version, as the registry entry gives it (core/runs/marimoVersion.ts). */
   version: string;
   /** The bridge's own. */
   bridgeVersion: string;

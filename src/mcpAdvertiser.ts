@@ -11,7 +11,7 @@ import {
   TOKEN_VAR,
   type AgentClient,
   type Credentials,
-} from './core/agentConfig';
+} from './core/agents/agentConfig';
 import type { Log } from './core/log';
 import { writeFileAtomic } from './fsAtomic';
 import { errorMessage } from './core/errorMessage';

@@ -2,7 +2,7 @@ import { cpSync, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
-import { skillDirs } from './core/agentConfig';
+import { skillDirs } from './core/agents/agentConfig';
 import { errorMessage } from './core/errorMessage';
 
 interface SkillTarget extends vscode.QuickPickItem {

@@ -9,6 +9,9 @@ import { eq, fail, includes, ok, show } from '../assert';
 import { checkRun, suiteState } from './context';
 import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { toolJson } from './jupyter';
 
 const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
@@ -38,8 +41,9 @@ export async function pickMode(page: Page, mode: string): Promise<void> {
   await page.keyboard.press('Enter');
   // Away from the status bar, whose hover would cover the notifications.
   await page.mouse.move(600, 300);
+  // Whole: "Agents: ask" must not be taken for "Agents: ask-risky".
   await page
-    .locator('.statusbar-item', { hasText: `Agents: ${mode}` })
+    .locator('.statusbar-item', { hasText: new RegExp(`Agents: ${mode}\\s*$`) })
     .first()
     .waitFor({ timeout: 5_000 });
 }
@@ -69,6 +73,154 @@ export function accessChecks(): void {
       await pickMode(ctx.page, 'full');
     }
   }).timeout(45_000);
+
+  it('access: ask-risky mode, print(1) runs unasked; a subprocess run raises the prompt with its finding, and Deny runs nothing', async () => {
+    const { note, signal } = checkRun();
+    await pickMode(page(), 'ask-risky');
+    try {
+      const quiet = await client.run(sid, 'print(1)', { headers, signal });
+      eq(quiet.status, 200, 'print(1) status');
+      eq(quiet.stdout, '1\n', 'print(1) ran with no prompt');
+      // What it would leave behind in the kernel (a scratchpad keeps changes to modules).
+      const risky = 'import builtins; builtins.risky_ran = True\nimport subprocess; subprocess.run(["true"])';
+      const run = client.execute(sid, risky, { headers, timeoutMs: 30_000 });
+      const toast = page().locator('.notification-toast', { hasText: 'that the risk scan flags' });
+      await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
+      const text = await toast.first().innerText();
+      note(`prompt: ${show(text, 400)}`);
+      includes(text, `${AGENT} (unverified) wants a scratchpad run`, 'the prompt names the client and the action');
+      includes(text, 'line 2: subprocess.run (critical): starts a program: true', 'the prompt shows the finding with its line');
+      includes(text, 'Allow This Kind for 10 Minutes', 'the prompt offers to allow this kind');
+      await sleep(600); // the toast slides in
+      await screenshot(page(), 'access-ask-risky-prompt.png', note);
+      await toast
+        .first()
+        .locator('.monaco-button', { hasText: /^Deny$/ })
+        .click({ timeout: 5_000 });
+      const result = await run.result;
+      eq(result.status, 403, 'status after Deny');
+      includes(result.raw, 'subprocess.run', 'the refusal names the finding');
+      const after = await client.run(sid, 'import builtins; print(getattr(builtins, "risky_ran", False))', { headers, signal });
+      eq(after.stdout, 'False\n', 'the denied code did not run');
+    } finally {
+      await pickMode(page(), 'full');
+    }
+  }).timeout(60_000);
+
+  it('access: dryRun scans and runs nothing; the runs list, get and rerun over HTTP and MCP', async () => {
+    const { note, signal } = checkRun();
+    const probe = 'import builtins; builtins.dry_ran = True\nimport os; os.system("true")';
+    const dry = await client.post(
+      '/api/kernel/execute',
+      { code: probe, dryRun: true },
+      { headers: { ...headers, 'marimo-session-id': sid }, signal },
+    );
+    eq(dry.status, 200, `dryRun status (${show(dry.text, 300)})`);
+    const report = (JSON.parse(dry.text) as { risk: { level: string; findings: { pattern: string; line: number }[] } }).risk;
+    eq(report.level, 'critical', 'dryRun level');
+    eq(report.findings[0]?.pattern, 'os.system', 'dryRun finding');
+    const after = await client.run(sid, 'import builtins; print(getattr(builtins, "dry_ran", False))', { headers, signal });
+    eq(after.stdout, 'False\n', 'the dry run ran nothing');
+
+    const marker = `history_${Date.now()}`;
+    const first = await client.run(sid, `print("${marker}")`, { headers, signal });
+    eq(first.status, 200, 'a run to list');
+    // The credential the run was answered with makes its runs this client's own.
+    const mine = { ...headers, 'x-agent-bridge-credential': String(first.headers['x-agent-bridge-credential']) };
+    const listed = await client.get(`/notebooks/runs?notebook=${sid}&limit=5`, { headers: mine, signal });
+    eq(listed.status, 200, `GET /notebooks/runs (${show(listed.text, 300)})`);
+    note(`GET /notebooks/runs: ${show(listed.text, 1500)}`);
+    const runs = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string; status: string; client: string }[] }).runs;
+    const newest = runs[0]!;
+    eq(newest.status, 'succeeded', 'the newest run');
+    const one = await client.get(`/notebooks/runs/${newest.id}`, { headers: mine, signal });
+    includes(one.text, marker, 'GET /notebooks/runs/:id has the code');
+    const rerun = await client.post(
+      `/notebooks/runs/${newest.id}/rerun`,
+      { code: `print("${marker}", "again")` },
+      { headers: mine, signal },
+    );
+    eq(rerun.status, 200, `rerun (${show(rerun.text, 300)})`);
+    eq((JSON.parse(rerun.text) as { stdout: string[] }).stdout.join(''), `${marker} again\n`, 'rerun with changed code');
+    for (const other of [headers, { 'x-agent-bridge-client': 'someone-else' }]) {
+      const theirs = await client.get('/notebooks/runs', { headers: other, signal });
+      ok(!theirs.text.includes(newest.id), `a client without the credential sees none of these runs: ${show(theirs.text, 200)}`);
+    }
+
+    // An MCP client as an agent's would be (the SDK's, in a session of its own).
+    const mcp = new Client({ name: 'harness-mcp-agent', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${ctx.advert.url}/mcp/server`), {
+        requestInit: { headers: { authorization: `Bearer ${ctx.advert.token}` } },
+      }),
+    );
+    try {
+      const call = async (name: string, args: object) =>
+        toolJson((await mcp.callTool({ name, arguments: { ...args } })) as never);
+      eq(
+        (await call('execute_code', { session_id: sid, code: `print("${marker}", "mcp")` }))['success'],
+        true,
+        'MCP execute_code',
+      );
+      const mcpList = (await call('list_runs', { notebook: sid, limit: 3 })) as { runs: { id: string; label: string }[] };
+      note(`MCP list_runs: ${show(JSON.stringify(mcpList), 1500)}`);
+      eq(mcpList.runs.length, 1, 'MCP list_runs: its own run only');
+      eq(mcpList.runs[0]?.label, 'mcp execute_code', 'MCP list_runs: the newest run');
+      const got = await call('get_run', { run_id: mcpList.runs[0]!.id });
+      includes(String(got['code']), `"${marker}", "mcp"`, 'MCP get_run has the code');
+      const again = await call('rerun', { run_id: mcpList.runs[0]!.id });
+      eq((again['stdout'] as string[]).join(''), `${marker} mcp\n`, 'MCP rerun');
+    } finally {
+      await mcp.close();
+    }
+  }).timeout(60_000);
+
+  it('access: "Open Agent Runs as a Notebook" writes the chosen runs as an .ipynb that opens, and its cells run', async () => {
+    const { note, signal } = checkRun();
+    const marker = `exported_${Date.now()}`;
+    eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to export');
+    await runCommand(page(), 'Agent Bridge: Open Agent Runs as a Notebook');
+    const input = page().locator('.quick-input-widget input.input');
+    await page()
+      .locator('.quick-input-widget .monaco-list-row', { hasText: 'scratchpad run' })
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await input.first().fill(marker);
+    const row = page().locator('.quick-input-widget .monaco-list-row', { hasText: marker });
+    await row.first().waitFor({ timeout: 10_000 });
+    // The person checks the run (a click on its row toggles it) and accepts.
+    try {
+      await row.first().click({ timeout: 5_000 });
+      await page().keyboard.press('Enter');
+    } catch (error) {
+      await page().keyboard.press('Escape'); // the next checks need the workbench uncovered
+      throw error;
+    }
+    const tab = page().getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
+    await tab
+      .first()
+      .waitFor({ state: 'visible', timeout: 15_000 })
+      .catch(async () => {
+        await page().keyboard.press('Escape');
+        fail('no agent-runs-….ipynb editor opened');
+      });
+    await sleep(800);
+    await screenshot(page(), 'access-runs-notebook.png', note);
+    const notebooks = JSON.parse((await client.get('/notebooks', { headers, signal })).text) as {
+      notebooks: { path: string | null; uri: string }[];
+    };
+    const opened = notebooks.notebooks.find((n) => /agent-runs-.*\.ipynb$/.test(n.path ?? ''));
+    ok(opened, `the exported notebook is not listed: ${show(JSON.stringify(notebooks), 400)}`);
+    // Its kernel is the one the editor picked for it (Agent Bridge Python): an agent may not start one for a file outside the workspace.
+    const ran = await client.post(
+      '/notebooks/run',
+      { notebook: opened.path, all: true, wait: true, timeoutMs: 60_000 },
+      { headers, signal, timeoutMs: 90_000 },
+    );
+    eq(ran.status, 200, `its cells run (${show(ran.text, 400)})`);
+    includes(ran.text, '"success":true', 'the exported cell ran');
+    includes(ran.text, marker, 'the exported cell printed again');
+  }).timeout(90_000);
 
   it('access: a marked cell carries who changed it', async () => {
     const { note, signal } = checkRun();

@@ -9,13 +9,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BridgeClient, type SseResult } from '../http';
 import type { Sandbox } from '../vscode';
-import type { SessionInfo } from '../../src/core/notebookHost';
+import type { SessionInfo } from '../../src/core/model/notebookHost';
 import type { BridgeAdvert } from '../../src/discovery';
 import { eq, fail, ok, show } from '../assert';
 import { MARKER_VAR } from '../stack';
 
 // The wire shapes, from the extension's own declarations (the checks assert their values).
-export type { SessionInfo } from '../../src/core/notebookHost';
+export type { SessionInfo } from '../../src/core/model/notebookHost';
 export type { BridgeAdvert } from '../../src/discovery';
 
 export interface OpenedNotebook {

@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { MAX_BATCH_OPS } from '../../src/core/batch';
+import { MAX_BATCH_OPS } from '../../src/core/cells/batch';
 import { MAX_CONNECTIONS } from '../../src/server/listen';
 import { HELD_LIMITS } from '../../src/server/heldRequests';
 import { sleep } from '../../src/core/sleep';

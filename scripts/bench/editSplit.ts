@@ -1,11 +1,11 @@
 /**
  * Inserting a cell against editing one, each split into where its time goes: the extension's
- * spans of each edit (src/core/editSpans.ts, written to a file only when the bench sets
+ * spans of each edit (src/core/flow/editSpans.ts, written to a file only when the bench sets
  * AGENT_BRIDGE_EDIT_SPANS) beside the HTTP request's own time, measured here.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { EditSpan } from '../../src/core/editSpans';
+import type { EditSpan } from '../../src/core/flow/editSpans';
 import { BenchClient } from './client';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row, type Row } from './report';

@@ -5,7 +5,7 @@
  */
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { MAX_BATCH_OPS } from '../../src/core/batch';
+import { MAX_BATCH_OPS } from '../../src/core/cells/batch';
 import { sleep } from '../../src/core/sleep';
 import { HELD_LIMITS } from '../../src/server/heldRequests';
 import { MAX_CONNECTIONS } from '../../src/server/listen';

@@ -6,8 +6,8 @@
  * pipe, beside the runs), and by a short-lived `python kernel_inspect.py` where the kernel is not
  * ours (Jupyter, marimo, or none started yet).
  */
-import { cellGraph, staleDownstream, type GraphCell } from '../../src/core/cellGraph';
-import type { Kernel } from '../../src/core/kernelPort';
+import { cellGraph, staleDownstream, type GraphCell } from '../../src/core/model/cellGraph';
+import type { Kernel } from '../../src/core/model/kernelPort';
 import type { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
 import { goal, p50, percentile, row } from './report';

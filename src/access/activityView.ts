@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
-import type { ActionOutcome } from '../core/accessPolicy';
+import type { ActionOutcome } from '../core/agents/accessPolicy';
 import type { ActivityStore, Entry } from './record';
+import { describeFindings } from '../core/model/riskScan';
 
 export const VIEW_ID = 'agentBridge.activity';
 export const SHOW_ACTIVITY = 'agentBridge.showActivity';
@@ -39,6 +40,7 @@ export function rowOf(entry: Entry): { label: string; description: string } {
     label: `${time(action.startedAt)} ${action.label}`,
     description: [
       end ? `${end.outcome.replace('_', ' ')} ${duration(end.durationMs)}` : 'running',
+      ...(end?.risk?.level ? [`risk: ${end.risk.level}`] : []),
       action.client,
       entry.notebookLabel.split(/[\\/]/).pop(),
       action.summary,
@@ -95,7 +97,15 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     item.id = String(entry.action.id);
     item.description = description;
     item.iconPath = new vscode.ThemeIcon(ICONS[entry.end?.outcome ?? 'running']);
-    item.tooltip = `${label}\n${description}\nBy ${entry.action.about}${entry.end?.detail ? `\n${entry.end.detail}` : ''}`;
+    item.tooltip = [
+      label,
+      description,
+      `By ${entry.action.about}`,
+      entry.end?.detail,
+      ...(entry.end?.risk ? describeFindings(entry.end.risk) : []),
+    ]
+      .filter(Boolean)
+      .join('\n');
     item.contextValue = entry.notebook ? 'agentAction.notebook' : 'agentAction';
     item.command = { title: 'Show', command: SHOW_ACTIVITY, arguments: [entry.action.id] };
     return item;
@@ -110,8 +120,9 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
       `# ${action.client}: ${action.about}`,
       `# ${new Date(action.startedAt).toISOString()} · ${end ? `${duration(end.durationMs)} · ${end.outcome}` : 'running'}`,
       ...(end?.detail ? [`# ${end.detail.replace(/\n/g, '\n# ')}`] : []),
+      ...(end?.risk ? describeFindings(end.risk, 50).map((l) => `# risk: ${l}`) : []),
       '',
-      action.code,
+      end?.ran ?? action.code,
       '',
       ...(end?.output ? ['# ---- output (head)', ...end.output.split('\n').map((l) => `# ${l}`)] : []),
     ].join('\n');

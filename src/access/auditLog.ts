@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Log } from '../core/log';
-import type { AgentAction } from '../core/accessPolicy';
+import type { RiskReport } from '../core/model/riskScan';
+import type { AgentAction } from '../core/agents/accessPolicy';
 import type { Entry } from './record';
 import { errorMessage } from '../core/errorMessage';
 
@@ -36,6 +37,8 @@ export interface AuditRecord {
   detail: string;
   /** Cells an edit created or changed: their index, text before and after. */
   cells: { index: number; before: string; after: string }[];
+  /** What the risk scan found in the code it ran (absent: nothing). */
+  risk?: RiskReport;
 }
 
 /** The files of the log, oldest first. */
@@ -122,6 +125,7 @@ export class AuditLog {
       outcome: applying === undefined ? end!.outcome : 'applying',
       detail: applying ?? end!.detail,
       cells: applying === undefined ? entry.changes.map((c) => ({ index: c.cell.index, before: c.before, after: c.after })) : [],
+      ...(applying === undefined && end!.risk && { risk: end!.risk }),
     };
     const line = JSON.stringify(record);
     const token = this.secret();

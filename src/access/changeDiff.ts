@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { changeSide, type Side } from '../core/changeSides';
+import { changeSide, type Side } from '../core/cells/changeSides';
 import {
   asTheAgentLeftIt,
   outputSummary,
@@ -7,8 +7,8 @@ import {
   type CellFace,
   type Checkpoint,
   type Checkpoints,
-} from '../core/checkpoints';
-import type { CellSnapshot } from '../core/cellService';
+} from '../core/cells/checkpoints';
+import type { CellSnapshot } from '../core/model/cellService';
 import { cellDataLike, copyOf } from '../notebooks/editorNotebooks';
 
 export const CHANGE_SCHEME = 'agent-bridge-change';

@@ -1,15 +1,24 @@
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
 import * as vscode from 'vscode';
-import { ACCESS_MODES, type AccessMode, type AgentAction, type Gate } from '../core/accessPolicy';
-import type { CellService } from '../core/cellService';
+import { ACCESS_MODES, type AccessMode, type AgentAction, type Gate } from '../core/agents/accessPolicy';
+import type { CellService } from '../core/model/cellService';
 import type { Log } from '../core/log';
 import { readAudit, type AuditLog } from './auditLog';
-import { renderSession, sessionSteps, type ExportFormat } from './export';
+import { renderSession, runSteps, sessionSteps, type ExportFormat } from './export';
+import type { RunHistory } from '../core/runs/runHistory';
+import { writeFileAtomic } from '../fsAtomic';
+import { BUILTIN_CONTROLLER_ID } from '../kernels/builtin/controller';
 import type { Settings } from '../config';
 import { MODE_HELP, setAccessMode } from './modes';
 
-const MODE_ICONS: Record<AccessMode, string> = { full: 'unlock', ask: 'question', 'read-only': 'eye', off: 'circle-slash' };
+const MODE_ICONS: Record<AccessMode, string> = {
+  full: 'unlock',
+  'ask-risky': 'warning',
+  ask: 'question',
+  'read-only': 'eye',
+  off: 'circle-slash',
+};
 
 /** The access mode in the status bar; a click picks another. */
 export class ModeStatus implements vscode.Disposable {
@@ -43,6 +52,10 @@ export interface ControlDeps {
   interruptAgentRuns: () => Promise<void>;
   audit: AuditLog;
   auditDir: string;
+  /** The agents' runs, for "Open Agent Runs as a Notebook". */
+  history: RunHistory;
+  /** This extension's id (its builtin kernel is selected for the runs notebook). */
+  extensionId: string;
   log: Log;
   /** The access mode in force. */
   mode: () => AccessMode;
@@ -103,6 +116,37 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
         .showTextDocument(vscode.Uri.file(deps.audit.file), { preview: true })
         .then(undefined, () => vscode.window.showInformationMessage(`No agent action is logged yet (${deps.audit.file}).`));
       return deps.audit.file;
+    },
+    /** Writes the chosen runs (`ids`, else picked) as a notebook in the extension's storage, opens it, answers its path. */
+    'agentBridge.openAgentRuns': async (ids?: readonly string[]) => {
+      const runs = deps.history.all();
+      if (!runs.length) {
+        void vscode.window.showInformationMessage('No agent runs are recorded yet.');
+        return undefined;
+      }
+      const chosen = ids
+        ? runs.filter((r) => ids.includes(r.id))
+        : (
+            await vscode.window.showQuickPick(
+              runs.map((r) => ({
+                label: `${new Date(r.startedAt).toLocaleString()} ${r.label} (${r.status})${r.risk?.level ? ` · risk: ${r.risk.level}` : ''}`,
+                description: `${r.client} · ${r.code.split('\n')[0]!.slice(0, 80)}`,
+                run: r,
+              })),
+              { canPickMany: true, matchOnDescription: true, title: 'Agent Bridge: the runs to open as a notebook' },
+            )
+          )?.map((p) => p.run);
+      if (!chosen?.length) return undefined;
+      const file = path.join(deps.auditDir, 'agent-runs', `agent-runs-${new Date().toISOString().replace(/[:.]/g, '-')}.ipynb`);
+      writeFileAtomic(file, renderSession(runSteps(chosen), 'ipynb', 'agent runs'));
+      const editor = await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(vscode.Uri.file(file)));
+      // Ready to run again: in the builtin kernel, as the notebook's own.
+      await vscode.commands.executeCommand('notebook.selectKernel', {
+        notebookEditor: editor,
+        id: BUILTIN_CONTROLLER_ID,
+        extension: deps.extensionId,
+      });
+      return file;
     },
     'agentBridge.exportSession': async (uri?: string, target?: string) => {
       const notebookUri = uri ?? vscode.window.activeNotebookEditor?.notebook.uri.toString();

@@ -1,11 +1,33 @@
 import type { AuditRecord } from './auditLog';
+import type { AgentRun } from '../core/runs/runHistory';
+import { describeFindings } from '../core/model/riskScan';
 
 export type ExportFormat = 'py' | 'ipynb';
 
-/** One re-runnable step: a header saying who did what, and the code. */
+/** One re-runnable step: a header saying who did what, and the code (with a note above it and its output, for a run). */
 interface Step {
   header: string;
   code: string;
+  /** Markdown before the code: who ran it, when, and what the risk scan found. */
+  note?: string;
+  /** What it printed (the head kept). */
+  output?: string;
+}
+
+/** Agent runs, oldest first, as steps: a note with client, time, status and risk, the code, the output. */
+export function runSteps(runs: readonly AgentRun[]): Step[] {
+  return [...runs]
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
+    .map((r) => {
+      const header = `${r.startedAt} ${r.client}: ${r.label} (${r.status})`;
+      const risk = r.risk?.findings.length ? describeFindings(r.risk, 10).map((l) => `- risk: ${l}`) : ['- risk: nothing found'];
+      const note = [
+        `**${r.label}** by ${r.client}, ${r.startedAt} — ${r.status}, ${r.durationMs} ms (run \`${r.id}\`)`,
+        '',
+        ...risk,
+      ].join('\n');
+      return { header, code: r.code, note, ...(r.output && { output: r.output }) };
+    });
 }
 
 /**
@@ -29,20 +51,23 @@ export function sessionSteps(records: readonly AuditRecord[], notebookUri: strin
 
 export function renderSession(steps: readonly Step[], format: ExportFormat, title: string): string {
   if (format === 'py') {
-    const cells = steps.map((s) => `# %% ${s.header}\n${s.code}\n`);
+    const cells = steps.map((s) => `# %% ${s.header}\n${s.note ? `${comment(s.note)}\n` : ''}${s.code}\n`);
     return [`# Agent session on ${title}, exported by Agent Bridge\n`, ...cells].join('\n');
   }
   return (
     JSON.stringify(
       {
-        cells: steps.map((s, i) => ({
-          cell_type: 'code',
-          id: `agent-${i}`,
-          metadata: { agent_bridge: { action: s.header } },
-          execution_count: null,
-          outputs: [],
-          source: s.code.split(/(?<=\n)/),
-        })),
+        cells: steps.flatMap((s, i) => [
+          ...(s.note ? [{ cell_type: 'markdown', id: `agent-${i}-note`, metadata: {}, source: lines(s.note) }] : []),
+          {
+            cell_type: 'code',
+            id: `agent-${i}`,
+            metadata: { agent_bridge: { action: s.header } },
+            execution_count: null,
+            outputs: s.output ? [{ output_type: 'stream', name: 'stdout', text: lines(s.output) }] : [],
+            source: lines(s.code),
+          },
+        ]),
         metadata: {
           kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
           language_info: { name: 'python' },
@@ -56,3 +81,6 @@ export function renderSession(steps: readonly Step[], format: ExportFormat, titl
     ) + '\n'
   );
 }
+
+const lines = (text: string) => text.split(/(?<=\n)/);
+const comment = (text: string) => text.replace(/^/gm, '# ');

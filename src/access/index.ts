@@ -1,10 +1,11 @@
 import * as vscode from 'vscode';
 import type { Settings } from '../config';
-import { Gate, type Person } from '../core/accessPolicy';
-import type { CellService, CellSnapshot } from '../core/cellService';
-import type { Checkpoints, Journal } from '../core/checkpoints';
-import type { ClientRegistry } from '../core/clients';
+import { Gate, type Person } from '../core/agents/accessPolicy';
+import type { CellService, CellSnapshot } from '../core/model/cellService';
+import type { Checkpoints, Journal } from '../core/cells/checkpoints';
+import type { ClientRegistry } from '../core/agents/clients';
 import type { Log } from '../core/log';
+import type { RunHistory } from '../core/runs/runHistory';
 import { ActivityView } from './activityView';
 import { AuditLog } from './auditLog';
 import { CellMarks } from './cellMarks';
@@ -28,6 +29,8 @@ export interface AccessDeps {
   cellsOf: (notebook: vscode.NotebookDocument) => CellSnapshot[];
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
+  /** The agents' past runs: recorded as actions end. */
+  history: RunHistory;
   /** Interrupts the kernel runs agents started that go on after their request. */
   interruptAgentRuns: () => Promise<void>;
 }
@@ -48,9 +51,10 @@ export function createAgentAccess(deps: AccessDeps): {
   const person: Person = {
     mode: () => settings().accessMode,
     maxRunMs: () => settings().maxRunMs,
-    ask: (action, left) => askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left),
+    ask: (action, left, risk) =>
+      askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left, risk),
   };
-  const gate = new Gate(person, [store], deps.identities);
+  const gate = new Gate(person, [store, deps.history], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   /** Opens the change an action made (to one cell of it, given), from its checkpoint; false when there is none. */
@@ -90,6 +94,8 @@ export function createAgentAccess(deps: AccessDeps): {
       interruptAgentRuns: deps.interruptAgentRuns,
       audit,
       auditDir,
+      history: deps.history,
+      extensionId: deps.context.extension.id,
       log: deps.log,
       mode: () => settings().accessMode,
     }),

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ActionEnd, ActivitySink, AgentAction } from '../core/accessPolicy';
+import type { ActionEnd, ActivitySink, AgentAction } from '../core/agents/accessPolicy';
 
 /** A cell an agent's edit created or changed, with its text before and after. */
 export interface CellChange {

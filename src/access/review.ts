@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { Checkpoints, deltaKind, type CellDelta, type Checkpoint, type RevertResult } from '../core/checkpoints';
+import { Checkpoints, deltaKind, type CellDelta, type Checkpoint, type RevertResult } from '../core/cells/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorMessage } from '../core/errorMessage';
 import { ago } from './cellMarks';

@@ -5,7 +5,8 @@
  * a 200 answer; a wait that ran out (still_running) is a 504 over HTTP but a result to read over
  * MCP; every other kind is the request's own failure.
  */
-import type { RunOutcome } from './kernelPort';
+/** How a run ended. */
+export type RunOutcome = 'succeeded' | 'failed' | 'interrupted' | 'timed_out';
 
 export const OUTCOME_KINDS = [
   'ok',

@@ -1,9 +1,11 @@
-import type { Gate } from './accessPolicy';
-import type { CellService } from './cellService';
-import type { Checkpoints } from './checkpoints';
-import type { KeyedQueue } from './keyedQueue';
-import type { ScratchpadOutputs } from './scratchpadOutputs';
-import type { NotebookHost } from './notebookHost';
+import type { Gate } from './agents/accessPolicy';
+import type { CellService } from './model/cellService';
+import type { Checkpoints } from './cells/checkpoints';
+import type { KeyedQueue } from './flow/keyedQueue';
+import type { ScratchpadOutputs } from './outputs/scratchpadOutputs';
+import type { NotebookHost } from './model/notebookHost';
+import type { RiskChecks } from './cells/riskChecks';
+import type { RunHistory } from './runs/runHistory';
 
 /** What every transport (HTTP routes, MCP tools) works with; built once per server by the composition root. */
 export interface BridgeServices {
@@ -24,4 +26,8 @@ export interface BridgeServices {
   inspectProgram: () => string;
   /** Every agent change to a notebook, to keep, revert or undo. */
   checkpoints: Checkpoints;
+  /** The risk scan before every agent run, and the person's ruling on it. */
+  risk: RiskChecks;
+  /** The agents' past runs, to list and run again. */
+  history: RunHistory;
 }

@@ -1,7 +1,7 @@
 import type { Kernels as JupyterKernelsApi, Kernel as JupyterApiKernel } from '@vscode/jupyter-extension';
 import * as vscode from 'vscode';
-import { interpretOutput, reduceDisplay, type StreamMimes } from '../core/extensionOutputs';
-import { ConsoleLines } from '../core/consoleLines';
+import { interpretOutput, reduceDisplay, type StreamMimes } from '../core/outputs/extensionOutputs';
+import { ConsoleLines } from '../core/outputs/consoleLines';
 import {
   NO_OUTPUT,
   reduceMimeBundle,
@@ -11,7 +11,7 @@ import {
   type KernelStatus,
   type MimeBundle,
   type StreamEvent,
-} from '../core/kernelPort';
+} from '../core/model/kernelPort';
 import { KernelUnavailable, type KernelProvider } from './kernelProvider';
 import { errorMessage } from '../core/errorMessage';
 import { sleep } from '../core/sleep';

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
-import type { InterruptHow, Kernel, KernelState, KernelStatus } from '../core/kernelPort';
+import type { InterruptHow, Kernel, KernelState, KernelStatus } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
 import {
   ApiKernelAdapter,

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { StreamEvent } from '../core/kernelPort';
+import type { StreamEvent } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
 import { isAccessRevoked, watchRevocation } from './accessRevoked';
 import type { ApiKernel } from './extensionApi';

@@ -1,7 +1,7 @@
 import type * as vscode from 'vscode';
-import type { InterruptHow, Kernel } from '../core/kernelPort';
+import type { InterruptHow, Kernel } from '../core/model/kernelPort';
 import type { OutcomeKind } from '../core/outcome';
-import type { RunDataflow } from '../core/cellGraph';
+import type { RunDataflow } from '../core/model/cellGraph';
 
 /**
  * Why a provider that serves a notebook cannot run code in it now, and what the person can do.

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../core/bridgeError';
-import { MARIMO_PYTHON } from '../core/cellLanguages';
-import type { InterruptHow, Kernel, KernelStatus } from '../core/kernelPort';
+import { MARIMO_PYTHON } from '../core/model/cellLanguages';
+import type { InterruptHow, Kernel, KernelStatus } from '../core/model/kernelPort';
 import {
   ApiKernelAdapter,
   asKernelsApi,

@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
-import type { CellAnalysis, CodeAnalyzer } from '../core/codeChecks';
-import type { Kernel } from '../core/kernelPort';
+import type { CellAnalysis, CodeAnalyzer } from '../core/model/codeChecks';
+import type { Kernel } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
-import { INSPECT_MARKER, parseInspectOutput } from '../core/variables';
+import { INSPECT_MARKER, parseInspectOutput } from '../core/runs/variables';
 import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 
 /**

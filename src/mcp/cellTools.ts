@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { CellService, RunHandle, SeriesHandle } from '../core/cellService';
+import type { CellService, RunHandle, SeriesHandle } from '../core/model/cellService';
 import { BridgeError } from '../core/bridgeError';
-import { isTextMime, shapeItem } from '../core/cellOutputs';
-import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
-import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitedKind, waitRuns } from '../core/cellRuns';
+import { isTextMime, shapeItem } from '../core/outputs/cellOutputs';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputs/outputCap';
+import { DEFAULT_RUN_TIMEOUT_MS, timeoutDetail, waitedKind, waitRuns } from '../core/runs/cellRuns';
 import {
   clearBody,
   createBody,
@@ -20,12 +20,12 @@ import {
   runStaleBody,
   saveBody,
   toSelection,
-} from '../core/cellSchemas';
-import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputDetail';
-import { listAnswer } from '../core/cellBrief';
+} from '../core/cells/cellSchemas';
+import { answerAt, type CellAnswer, type OutputDetail } from '../core/outputs/outputDetail';
+import { listAnswer } from '../core/outputs/cellBrief';
 import type { BridgeServices } from '../core/services';
-import { notebookVariables } from '../core/variables';
-import { startKernelBody } from '../core/kernelSchemas';
+import { notebookVariables } from '../core/runs/variables';
+import { startKernelBody } from '../core/runs/kernelSchemas';
 import type { OutcomeKind } from '../core/outcome';
 import { found, Found, tool, type ImageContent, type ToolAnswer, type ToolRow } from './toolRows';
 

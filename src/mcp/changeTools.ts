@@ -1,4 +1,4 @@
-import { notebookQuery, undoBody } from '../core/cellSchemas';
+import { notebookQuery, undoBody } from '../core/cells/cellSchemas';
 import type { BridgeServices } from '../core/services';
 import { tool } from './toolRows';
 import { answer } from './cellTools';

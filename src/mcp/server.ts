@@ -9,13 +9,14 @@ import {
   readerOf,
   SESSIONS_PER_MINUTE,
   type Caller,
-} from '../core/clients';
+} from '../core/agents/clients';
 import { BridgeError } from '../core/bridgeError';
 import type { BridgeServices } from '../core/services';
 import { registerTools, serveCompactToolList } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { changeTools } from './changeTools';
+import { runTools } from './runTools';
 
 const INSTRUCTIONS = [
   'Agent Bridge: the notebooks a person has open in VS Code, live.',
@@ -28,13 +29,14 @@ const INSTRUCTIONS = [
   'changed its cells since: keep calling from this session, which is what makes them yours.',
   '"notebook" is a session id, path or uri (omit it when one notebook is open); a cell "ref" is its id or index',
   '(negative counts from the end); "outputs" is "none", "summary" or "full". The skill\'s reference/mcp.md says more.',
+  'list_runs, get_run and rerun: your past runs, with what the risk scan found in each.',
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  const rows = [...codeTools(own), ...cellTools(own), ...changeTools(own)];
+  const rows = [...codeTools(own), ...cellTools(own), ...changeTools(own), ...runTools(own, caller)];
   registerTools(server, ctx.access, caller, rows);
   serveCompactToolList(server, rows);
   return server;

@@ -1,14 +1,14 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ListToolsRequestSchema, type CallToolResult, type Tool, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/accessPolicy';
-import type { Caller } from '../core/clients';
-import { asAuthor, authorOf, type Author } from '../core/checkpoints';
+import { actionCode, alsoRuns, type AccessKind, type Gate } from '../core/agents/accessPolicy';
+import type { Caller } from '../core/agents/clients';
+import { asAuthor, authorOf, type Author } from '../core/cells/checkpoints';
 import { BridgeError } from '../core/bridgeError';
 import { errorBody, toolResult, type Outcome } from '../core/outcome';
 import { errorMessage } from '../core/errorMessage';
 // The SDK validates tool arguments itself: this names the allowed keys in its unknown-key message.
-import '../core/inputErrors';
+import '../core/text/inputErrors';
 
 type Fields = Record<string, unknown>;
 
@@ -100,7 +100,8 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
           transport: 'mcp',
           ...caller,
           left: extra.signal,
-          kind,
+          // A dry run only reads the code (the risk scan): nothing runs.
+          kind: rest['dryRun'] === true || rest['dry_run'] === true ? 'read' : kind,
           ...(kind === 'edit' && alsoRuns(rest['run'])
             ? { also: ['run'] as const, label: `${row.label ?? `mcp ${name}`} (edit and run)` }
             : { label: row.label ?? `mcp ${name}` }),

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { BridgeError } from '../core/bridgeError';
-import { HeadTail } from '../core/headTail';
-import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputCap';
-import { CappedOutput } from '../core/scratchpadOutputs';
-import type { ExecResult, StreamName } from '../core/kernelPort';
-import { runScratchpad } from '../core/scratchpadRuns';
+import { HeadTail } from '../core/text/headTail';
+import { SCRATCHPAD_OUTPUT_CAP } from '../core/outputs/outputCap';
+import { CappedOutput } from '../core/outputs/scratchpadOutputs';
+import type { ExecResult, StreamName } from '../core/model/kernelPort';
+import { runScratchpad } from '../core/runs/scratchpadRuns';
 import type { BridgeServices } from '../core/services';
-import type { SessionInfo } from '../core/notebookHost';
+import type { SessionInfo } from '../core/model/notebookHost';
 import { runKind, type Outcome, type OutcomeKind } from '../core/outcome';
+import { riskField, type RiskReport } from '../core/model/riskScan';
 import { found, tool, type ToolExtra, type ToolRow } from './toolRows';
 
 /** marimo's code-mode tools (`list_sessions`, `execute_code`), with marimo's result shapes. */
@@ -29,6 +30,9 @@ const executeCodeResult = z.object({
   stderr: z.array(z.string()),
   errors: z.array(z.string()),
   error: z.string().nullable(),
+  // What the risk scan found (riskScan.ts RiskReport; the skill's reference/runs.md): kept out of tools/list's size.
+  risk: (z.looseObject({}) as unknown as z.ZodType<RiskReport>).optional(),
+  dryRun: z.boolean().optional(),
 });
 export type CodeExecutionResult = z.infer<typeof executeCodeResult>;
 
@@ -36,6 +40,7 @@ const executeCodeArgs = z.object({
   session_id: z.string().min(1),
   code: z.string(),
   timeout_seconds: z.number().positive().max(3600).optional().describe(`Default ${DEFAULT_EXECUTE_TIMEOUT_S}.`),
+  dry_run: z.boolean().optional(),
 });
 
 /** Untitled notebooks have no path: their uri names them (cell tools accept it as `notebook`). */
@@ -59,7 +64,8 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
       access: 'execute',
       description:
         "Run Python in a notebook's kernel as a scratchpad: variables readable, in-place mutations persist, new names " +
-        'are discarded; a trailing expression is "output". Interrupted on timeout or cancel: put long work in a cell.',
+        'are discarded; a trailing expression is "output". Interrupted on timeout or cancel: put long work in a cell.' +
+        ' What the risk scan found comes back as "risk".',
       inputSchema: executeCodeArgs,
       outputSchema: executeCodeResult,
       handle: async (args, extra) => {
@@ -70,10 +76,12 @@ export function codeTools(ctx: BridgeServices): ToolRow[] {
   ];
 }
 
+const NOTHING_RAN = { success: false, output: null, stdout: [], stderr: [], errors: [], error: null };
+
 /** A run that did not happen or did not end by itself: marimo's result shape, with the outcome it stands for. */
 const failed = (kind: OutcomeKind, error: string, stdout: string[] = [], stderr: string[] = []): CodeExecution => ({
   outcome: { kind, detail: error },
-  result: { success: false, output: null, stdout, stderr, errors: [], error },
+  result: { ...NOTHING_RAN, stdout, stderr, error },
 });
 
 /** An execute_code answer: marimo's result, and how the request ended (the tool result and the activity follow from it). */
@@ -88,13 +96,20 @@ export interface CodeExecution {
  * what the event stream would have carried.
  */
 export async function executeCode(
-  ctx: Pick<BridgeServices, 'host' | 'runs' | 'outputs'>,
+  ctx: Pick<BridgeServices, 'host' | 'runs' | 'outputs' | 'risk'>,
   args: z.infer<typeof executeCodeArgs>,
   { signal: cancelled, host }: ToolExtra,
 ): Promise<CodeExecution> {
   let kernel;
+  let risk;
   try {
+    if (args.dry_run) {
+      if (!(await ctx.host.sessions()).some((s) => s.id === args.session_id)) throw new BridgeError('not_found', '');
+      const report = await ctx.risk.scan(args.session_id, [{ code: args.code }]);
+      return { outcome: { kind: 'ok', detail: '' }, result: { ...NOTHING_RAN, success: true, dryRun: true, risk: report } };
+    }
     kernel = await ctx.host.kernelFor(args.session_id);
+    risk = await ctx.risk.vet(args.session_id, [{ code: args.code }]);
   } catch (error) {
     if (!(error instanceof BridgeError)) throw error;
     if (error.kind === 'not_found')
@@ -141,6 +156,7 @@ export async function executeCode(
       stderr,
       errors,
       error: null,
+      ...riskField(risk),
     },
   };
 }

@@ -10,14 +10,14 @@ import type {
   NotebookChange,
   NotebookEntry,
   OpenNotebooks,
-} from '../core/cellService';
+} from '../core/model/cellService';
 import { BridgeError } from '../core/bridgeError';
-import type { EditStopwatch } from '../core/editSpans';
-import type { InterruptHow, KernelStatus } from '../core/kernelPort';
+import type { EditStopwatch } from '../core/flow/editSpans';
+import type { InterruptHow, KernelStatus } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
-import type { RunTicket } from '../core/runTicket';
-import { changeSteps } from '../core/changeSteps';
-import { rollbackPlan } from '../core/rollbackPlan';
+import type { RunTicket } from '../core/model/runTicket';
+import { changeSteps } from '../core/cells/changeSteps';
+import { rollbackPlan } from '../core/cells/rollbackPlan';
 import { CellIds, keepsFileIds } from './cellIds';
 import { FileStamps } from './fileStamps';
 import { RunTickets } from './runTickets';

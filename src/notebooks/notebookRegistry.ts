@@ -1,12 +1,12 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import * as vscode from 'vscode';
-import type { NotebookEntry } from '../core/cellService';
+import type { NotebookEntry } from '../core/model/cellService';
 import { BridgeError } from '../core/bridgeError';
-import type { Kernel } from '../core/kernelPort';
-import { KeyedQueue } from '../core/keyedQueue';
-import { notebookLabel, resolveNotebook } from '../core/refs';
-import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/notebookHost';
+import type { Kernel } from '../core/model/kernelPort';
+import { KeyedQueue } from '../core/flow/keyedQueue';
+import { notebookLabel, resolveNotebook } from '../core/cells/refs';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../core/model/notebookHost';
 import { KernelUnavailable, type KernelProvider } from '../kernels/kernelProvider';
 import { freshId } from '../core/ids';
 import { keepsFileIds } from './cellIds';

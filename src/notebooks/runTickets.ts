@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import type { ExecutionState } from '../core/cellService';
-import { Ticket, runIdMinter, type RunTicket } from '../core/runTicket';
+import type { ExecutionState } from '../core/model/cellService';
+import { Ticket, runIdMinter, type RunTicket } from '../core/model/runTicket';
 import type { CellRunReport } from '../kernels/kernelProvider';
-import type { RunDataflow } from '../core/cellGraph';
+import type { RunDataflow } from '../core/model/cellGraph';
 
 /** VS Code clears a cell's outputs, then its summary, in two steps of one action. */
 const CLEAR_WINDOW_MS = 500;

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { CellDependencies } from '../core/cellGraph';
+import type { CellDependencies } from '../core/model/cellGraph';
 import type { Log } from '../core/log';
 import { errorMessage } from '../core/errorMessage';
 

@@ -1,7 +1,7 @@
 import express from 'express';
 import type { Log } from '../core/log';
 import type { BearerCheck } from './bearerCheck';
-import { refuseLoneSurrogates } from '../core/wellFormedText';
+import { refuseLoneSurrogates } from '../core/text/wellFormedText';
 import { errorHandler } from './errorResponses';
 import { mountRoutes, type Route } from './route';
 import { requestLog, requireJsonBody, securityChecks } from './security';

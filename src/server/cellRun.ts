@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CellStatus, CellView, RunHandle, SeriesHandle } from '../core/cellService';
-import { timeoutDetail, waitedKind, waitRuns, type RunOptions } from '../core/cellRuns';
+import type { CellStatus, CellView, RunHandle, SeriesHandle } from '../core/model/cellService';
+import { timeoutDetail, waitedKind, waitRuns, type RunOptions } from '../core/runs/cellRuns';
 import { BridgeError } from '../core/bridgeError';
-import { answerAt, cellAt } from '../core/outputDetail';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/cellOutputs';
+import { answerAt, cellAt } from '../core/outputs/outputDetail';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../core/outputs/cellOutputs';
 import { Reply } from './route';
 import { DEFAULT_LIMITS, openEventStream, type EventStream } from './sse';
 import { errorMessage } from '../core/errorMessage';

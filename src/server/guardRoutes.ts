@@ -1,10 +1,10 @@
-import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/accessPolicy';
-import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/clients';
-import { agentHost, cappedCells } from '../core/agentRuns';
-import { asAuthor, authorOf } from '../core/checkpoints';
-import type { CellService } from '../core/cellService';
+import { actionCode, alsoRuns, type AccessKind, type Activity, type Gate } from '../core/agents/accessPolicy';
+import { CREDENTIAL_HEADER, httpCaller, readerOf } from '../core/agents/clients';
+import { agentHost, cappedCells } from '../core/runs/agentRuns';
+import { asAuthor, authorOf } from '../core/cells/checkpoints';
+import type { CellService } from '../core/model/cellService';
 import { BridgeError } from '../core/bridgeError';
-import type { NotebookHost } from '../core/notebookHost';
+import type { NotebookHost } from '../core/model/notebookHost';
 import { Reply, type Route, type RouteInput } from './route';
 import { errorMessage } from '../core/errorMessage';
 
@@ -21,12 +21,14 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
   rows: readonly Route<Ctx>[],
 ): Route<Ctx>[] {
   return rows.map((row) => {
-    const kind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
-    if (kind === 'open') return row;
+    const rowKind: AccessKind = row.access ?? (row.method === 'get' ? 'read' : 'edit');
+    if (rowKind === 'open') return row;
     const label = row.activity ?? `${row.method.toUpperCase()} ${row.path}`;
     return {
       ...row,
       handle: async (input: RouteInput<unknown, unknown>, ctx: Ctx) => {
+        // A dry run only reads the code (the risk scan): nothing runs.
+        const kind = isDryRun(input.body, input.query) ? 'read' : rowKind;
         const caller = httpCaller(ctx.access.identities, input.req.headers);
         const runs = kind === 'edit' && alsoRuns(fields(input.body)['run']);
         const activity = await ctx.access.enter({
@@ -62,8 +64,11 @@ export function guardRoutes<Ctx extends { host: NotebookHost; cells: CellService
   });
 }
 
+/** `dryRun: true` in the body (or the query of a cell run). */
+const isDryRun = (body: unknown, query: unknown) => fields(body)['dryRun'] === true || fields(query)['dryRun'] === true;
+
 /** Aborted if the client closes its connection before the answer is sent (listened for before any wait). */
-function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
+export function leaving(res: RouteInput<unknown, unknown>['res']): AbortSignal {
   const left = new AbortController();
   res.once('close', () => {
     if (!res.writableFinished) left.abort();

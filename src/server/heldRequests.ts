@@ -1,5 +1,5 @@
 import { BridgeError } from '../core/bridgeError';
-import { httpCaller, readerOf, type ClientRegistry } from '../core/clients';
+import { httpCaller, readerOf, type ClientRegistry } from '../core/agents/clients';
 import { MAX_CONNECTIONS } from './listen';
 import type { Route } from './route';
 

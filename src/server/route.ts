@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
-import type { AccessKind } from '../core/accessPolicy';
-import type { Author } from '../core/checkpoints';
+import type { AccessKind } from '../core/agents/accessPolicy';
+import type { Author } from '../core/cells/checkpoints';
 import { BridgeError } from '../core/bridgeError';
-import { describeZodError } from '../core/inputErrors';
+import { describeZodError } from '../core/text/inputErrors';
 import { httpStatus, type OutcomeKind } from '../core/outcome';
 import { MethodNotAllowed } from './errorResponses';
 

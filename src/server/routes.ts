@@ -1,14 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { MCP_URL_PATH as MCP_PATH } from '../core/agentConfig';
-import { DEFAULT_RUN_TIMEOUT_MS } from '../core/cellRuns';
-import { answerAt } from '../core/outputDetail';
-import { listAnswer } from '../core/cellBrief';
+import { MCP_URL_PATH as MCP_PATH } from '../core/agents/agentConfig';
+import { DEFAULT_RUN_TIMEOUT_MS } from '../core/runs/cellRuns';
+import { answerAt } from '../core/outputs/outputDetail';
+import { listAnswer } from '../core/outputs/cellBrief';
 import type { BridgeServices } from '../core/services';
+import type { DryRun } from '../core/model/cellService';
 import { outputIndex, rawContentType, respondRun, respondRuns, respondSeries } from './cellRun';
 import {
   cellsQuery,
   clearBody,
+  dryRun,
   createBody,
   deleteQuery,
   editBody,
@@ -25,11 +27,14 @@ import {
   saveBody,
   toSelection,
   undoBody,
-} from '../core/cellSchemas';
-import { notebookVariables } from '../core/variables';
-import { serveExecute } from './execute';
-import { SCRATCHPAD_OUTPUT_PATH } from '../core/scratchpadOutputs';
-import { kernelChoice, startKernelBody } from '../core/kernelSchemas';
+} from '../core/cells/cellSchemas';
+import { notebookVariables } from '../core/runs/variables';
+import { httpCaller } from '../core/agents/clients';
+import { rerun, rerunArgs } from '../mcp/runTools';
+import { leaving } from './guardRoutes';
+import { dryRunExecute, serveExecute } from './execute';
+import { SCRATCHPAD_OUTPUT_PATH } from '../core/outputs/scratchpadOutputs';
+import { kernelChoice, startKernelBody } from '../core/runs/kernelSchemas';
 import { Reply, route, type Route } from './route';
 import { MethodNotAllowed } from './errorResponses';
 import { BridgeError } from '../core/bridgeError';
@@ -48,12 +53,23 @@ function mcpMethodNotAllowed({ req }: { req: { method?: string | undefined } }):
   );
 }
 
-/** marimo's `/health`, with the server named: its `version` is a marimo version (core/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
+const runsQuery = z.strictObject({
+  notebook: z.string().optional(),
+  limit: z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(500)).optional(),
+});
+
+/** marimo's `/health`, with the server named: its `version` is a marimo version (core/runs/marimoVersion.ts), the bridge's own is `bridgeVersion`. */
 const health = (ctx: RouteContext) => ({
   status: 'healthy',
   server: 'agent-bridge',
   version: ctx.marimoVersion(),
   bridgeVersion: ctx.version,
+});
+
+/** A run route's `dryRun: true`: the cells it would run and what the risk scan finds in them. */
+const dryRunAnswer = async (ctx: BridgeServices, notebook: string | undefined, run: DryRun) => ({
+  dryRun: true,
+  ...(await ctx.cells.dryRun(notebook, run)),
 });
 
 /** THE route table: marimo's surface and ours, every row validated the same way. */
@@ -77,8 +93,9 @@ export const routes: readonly Route<RouteContext>[] = [
     access: 'execute',
     activity: 'scratchpad run',
     // marimo ignores other keys, so this schema does too.
-    body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }) }),
-    handle: ({ body, req, res }, ctx) => serveExecute(body.code, req, res, ctx),
+    body: z.object({ code: z.string({ error: '"code" must be a string of Python source' }), dryRun }),
+    handle: ({ body, req, res }, ctx) =>
+      body.dryRun ? dryRunExecute(body.code, req, ctx) : serveExecute(body.code, req, res, ctx),
   }),
 
   route({
@@ -194,12 +211,14 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'cells run',
     body: runManyBody,
     handle: async ({ body, req, res }, ctx) =>
-      respondSeries(
-        await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
-        { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
-        req,
-        res,
-      ),
+      body.dryRun
+        ? dryRunAnswer(ctx, body.notebook, { selection: toSelection(body) })
+        : respondSeries(
+            await ctx.cells.runMany(body.notebook, toSelection(body), body.onError ?? 'stop'),
+            { wait: body.wait ?? false, timeoutMs: body.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, outputs: body.outputs ?? 'summary' },
+            req,
+            res,
+          ),
   }),
   route({
     method: 'post',
@@ -209,6 +228,7 @@ export const routes: readonly Route<RouteContext>[] = [
     activity: 'stale cells run',
     body: runStaleBody,
     handle: async ({ body, req, res }, ctx) => {
+      if (body.dryRun) return dryRunAnswer(ctx, body.notebook, { stale: body.cell, rebuild: body.rebuild ?? false });
       const { series, ...about } = await ctx.cells.runStale(body.notebook, body.cell, body.rebuild);
       return respondSeries(
         series,
@@ -263,6 +283,36 @@ export const routes: readonly Route<RouteContext>[] = [
       return { restarted: true };
     },
   }),
+  // ---- the run history: an agent's own past runs (its credential's; without one, its name's).
+  route({
+    method: 'get',
+    path: '/notebooks/runs',
+    query: runsQuery,
+    handle: ({ query, req }, ctx) => ({ runs: ctx.history.list(httpCaller(ctx.access.identities, req.headers), query) }),
+  }),
+  route({
+    method: 'get',
+    path: '/notebooks/runs/:id',
+    handle: ({ params, req }, ctx) => {
+      const { owner: _o, ...run } = ctx.history.get(httpCaller(ctx.access.identities, req.headers), params['id']!);
+      return run;
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/notebooks/runs/:id/rerun',
+    access: 'execute',
+    activity: 'rerun',
+    body: rerunArgs,
+    handle: async ({ body, params, req, res }, ctx) => {
+      const caller = httpCaller(ctx.access.identities, req.headers);
+      const { outcome, result, run, rerunOf } = await rerun(ctx, caller, params['id']!, body, {
+        signal: leaving(res),
+        host: req.headers.host,
+      });
+      return Reply.of(outcome.kind, { ...result, run, rerunOf, ...(outcome.detail && { detail: outcome.detail }) });
+    },
+  }),
   // ---- the kernel's variables, read beside the runs: no cell, no execution count, no history.
   route({
     method: 'get',
@@ -315,6 +365,7 @@ export const routes: readonly Route<RouteContext>[] = [
     body: runBody,
     query: runQuery,
     handle: async ({ body, query, params, req, res }, ctx) => {
+      if (body.dryRun ?? query.dryRun) return dryRunAnswer(ctx, body.notebook ?? query.notebook, { cell: params['ref']! });
       const handle = await ctx.cells.run(body.notebook ?? query.notebook, params['ref']!);
       const wait = body.wait ?? query.wait ?? false;
       const timeoutMs = body.timeoutMs ?? query.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;

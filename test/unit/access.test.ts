@@ -2,12 +2,12 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { actionCode, Gate, rule, summarize, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
-import { ClientRegistry } from '../../src/core/clients';
+import { actionCode, Gate, rule, summarize, type ActionEnd, type AgentAction } from '../../src/core/agents/accessPolicy';
+import { ClientRegistry } from '../../src/core/agents/clients';
 import { ended as endedWith } from '../../src/server/guardRoutes';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
-import { request } from './fakes/http';
+import { executeAsTester, request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 import { sleep } from '../../src/core/sleep';
@@ -179,18 +179,7 @@ describe('access over HTTP and MCP (fake kernel)', () => {
   let docs: FakeNotebooks;
   const auth = { authorization: `Bearer ${TEST_TOKEN}` };
   const execute = (code: string, abortAfterMs?: number) =>
-    request(port, {
-      method: 'POST',
-      path: '/api/kernel/execute',
-      headers: {
-        ...auth,
-        'content-type': 'application/json',
-        'marimo-session-id': 's_aaaaaa',
-        'x-agent-bridge-client': 'tester',
-      },
-      body: JSON.stringify({ code }),
-      abortAfterMs,
-    });
+    executeAsTester(port, code, { token: TEST_TOKEN, ...(abortAfterMs !== undefined && { abortAfterMs }) });
   const done = (body: string) => JSON.parse(body.split('event: done\ndata: ')[1]!.split('\n')[0]!) as Record<string, unknown>;
 
   beforeEach(async () => {

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { codexToml, jsonServerEntry, mergeMcpJson } from '../../src/core/agentConfig';
+import { codexToml, jsonServerEntry, mergeMcpJson } from '../../src/core/agents/agentConfig';
 
 const literal = { mode: 'literal', url: 'http://127.0.0.1:41234', token: 'tok' } as const;
 const terminal = { mode: 'terminal', url: 'http://127.0.0.1:41234', tokenRequired: true } as const;

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { AUDIT_FILE, AuditLog, readAudit, ROTATE_AT_BYTES, type AuditRecord } from '../../src/access/auditLog';
 import { renderSession, sessionSteps } from '../../src/access/export';
 import type { Entry } from '../../src/access/record';
-import type { ActionOutcome, AccessKind } from '../../src/core/accessPolicy';
+import type { ActionOutcome, AccessKind } from '../../src/core/agents/accessPolicy';
 import { silentLog } from './fakes/app';
 
 const URI = 'file:///work/a.ipynb';

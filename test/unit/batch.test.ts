@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { longestIncreasing, OpError, planBatch, type PlanOptions } from '../../src/core/batch';
-import type { BatchOp, CellState, NotebookChange } from '../../src/core/cellService';
+import { longestIncreasing, OpError, planBatch, type PlanOptions } from '../../src/core/cells/batch';
+import type { BatchOp, CellState, NotebookChange } from '../../src/core/model/cellService';
 import { BridgeError } from '../../src/core/bridgeError';
 
 const cell = (id: string, code = id, kind: 'code' | 'markup' = 'code'): CellState => ({

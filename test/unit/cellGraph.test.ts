@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { cellGraph, staleDownstream, stalePlan, type GraphCell, type RunDataflow } from '../../src/core/cellGraph';
-import type { CellAnalysis } from '../../src/core/codeChecks';
+import { cellGraph, staleDownstream, stalePlan, type GraphCell, type RunDataflow } from '../../src/core/model/cellGraph';
+import type { CellAnalysis } from '../../src/core/model/codeChecks';
 
 const analyses = (list: CellAnalysis[]) => new Map(list.map((a) => [a.id, a]));
 const cell = (id: string, endedAt: number | null, editedSinceRun = false, run?: RunDataflow): GraphCell => ({

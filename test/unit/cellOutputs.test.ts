@@ -1,6 +1,13 @@
 import { strict as assert } from 'node:assert';
-import type { RawOutput } from '../../src/core/cellService';
-import { ERROR_MIME, logicalItems, OutputFollower, shapeOutputs, STDERR_MIME, STDOUT_MIME } from '../../src/core/cellOutputs';
+import type { RawOutput } from '../../src/core/model/cellService';
+import {
+  ERROR_MIME,
+  logicalItems,
+  OutputFollower,
+  shapeOutputs,
+  STDERR_MIME,
+  STDOUT_MIME,
+} from '../../src/core/outputs/cellOutputs';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const item = (mime: string, text: string) => ({ mime, data: enc(text) });

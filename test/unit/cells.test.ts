@@ -1,4 +1,4 @@
-import { MAX_BATCH_OPS } from '../../src/core/batch';
+import { MAX_BATCH_OPS } from '../../src/core/cells/batch';
 import { strict as assert } from 'node:assert';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import type { RunningServer } from '../../src/server/app';

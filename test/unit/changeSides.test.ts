@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { changeSide, type SideCell } from '../../src/core/changeSides';
-import { asAuthor, asTheAgentLeftIt, Checkpoints, type CellFace, type Checkpoint } from '../../src/core/checkpoints';
-import { NotebookCells } from '../../src/core/notebookCells';
+import { changeSide, type SideCell } from '../../src/core/cells/changeSides';
+import { asAuthor, asTheAgentLeftIt, Checkpoints, type CellFace, type Checkpoint } from '../../src/core/cells/checkpoints';
+import { NotebookCells } from '../../src/core/cells/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
 const A = NOTEBOOK_A.uri;

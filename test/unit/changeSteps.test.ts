@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
-import { planBatch } from '../../src/core/batch';
-import type { BatchOp, CellState, NotebookChange } from '../../src/core/cellService';
-import { changeSteps, STEP_CELLS } from '../../src/core/changeSteps';
-import { rollbackPlan } from '../../src/core/rollbackPlan';
+import { planBatch } from '../../src/core/cells/batch';
+import type { BatchOp, CellState, NotebookChange } from '../../src/core/model/cellService';
+import { changeSteps, STEP_CELLS } from '../../src/core/cells/changeSteps';
+import { rollbackPlan } from '../../src/core/cells/rollbackPlan';
 
 interface Model {
   id: string;

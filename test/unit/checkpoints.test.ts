@@ -8,11 +8,11 @@ import {
   UNIDENTIFIED,
   type Author,
   type Checkpoint,
-} from '../../src/core/checkpoints';
-import { ClientRegistry } from '../../src/core/clients';
+} from '../../src/core/cells/checkpoints';
+import { ClientRegistry } from '../../src/core/agents/clients';
 import { BridgeError } from '../../src/core/bridgeError';
-import type { BatchOp } from '../../src/core/cellService';
-import { NotebookCells } from '../../src/core/notebookCells';
+import type { BatchOp } from '../../src/core/model/cellService';
+import { NotebookCells } from '../../src/core/cells/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
 const A = NOTEBOOK_A.uri;

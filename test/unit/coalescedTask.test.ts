@@ -1,9 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { CoalescedTask } from '../../src/core/coalescedTask';
+import { CoalescedTask } from '../../src/core/flow/coalescedTask';
 
 const tick = (ms = 0) => new Promise<void>((r) => setTimeout(r, ms));
 
-describe('CoalescedTask (src/core/coalescedTask.ts)', () => {
+describe('CoalescedTask (src/core/flow/coalescedTask.ts)', () => {
   it('runs one at a time, and folds the calls made during a run into one more run', async () => {
     let runs = 0;
     let inFlight = 0;

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
-import { codeWarnings } from '../../src/core/codeChecks';
+import { codeWarnings } from '../../src/core/model/codeChecks';
 import { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
-import type { InspectQuery } from '../../src/core/variables';
+import type { InspectQuery } from '../../src/core/model/kernelPort';
 import type { RunningServer } from '../../src/server/app';
 import { silentLog, startTestServer, TEST_TOKEN } from './fakes/app';
 import { jsonRequest } from './fakes/http';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { BatchOp } from '../../src/core/cellService';
-import { NotebookCells } from '../../src/core/notebookCells';
-import { planBlock, type LayoutCell } from '../../src/core/blockPlan';
+import type { BatchOp } from '../../src/core/model/cellService';
+import { NotebookCells } from '../../src/core/cells/notebookCells';
+import { planBlock, type LayoutCell } from '../../src/core/cells/blockPlan';
 import { codeModeHandler } from '../../src/kernels/builtin/codeMode';
 import {
   KernelProcess,

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
-import { ConsoleLines } from '../../src/core/consoleLines';
-import type { StreamEvent } from '../../src/core/kernelPort';
-import { interpretOutput } from '../../src/core/extensionOutputs';
+import { ConsoleLines } from '../../src/core/outputs/consoleLines';
+import type { StreamEvent } from '../../src/core/model/kernelPort';
+import { interpretOutput } from '../../src/core/outputs/extensionOutputs';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const mimes = {

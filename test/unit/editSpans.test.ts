@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { editKind, EditSpans, type EditSpan, type SpanClock } from '../../src/core/editSpans';
+import { editKind, EditSpans, type EditSpan, type SpanClock } from '../../src/core/flow/editSpans';
 import { PARTS, splitOf, splitRows } from '../../scripts/bench/editSplit';
 
 /** A clock the test moves by hand: wall and CPU time apart. */
@@ -8,7 +8,7 @@ function handClock(): SpanClock & { wall: number; used: number } {
   return c;
 }
 
-describe('edit spans (src/core/editSpans.ts)', () => {
+describe('edit spans (src/core/flow/editSpans.ts)', () => {
   it('splits one edit into before, applyEdit with its host CPU, and after', () => {
     const clock = handClock();
     const got: EditSpan[] = [];

@@ -1,10 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
+import { KeyedQueue } from '../../src/core/flow/keyedQueue';
+import { ScratchpadOutputs } from '../../src/core/outputs/scratchpadOutputs';
 import { serveExecute } from '../../src/server/execute';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks } from './fakes/notebooks';
+import { NOTHING_FOUND } from './fakes/app';
+import { RiskChecks } from '../../src/core/cells/riskChecks';
+import { Gate } from '../../src/core/agents/accessPolicy';
 
 describe('execute with a client that stops reading', () => {
   let server: Server;
@@ -22,7 +26,8 @@ describe('execute with a client that stops reading', () => {
     const host = new FakeNotebookHost([
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel },
     ]);
-    const deps = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs() };
+    const risk = new RiskChecks(NOTHING_FOUND, new FakeNotebooks(), () => Gate.open());
+    const deps = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs(), risk };
     server = createServer(
       (req, res) => void serveExecute('flood', req, res, deps, { limits: { holdChars: 100_000, stallMs: 150 }, cap: Infinity }),
     );

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { interpretOutput, plainText, reduceDisplay } from '../../src/core/extensionOutputs';
+import { interpretOutput, plainText, reduceDisplay } from '../../src/core/outputs/extensionOutputs';
 
 const mimes = {
   stdout: 'application/vnd.code.notebook.stdout',

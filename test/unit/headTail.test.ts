@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { cutNote, HeadTail } from '../../src/core/headTail';
+import { cutNote, HeadTail } from '../../src/core/text/headTail';
 
 describe('head and tail of a long text', () => {
   it('keeps everything under the cap', () => {

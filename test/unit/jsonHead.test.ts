@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { jsonHead } from '../../src/core/jsonHead';
+import { jsonHead } from '../../src/core/text/jsonHead';
 
 describe('jsonHead', () => {
   const samples: unknown[] = [

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { Activity, Gate, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
+import { Activity, Gate, type ActionEnd, type AgentAction } from '../../src/core/agents/accessPolicy';
 import { BridgeError } from '../../src/core/bridgeError';
-import { ClientRegistry } from '../../src/core/clients';
-import { KernelCalls, type KernelCall } from '../../src/core/kernelCalls';
+import { ClientRegistry } from '../../src/core/agents/clients';
+import { KernelCalls, type KernelCall } from '../../src/core/runs/kernelCalls';
 import { FakePerson } from './fakes/person';
-import { Checkpoints } from '../../src/core/checkpoints';
-import { NotebookCells } from '../../src/core/notebookCells';
+import { Checkpoints } from '../../src/core/cells/checkpoints';
+import { NotebookCells } from '../../src/core/cells/notebookCells';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
 /** What the handler saw when a call went through: whose action it ran in. */

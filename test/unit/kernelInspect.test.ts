@@ -9,7 +9,7 @@ import {
   type VariableDetail,
   type VariableList,
   type VariableSummary,
-} from '../../src/core/variables';
+} from '../../src/core/runs/variables';
 import { KernelProcess } from '../../src/kernels/builtin/kernelProcess';
 import { collectRun, IPYTHON_PYTHON, SCRIPT } from './support/kernelRuns';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { StreamEvent } from '../../src/core/kernelPort';
+import type { StreamEvent } from '../../src/core/model/kernelPort';
 import { BuiltinScratchpad } from '../../src/kernels/builtin/scratchpad';
 import {
   KERNEL_DIED,

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { ESLint } from 'eslint';
 
-/** The lint rule that keeps src/core/ free of the editor and of HTTP, tried on code that breaks it. */
+/** The lint rules that keep src/core/ free of the editor and of HTTP, and its rooms layered, tried on code that breaks them. */
 describe('layering lint rule', () => {
   const eslint = new ESLint();
   const problems = async (code: string, filePath: string) =>
@@ -15,6 +15,34 @@ describe('layering lint rule', () => {
   ])
     it(`refuses in src/core/: ${code.split('\n')[0]}`, async () => {
       assert.equal((await problems(code, 'src/core/probe.ts')).length, 1);
+    });
+
+  for (const [file, code] of [
+    ['src/core/model/probe.ts', "import { routes } from '../cells/notebookCells';\nexport const r = routes;\n"],
+    ['src/core/outputs/probe.ts', "import type { Gate } from '../agents/accessPolicy';\nexport type G = Gate;\n"],
+    ['src/core/cells/probe.ts', "import { runs } from '../runs/agentRuns';\nexport const r = runs;\n"],
+    ['src/core/text/probe.ts', "import type { Q } from '../flow/keyedQueue';\nexport type R = Q;\n"],
+    ['src/core/probe.ts', "import type { C } from './cells/batch';\nexport type D = C;\n"],
+  ])
+    it(`refuses a room importing one above it: ${file} ← ${code.split("'")[1]}`, async () => {
+      const found = await problems(code, file);
+      assert.equal(found.length, 1);
+      assert.match(found[0]!.message, /src\/core\//);
+    });
+
+  for (const [file, code] of [
+    [
+      'src/core/runs/probe.ts',
+      "import { x } from '../cells/batch';\nimport { y } from '../model/kernelPort';\nexport const z = [x, y];\n",
+    ],
+    [
+      'src/core/cells/probe.ts',
+      "import { x } from '../agents/clients';\nimport { y } from '../bridgeError';\nexport const z = [x, y];\n",
+    ],
+    ['src/core/services.ts', "import type { X } from './runs/variables';\nexport type Y = X;\n"],
+  ])
+    it(`allows a room importing the rooms below it and the top files: ${file}`, async () => {
+      assert.deepEqual(await problems(code, file), []);
     });
 
   it('allows the same imports outside src/core/', async () => {

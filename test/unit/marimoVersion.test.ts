@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KeyedQueue } from '../../src/core/keyedQueue';
-import { MARIMO_PROTOCOL_VERSION, MarimoVersions, parseVersion, VERSION_PROGRAM } from '../../src/core/marimoVersion';
+import { KeyedQueue } from '../../src/core/flow/keyedQueue';
+import { MARIMO_PROTOCOL_VERSION, MarimoVersions, parseVersion, VERSION_PROGRAM } from '../../src/core/runs/marimoVersion';
 import { sleep } from '../../src/core/sleep';
 import { FakeKernel } from './fakes/notebookHost';
 

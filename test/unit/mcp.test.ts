@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { EXECUTE_OUTPUT_CAP } from '../../src/mcp/tools';
-import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputCap';
+import { SCRATCHPAD_OUTPUT_CAP } from '../../src/core/outputs/outputCap';
 import type { RunningServer } from '../../src/server/app';
 import { request } from './fakes/http';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
@@ -128,7 +128,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['ref']);
     });
 
-    it('tools/list takes at most 12 KB (the long text is in the skill)', async () => {
+    it('tools/list takes at most 13 KB (the long text is in the skill)', async () => {
       const res = await toolsListRaw();
       assert.equal(res.status, 200);
       const data = res.body
@@ -136,7 +136,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         .find((l) => l.startsWith('data: '))!
         .slice(6);
       const bytes = Buffer.byteLength(data);
-      assert.ok(bytes <= 12 * 1024, `tools/list is ${bytes} bytes`);
+      assert.ok(bytes <= 13 * 1024, `tools/list is ${bytes} bytes`);
     });
 
     it('list_sessions names each notebook by file name, path and session id', async () => {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { cellGraph, type GraphCell } from '../../src/core/cellGraph';
-import type { CellAnalysis } from '../../src/core/codeChecks';
+import { cellGraph, type GraphCell } from '../../src/core/model/cellGraph';
+import type { CellAnalysis } from '../../src/core/model/codeChecks';
 import { inspectAnalyzer } from './support/kernelRuns';
 
 /** Ways a cell changes `x` in place: each makes the next reader of x depend on it. */

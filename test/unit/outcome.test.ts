@@ -4,8 +4,8 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { Gate, type ActionEnd, type AgentAction } from '../../src/core/accessPolicy';
-import { ClientRegistry } from '../../src/core/clients';
+import { Gate, type ActionEnd, type AgentAction } from '../../src/core/agents/accessPolicy';
+import { ClientRegistry } from '../../src/core/agents/clients';
 import { BridgeError } from '../../src/core/bridgeError';
 import {
   httpStatus,
@@ -17,16 +17,19 @@ import {
   type ErrorKind,
   type OutcomeKind,
 } from '../../src/core/outcome';
-import { RUN_LIMIT_DETAIL } from '../../src/core/agentRuns';
-import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/kernelPort';
-import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
-import { KeyedQueue } from '../../src/core/keyedQueue';
+import { RUN_LIMIT_DETAIL } from '../../src/core/runs/agentRuns';
+import { NO_OUTPUT, type ExecResult, type Kernel } from '../../src/core/model/kernelPort';
+import { ScratchpadOutputs } from '../../src/core/outputs/scratchpadOutputs';
+import { KeyedQueue } from '../../src/core/flow/keyedQueue';
+import { RiskChecks } from '../../src/core/cells/riskChecks';
+import { NOTHING_FOUND } from './fakes/app';
 import { ended } from '../../src/server/guardRoutes';
 import { Reply } from '../../src/server/route';
 import { registerTools, tool, type ToolAnswer } from '../../src/mcp/toolRows';
 import { codeTools } from '../../src/mcp/tools';
 import type { BridgeServices } from '../../src/core/services';
 import { FakeNotebookHost } from './fakes/notebookHost';
+import { FakeNotebooks } from './fakes/notebooks';
 
 const RUN_ENDS: readonly OutcomeKind[] = ['ok', 'failed', 'interrupted', 'kernel_restarted', 'timed_out'];
 
@@ -168,7 +171,8 @@ describe('transports answer by kind, never by the words of a message', () => {
       { info: { id: 's_aaaaaa', path: '/a.ipynb', uri: 'file:///a.ipynb', notebookType: 'jupyter-notebook' }, kernel: silent },
     ]);
     const { gate, ends } = recordingGate();
-    const ctx = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs() } as unknown as BridgeServices;
+    const risk = new RiskChecks(NOTHING_FOUND, new FakeNotebooks(), () => gate);
+    const ctx = { host, runs: new KeyedQueue(), outputs: new ScratchpadOutputs(), risk } as unknown as BridgeServices;
     const client = await callTools(codeTools(ctx), gate);
     const result = (await client.callTool({
       name: 'execute_code',

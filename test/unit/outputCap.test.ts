@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { OutputCap } from '../../src/core/outputCap';
-import { ScratchpadOutputs } from '../../src/core/scratchpadOutputs';
+import { OutputCap } from '../../src/core/outputs/outputCap';
+import { ScratchpadOutputs } from '../../src/core/outputs/scratchpadOutputs';
 import { MAX_EVENT_CHARS, splitAtLines } from '../../src/server/sse';
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `${String(i).padStart(8, '0')} ${'x'.repeat(91)}\n`).join('');

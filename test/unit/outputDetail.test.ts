@@ -1,6 +1,13 @@
 import { strict as assert } from 'node:assert';
-import type { CellView, OutputItemView } from '../../src/core/cellService';
-import { cellAt, cutMiddle, htmlText, SUMMARY_LINES, tableShape, type OutputItemSummary } from '../../src/core/outputDetail';
+import type { CellView, OutputItemView } from '../../src/core/model/cellService';
+import {
+  cellAt,
+  cutMiddle,
+  htmlText,
+  SUMMARY_LINES,
+  tableShape,
+  type OutputItemSummary,
+} from '../../src/core/outputs/outputDetail';
 
 /** pandas' HTML for a DataFrame, as `_repr_html_` writes it (its <style> first). */
 function pandasHtml(rows: number, shown = rows): string {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { type PeerColumn, type PeerRow, ratio, renderMarkdown, renderSvg } from '../../scripts/bench/peerReport';
 import { wholeOutputUrl } from '../../scripts/bench/peerTargets';
-import { cappedNote } from '../../src/core/scratchpadOutputs';
+import { cappedNote } from '../../src/core/outputs/scratchpadOutputs';
 
 const cols: PeerColumn[] = [
   { name: 'ours', ours: true },

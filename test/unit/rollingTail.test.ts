@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { RollingTail } from '../../src/core/rollingTail';
+import { RollingTail } from '../../src/core/text/rollingTail';
 
 describe('RollingTail', () => {
   const tagged = (max: number) => new RollingTail<{ tag: string; text: string }>(max, (p, text) => ({ tag: p.tag, text }));

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { NotebookCells } from '../../src/core/notebookCells';
-import { Ticket } from '../../src/core/runTicket';
+import { NotebookCells } from '../../src/core/cells/notebookCells';
+import { Ticket } from '../../src/core/model/runTicket';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
 
 describe('run tickets', () => {

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import type { CellSnapshot } from '../../src/core/cellService';
+import type { CellSnapshot } from '../../src/core/model/cellService';
 import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { request } from './fakes/http';

@@ -6,7 +6,7 @@ import type { RunningServer } from '../../src/server/app';
 import { FakeKernel, FakeNotebookHost } from './fakes/notebookHost';
 import { request } from './fakes/http';
 import { sleep } from '../../src/core/sleep';
-import { MARIMO_PROTOCOL_VERSION } from '../../src/core/marimoVersion';
+import { MARIMO_PROTOCOL_VERSION } from '../../src/core/runs/marimoVersion';
 
 const TOKEN = TEST_TOKEN;
 const done = (data = '') => ({ success: true, status: 'succeeded' as const, output: { mimetype: 'text/plain', data } });

@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { cellTools } from '../../src/mcp/cellTools';
 import { codeTools } from '../../src/mcp/tools';
-import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cellSchemas';
+import { runTools } from '../../src/mcp/runTools';
+import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cells/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
 
 const SKILL = path.join(__dirname, '..', '..', 'skills', 'agent-bridge');
@@ -25,7 +26,11 @@ const UNDOCUMENTED = new Set(['GET /mcp/server', 'DELETE /mcp/server', 'GET /hea
 
 function toolNames(): string[] {
   const ctx = {} as RouteContext;
-  return [...codeTools(ctx), ...cellTools(ctx)].map((t) => t.name);
+  return [
+    ...codeTools(ctx),
+    ...cellTools(ctx),
+    ...runTools(ctx, { client: '', about: '', claim: undefined, credential: undefined, owner: undefined }),
+  ].map((t) => t.name);
 }
 
 describe('the agent skill documents the code', () => {

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { ClientRegistry, readerOf } from '../../src/core/clients';
-import { ReadTracker } from '../../src/core/versions';
+import { ClientRegistry, readerOf } from '../../src/core/agents/clients';
+import { ReadTracker } from '../../src/core/model/versions';
 
 const nb = 'file:///nb.ipynb';
 const cell = (version: number, code = 'x = 1') => ({ id: 'c1', index: 0, version, code });

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { findLoneSurrogate, refuseLoneSurrogates } from '../../src/core/wellFormedText';
+import { findLoneSurrogate, refuseLoneSurrogates } from '../../src/core/text/wellFormedText';
 
 describe('text the editor would mangle (lone surrogates)', () => {
   it('finds a lone high or low surrogate, with its path and position; pairs, astral characters and combining marks pass', () => {

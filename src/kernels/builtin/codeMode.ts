@@ -13,22 +13,22 @@
  *   cells.flush  {ops, run, force}        → {ok, created: {key: id}, ops: [{id}], runs: [...]}
  *
  * `cells.flush` takes the block's operations as the agent queued them: refs are ids, indices
- * (the notebook before the block) or the provisional keys `create` ops carry. core/blockPlan.ts
+ * (the notebook before the block) or the provisional keys `create` ops carry. core/cells/blockPlan.ts
  * replays them on the notebook's layout and turns the outcome into one batch the planner
  * accepts (refs to existing cells only); this applies it, then runs the queued cells in order,
  * streaming their console output into the calling run, and answers once they have all ended.
  */
 import { z } from 'zod';
-import type { CellRunResult, CellService, CellStatus, OpenNotebooks, RunEvent, RunHandle } from '../../core/cellService';
-import { OpError } from '../../core/batch';
-import { blockOp, planBlock, type LayoutCell } from '../../core/blockPlan';
-import { ref } from '../../core/cellSchemas';
-import { FOREVER_MS } from '../../core/series';
+import type { CellRunResult, CellService, CellStatus, OpenNotebooks, RunEvent, RunHandle } from '../../core/model/cellService';
+import { OpError } from '../../core/cells/batch';
+import { blockOp, planBlock, type LayoutCell } from '../../core/cells/blockPlan';
+import { ref } from '../../core/cells/cellSchemas';
+import { FOREVER_MS } from '../../core/cells/series';
 import { BridgeError } from '../../core/bridgeError';
-import { alsoRuns, type AccessKind } from '../../core/accessPolicy';
+import { alsoRuns, type AccessKind } from '../../core/agents/accessPolicy';
 import { errorBody } from '../../core/outcome';
-import { notebookLabel, resolveNotebook } from '../../core/refs';
-import { refuseLoneSurrogates } from '../../core/wellFormedText';
+import { notebookLabel, resolveNotebook } from '../../core/cells/refs';
+import { refuseLoneSurrogates } from '../../core/text/wellFormedText';
 import type { CallContext, CallHandler } from './kernelProcess';
 
 export interface CodeModeDeps {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { BridgeError } from '../../core/bridgeError';
-import type { InterruptHow, Kernel } from '../../core/kernelPort';
+import type { InterruptHow, Kernel } from '../../core/model/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport, KernelProvider } from '../kernelProvider';
 import { EditorCellRun } from './editorCellRun';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { StreamName } from '../../core/kernelPort';
+import type { StreamName } from '../../core/model/kernelPort';
 import type { Log } from '../../core/log';
 import type { CellRunReport } from '../kernelProvider';
 import { bundleToOutputs, errorOutput } from './editorOutputs';
@@ -8,7 +8,7 @@ import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
 import { savedCountCleared } from './savedCounts';
 import { errorMessage } from '../../core/errorMessage';
-import type { RunDataflow } from '../../core/cellGraph';
+import type { RunDataflow } from '../../core/model/cellGraph';
 
 /** Outputs shown during a run are reported at most this often (VS Code sends them on as often). */
 const OUTPUT_REPORT_MS = 10;

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { MimeBundle } from '../../core/kernelPort';
+import type { MimeBundle } from '../../core/model/kernelPort';
 import type { DisplayMetadata } from './kernelWire';
 import { errorMessage } from '../../core/errorMessage';
 

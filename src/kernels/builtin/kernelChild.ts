@@ -8,7 +8,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import type { StreamName } from '../../core/kernelPort';
+import type { StreamName } from '../../core/model/kernelPort';
 import { spawnCommand, type KernelCommand } from './kernelCommand';
 import { LineFramer, MAX_FRAME_BYTES, type HostRequest, type KernelMessage, type OversizeFrame } from './kernelWire';
 

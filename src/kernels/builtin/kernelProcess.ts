@@ -25,7 +25,8 @@
  * running code; a run still going once the kernel was given INTERRUPT_GRACE_MS (timeGiven.ts)
  * costs a kernel restart.
  */
-import type { InterruptHow, KernelStatus, MimeBundle, RunOutcome, StreamName } from '../../core/kernelPort';
+import type { InterruptHow, KernelStatus, MimeBundle, StreamName } from '../../core/model/kernelPort';
+import type { RunOutcome } from '../../core/outcome';
 import { KernelChild, type KernelChildEvents, type KernelChildOptions, type KernelInfo } from './kernelChild';
 import {
   MAX_FRAME_BYTES,
@@ -39,7 +40,7 @@ import { StrayOutputRecord, type StrayOutput } from './strayOutput';
 import { TimeGiven } from './timeGiven';
 import { errorMessage } from '../../core/errorMessage';
 import { BridgeError } from '../../core/bridgeError';
-import type { RunDataflow } from '../../core/cellGraph';
+import type { RunDataflow } from '../../core/model/cellGraph';
 
 export type { KernelInfo } from './kernelChild';
 export type { CellName, DisplayMetadata, RunMode } from './kernelWire';

@@ -22,7 +22,7 @@
  * run's `done` carries `dataflow` {reads, defines, mutates} when kernel_dataflow.py recorded it:
  * the globals the run read, bound (or rebound, or deleted) and changed in place.
  */
-import type { MimeBundle, StreamName } from '../../core/kernelPort';
+import type { MimeBundle, StreamName } from '../../core/model/kernelPort';
 
 export type RunMode = 'cell' | 'scratchpad';
 

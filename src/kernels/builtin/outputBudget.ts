@@ -1,5 +1,5 @@
-import type { StreamName } from '../../core/kernelPort';
-import { RollingTail } from '../../core/rollingTail';
+import type { StreamName } from '../../core/model/kernelPort';
+import { RollingTail } from '../../core/text/rollingTail';
 
 /** Stream output a cell shows as it comes, at most (characters). */
 export const CELL_OUTPUT_HEAD_CHARS = 512 * 1024;

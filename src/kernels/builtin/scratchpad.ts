@@ -5,10 +5,10 @@ import {
   type Kernel,
   type KernelStatus,
   type StreamEvent,
-} from '../../core/kernelPort';
-import type { InspectQuery } from '../../core/variables';
+} from '../../core/model/kernelPort';
+import type { InspectQuery } from '../../core/model/kernelPort';
 import { KERNEL_RESTARTED, type KernelProcess } from './kernelProcess';
-import { ConsoleLines } from '../../core/consoleLines';
+import { ConsoleLines } from '../../core/outputs/consoleLines';
 
 /**
  * The builtin kernel as a scratchpad `Kernel`, as a request found it. Errors become their

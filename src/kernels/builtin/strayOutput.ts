@@ -1,4 +1,4 @@
-import type { StreamName } from '../../core/kernelPort';
+import type { StreamName } from '../../core/model/kernelPort';
 
 /** What the kernel printed that belonged to no active run. */
 export interface StrayOutput {

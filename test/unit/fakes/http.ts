@@ -64,3 +64,24 @@ export async function jsonRequest(
   });
   return { status: res.status, body: JSON.parse(res.body) };
 }
+
+/** A scratchpad run of `code` in session s_aaaaaa, as the client "tester" with the test token: its whole SSE answer. */
+export function executeAsTester(
+  port: number,
+  code: string,
+  options: { token: string; headers?: Record<string, string>; body?: object; abortAfterMs?: number },
+): Promise<RawResponse> {
+  return request(port, {
+    method: 'POST',
+    path: '/api/kernel/execute',
+    headers: {
+      authorization: `Bearer ${options.token}`,
+      'content-type': 'application/json',
+      'marimo-session-id': 's_aaaaaa',
+      'x-agent-bridge-client': 'tester',
+      ...options.headers,
+    },
+    body: JSON.stringify({ code, ...options.body }),
+    ...(options.abortAfterMs !== undefined && { abortAfterMs: options.abortAfterMs }),
+  });
+}

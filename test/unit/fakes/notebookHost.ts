@@ -1,6 +1,6 @@
 import { BridgeError } from '../../../src/core/bridgeError';
-import type { ExecResult, Kernel, KernelStatus, StreamEvent } from '../../../src/core/kernelPort';
-import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/notebookHost';
+import type { ExecResult, Kernel, KernelStatus, StreamEvent } from '../../../src/core/model/kernelPort';
+import type { KernelChoice, NotebookHost, SessionInfo, StartedKernel } from '../../../src/core/model/notebookHost';
 import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake run: emit a stream event, wait, or finish. */
@@ -19,7 +19,10 @@ export class FakeKernel implements Kernel {
   async executeScratchpad(code: string, onStream: (e: StreamEvent) => void, signal: AbortSignal): Promise<ExecResult> {
     const call = { code, started: Date.now(), ended: 0, aborted: false };
     this.calls.push(call);
-    const script = this.scripts[code] ?? { steps: [], result: { success: true, output: { mimetype: 'text/plain', data: '' } } };
+    const script = this.scripts[code] ?? {
+      steps: [],
+      result: { success: true, status: 'succeeded', output: { mimetype: 'text/plain', data: '' } },
+    };
     for (const step of script.steps) {
       if ('waitMs' in step) await sleep(step.waitMs);
       else if ('waitForAbort' in step) {

@@ -1,4 +1,4 @@
-import type { InterruptHow, KernelStatus } from '../../../src/core/kernelPort';
+import type { InterruptHow, KernelStatus } from '../../../src/core/model/kernelPort';
 import type {
   CellKind,
   CellMetadata,
@@ -10,10 +10,10 @@ import type {
   NotebookInfo,
   OpenNotebooks,
   RawOutput,
-} from '../../../src/core/cellService';
+} from '../../../src/core/model/cellService';
 import { BridgeError } from '../../../src/core/bridgeError';
-import { Ticket, type RunTicket } from '../../../src/core/runTicket';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/cellOutputs';
+import { Ticket, type RunTicket } from '../../../src/core/model/runTicket';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from '../../../src/core/outputs/cellOutputs';
 import { sleep } from '../../../src/core/sleep';
 
 /** A scripted step of a fake cell run. */

@@ -1,4 +1,4 @@
-import type { AccessMode, AgentAction, Answer, Person } from '../../../src/core/accessPolicy';
+import type { AccessMode, AgentAction, Answer, Person } from '../../../src/core/agents/accessPolicy';
 
 /** A person in a unit test (a fake): a mode the test sets, and scripted answers to `ask`. */
 export class FakePerson implements Person {
