@@ -5,17 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import { readProc, type ProcInfo } from '../records';
 import { carriesMarker, REPO_ROOT } from '../vscode';
-import {
-  type BridgeAdvert,
-  type CheckContext,
-  checkRun,
-  context,
-  fileMode,
-  findAdvertCopies,
-  octal,
-  readJson,
-  suiteState,
-} from './context';
+import { type BridgeAdvert, checkRun, fileMode, findAdvertCopies, octal, readJson, suiteState } from './context';
 
 const REGISTRY_KEYS = ['base_url', 'host', 'pid', 'port', 'server_id', 'started_at', 'version'];
 
@@ -132,11 +122,10 @@ export function discoveryChecks(): void {
  * after-hook removes them) and nothing the bridge wrote may be left behind.
  */
 export function afterStopChecks(): void {
-  let ctx: CheckContext;
+  const ctx = suiteState();
   let copies: string[];
   before(async function () {
     this.timeout(60_000);
-    ctx = context();
     copies = findAdvertCopies(ctx);
     await ctx.sandbox.halt();
   });
