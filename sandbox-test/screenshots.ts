@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { REPO_ROOT } from './vscode';
+import { REPO_ROOT } from './stack';
 
 const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 
