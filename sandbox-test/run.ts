@@ -39,6 +39,7 @@ import { marimoUnderTest } from './marimoExtension';
 import * as os from 'node:os';
 import { reloadChecks } from './checks/reload';
 import { reviewChecks } from './checks/review';
+import { presenceChecks } from './checks/presence';
 import { walkthroughChecks } from './checks/walkthrough';
 import { scriptChecks } from './checks/scripts';
 import { securityChecks } from './checks/security';
@@ -90,6 +91,7 @@ function suites(extensions: readonly GivenExtension[]): void {
   describe('chaos', chaosChecks);
   describe('access', accessChecks);
   describe('review', reviewChecks);
+  describe('presence', presenceChecks);
   describe('walkthrough', walkthroughChecks);
   describe('guard', guardChecks);
   describe('jupyter', () => jupyterChecks(extensions));

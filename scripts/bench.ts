@@ -38,6 +38,7 @@ import { batchMemory, flood } from './bench/lockout';
 import { runPeers } from './bench/peers';
 import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
+import { presenceCost } from './bench/presenceCost';
 import { staleAnalysis } from './bench/staleAnalysis';
 import * as sections from './bench/sections';
 import { errorMessage } from '../src/core/errorMessage';
@@ -54,6 +55,7 @@ const SECTIONS = [
   'flood',
   'batch',
   'listing',
+  'presence',
   'stale',
   'jupyter',
   'memory',
@@ -218,7 +220,7 @@ async function main(): Promise<number> {
     const unused = { path: '', sid: '' };
     const openIf = (wanted: boolean, file: string) => (wanted ? open(path.join(ws.dir, file), 'builtin') : unused);
     const agentsWanted = SECTIONS.some(
-      (s) => s !== 'runall' && s !== 'edits' && s !== 'stale' && s !== 'activation' && opts.wants(s),
+      (s) => !['runall', 'edits', 'stale', 'activation', 'presence'].includes(s) && opts.wants(s),
     );
     const notebooks = {
       agents: [] as sections.Opened[],
@@ -298,6 +300,7 @@ async function main(): Promise<number> {
     if (opts.wants('stall')) await sections.stalledReader(ctx);
     if (opts.wants('batch')) await sections.largestBatch(ctx);
     if (opts.wants('listing')) await sections.listing(ctx);
+    if (opts.wants('presence')) rows.push(...(await presenceCost(say)));
     if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
     if (jupyter && opts.wants('jupyter')) await sections.jupyterKernel(ctx);
     if (opts.wants('memory')) await batchMemory(ctx); // last: it leaves a 7,001-cell notebook open

@@ -35,6 +35,9 @@ import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
 import { Sessions } from './notebooks/notebookRegistry';
 import { StaleMarks } from './notebooks/staleMarks';
+import { PersonCursor } from './notebooks/personCursor';
+import { Presence } from './core/agents/presence';
+import { resolveNotebook } from './core/cells/refs';
 import { WorkspaceSandbox } from './kernels/builtin/workspaceSandbox';
 import { BridgeStatus, KernelSandboxStatus } from './statusBar';
 
@@ -134,6 +137,14 @@ export function compose({ context, log, settings, bridge, version }: Composition
   push(scanner);
   const checkpointFile = new JsonListFile<Checkpoint>(join(storage, 'agent-changes.json'), 'agent changes to review', log);
   const checkpoints: Checkpoints = new Checkpoints(() => cells, checkpointFile);
+  const presence = new Presence((named) => {
+    try {
+      return resolveNotebook(notebooks.list(), named).uri;
+    } catch {
+      return undefined; // a scratchpad run of a notebook that is not open: no whereabouts
+    }
+  });
+  push(new PersonCursor(presence, notebooks));
   const cells = new NotebookCells(notebooks, {
     outputTextLimit: () => settings.current.outputTextLimit,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
@@ -144,6 +155,7 @@ export function compose({ context, log, settings, bridge, version }: Composition
       return journal;
     },
     analyzer,
+    presence,
     confirm: (question) => confirmWithPerson(question, settings.current.askTimeoutMs),
     risk,
     // The bench reads where each write's time goes from this file (one JSON line per write).
@@ -173,6 +185,8 @@ export function compose({ context, log, settings, bridge, version }: Composition
     log,
     settings,
     checkpoints,
+    presence,
+    cellId: (cell) => notebooks.cellId(cell),
     cellsOf: (notebook) => notebooks.cells(notebook.uri.toString()),
     interruptAgentRuns: () => builtin.interruptRunsFor((owner) => owner instanceof Activity),
   });

@@ -24,6 +24,21 @@ export async function openAgentBridge(page: Page): Promise<void> {
     .click({ timeout: 5_000 });
 }
 
+/** Widens the side bar by `px` (drags the sash on its right edge), so a screenshot shows whole rows. */
+export async function widenSideBar(page: Page, px: number, note: (m: string) => void): Promise<void> {
+  const sidebar = await page.locator('.part.sidebar').boundingBox();
+  const sashes = await page
+    .locator('.monaco-sash.vertical')
+    .evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x + r.width / 2, y: r.y, h: r.height })));
+  const edge = sidebar && sashes.find((b) => Math.abs(b.x - (sidebar.x + sidebar.width)) < 6 && b.h > 100);
+  if (!edge) return note('no sidebar sash found; the screenshot keeps the default width');
+  await page.mouse.move(edge.x, edge.y + edge.h / 2);
+  await page.mouse.down();
+  await page.mouse.move(edge.x + px, edge.y + edge.h / 2, { steps: 8 });
+  await page.mouse.up();
+  await page.mouse.move(900, 600);
+}
+
 /** Runs a command from the palette, as the person would. */
 export async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('F1');
@@ -272,7 +287,10 @@ export function accessChecks(): void {
     const r = await ctx.client.run(ctx.sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
     await openAgentBridge(ctx.page);
-    const rows = ctx.page.locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row');
+    // The record's rows (the agents at work now come first, as "Now: ..." rows: the presence suite reads them).
+    const rows = ctx.page
+      .locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row')
+      .filter({ hasNotText: /^\s*Now: / });
     await rows
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
@@ -288,21 +306,7 @@ export function accessChecks(): void {
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
     ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
-    // Widen the sidebar (drag the sash on its right edge) so the screenshot shows whole rows.
-    const sidebar = await ctx.page.locator('.part.sidebar').boundingBox();
-    const sashes = await ctx.page
-      .locator('.monaco-sash.vertical')
-      .evaluateAll((els) =>
-        els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x + r.width / 2, y: r.y, h: r.height })),
-      );
-    const edge = sidebar && sashes.find((b) => Math.abs(b.x - (sidebar.x + sidebar.width)) < 6 && b.h > 100);
-    if (edge) {
-      await ctx.page.mouse.move(edge.x, edge.y + edge.h / 2);
-      await ctx.page.mouse.down();
-      await ctx.page.mouse.move(edge.x + 450, edge.y + edge.h / 2, { steps: 8 });
-      await ctx.page.mouse.up();
-      await ctx.page.mouse.move(900, 600);
-    } else note('no sidebar sash found; the screenshot keeps the default width');
+    await widenSideBar(ctx.page, 450, note);
     await screenshot(ctx.page, 'access-view.png', note);
     // Selecting the row opens the action's code, outcome and output.
     await rows.first().click({ timeout: 5_000 });

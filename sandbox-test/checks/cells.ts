@@ -29,6 +29,7 @@ interface Cell {
   metadata: Record<string, unknown>;
   execution: { order: number | null; success: boolean | null; durationMs: number | null; status: string } | null;
   outputs: { items: OutputItem[] }[];
+  personEditing?: true;
 }
 
 interface OutputItem {
@@ -831,7 +832,9 @@ export function cellChecks(): void {
       { signal },
     );
     expectError(batch, 409, 'batch edit with the stale version');
-    // Having read the person's text, the agent may write (no version: the bridge's own record).
+    // Having read the person's text, the agent may write (no version: the bridge's own record),
+    // once the person has not typed in the cell for 10 s (presence; checked in the presence suite).
+    for (const end = Date.now() + 15_000; (await getCell(cell.id, signal)).personEditing && Date.now() < end;) await sleep(500);
     const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, code: clobber }, { signal });
     eq(ok2.status, 200, `PATCH after re-reading (body ${show(ok2.text, 300)})`);
     eq((await getCell(cell.id, signal)).code, clobber, 'code after the PATCH that was allowed');
@@ -841,5 +844,5 @@ export function cellChecks(): void {
       .first()
       .waitFor({ state: 'visible', timeout: 5_000 })
       .catch(() => fail(`the workbench does not show the agent's write agent_${tag}`));
-  }).timeout(20_000);
+  }).timeout(40_000);
 }

@@ -27,6 +27,14 @@ export interface ViewStatus {
   clients(): ReadonlyMap<string, number>;
 }
 
+/** Rows of the agents at work now, shown above the record (presenceMarks.ts), and when they change. */
+export interface PresentRows {
+  rows(): vscode.TreeItem[];
+  readonly onDidChange: vscode.Event<void>;
+}
+
+type Row = Entry | vscode.TreeItem;
+
 const time = (at: number) => new Date(at).toLocaleTimeString([], { hour12: false });
 const duration = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
 
@@ -49,15 +57,16 @@ export function rowOf(entry: Entry): { label: string; description: string } {
 }
 
 /**
- * The "Agent Bridge" activity view: every agent action, newest first, redrawn on starts and ends
- * (throttled), never per output chunk. Its message line carries the server's address, the access
- * mode and the clients seen lately. Selecting a row opens, for an action that changed cells, its
- * change in VS Code's notebook diff; else its code with its outcome and the head of its output.
+ * The "Agent Bridge" activity view: the agents at work now, then every agent action, newest first,
+ * redrawn on starts and ends (throttled), never per output chunk. Its message line carries the
+ * server's address, the access mode and the clients seen lately. Selecting a row opens, for an
+ * action that changed cells, its change in VS Code's notebook diff; else its code with its
+ * outcome and the head of its output.
  */
-export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.TextDocumentContentProvider, vscode.Disposable {
+export class ActivityView implements vscode.TreeDataProvider<Row>, vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly redraw = new vscode.EventEmitter<undefined>();
   readonly onDidChangeTreeData = this.redraw.event;
-  private readonly view: vscode.TreeView<Entry>;
+  private readonly view: vscode.TreeView<Row>;
   private readonly disposables: vscode.Disposable[] = [this.redraw];
   private pending: NodeJS.Timeout | undefined;
 
@@ -66,11 +75,13 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     private readonly status: ViewStatus,
     /** Opens the whole change an action made (its checkpoint); false when it made none. */
     private readonly showChange: (action: number) => Promise<boolean>,
+    private readonly present?: PresentRows,
   ) {
     this.view = vscode.window.createTreeView(VIEW_ID, { treeDataProvider: this });
     this.disposables.push(
       this.view,
       store.onDidChange(() => this.schedule()),
+      ...(present ? [present.onDidChange(() => this.schedule())] : []),
       vscode.workspace.registerTextDocumentContentProvider(DETAIL_SCHEME, this),
       vscode.commands.registerCommand(SHOW_ACTIVITY, (id: number | Entry) => this.show(id)),
       vscode.commands.registerCommand(REVEAL_ACTIVITY_CELL, (id: number | Entry) => this.reveal(id)),
@@ -87,11 +98,12 @@ export class ActivityView implements vscode.TreeDataProvider<Entry>, vscode.Text
     }, REDRAW_MS);
   }
 
-  getChildren(entry?: Entry): Entry[] {
-    return entry ? [] : this.store.newest().slice(0, SHOWN);
+  getChildren(entry?: Row): Row[] {
+    return entry ? [] : [...(this.present?.rows() ?? []), ...this.store.newest().slice(0, SHOWN)];
   }
 
-  getTreeItem(entry: Entry): vscode.TreeItem {
+  getTreeItem(entry: Row): vscode.TreeItem {
+    if (entry instanceof vscode.TreeItem) return entry;
     const { label, description } = rowOf(entry);
     const item = new vscode.TreeItem(label);
     item.id = String(entry.action.id);

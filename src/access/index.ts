@@ -14,6 +14,8 @@ import { accessCommands, ModeStatus, stopOnModeChange } from './controls';
 import { askPerson } from './prompt';
 import { ActivityStore, notebookName, type NotebookRegistry } from './record';
 import { ReviewView, SHOW_CHECKPOINT } from './review';
+import { PresenceMarks } from './presenceMarks';
+import type { Presence } from '../core/agents/presence';
 import { WorkspaceAttemptWarning } from './workspaceSettings';
 
 export interface AccessDeps {
@@ -29,6 +31,9 @@ export interface AccessDeps {
   cellsOf: (notebook: vscode.NotebookDocument) => CellSnapshot[];
   /** Who the callers are: credentials the bridge minted, with the names clients gave. */
   identities: ClientRegistry;
+  /** Where agents and the person are now: fed scratchpad runs here, shown in the cells and the views. */
+  presence: Presence;
+  cellId: (cell: vscode.NotebookCell) => string;
   /** The agents' past runs: recorded as actions end. */
   history: RunHistory;
   /** Interrupts the kernel runs agents started that go on after their request. */
@@ -54,7 +59,7 @@ export function createAgentAccess(deps: AccessDeps): {
     ask: (action, left, risk) =>
       askPerson(action, notebookName(deps.notebooks, action.notebook), settings().askTimeoutMs, left, risk),
   };
-  const gate = new Gate(person, [store, deps.history], deps.identities);
+  const gate = new Gate(person, [store, deps.history, deps.presence], deps.identities);
   const auditDir = (deps.context.storageUri ?? deps.context.globalStorageUri).fsPath;
   const audit = new AuditLog(auditDir, () => deps.connection()?.token ?? null, deps.log);
   /** Opens the change an action made (to one cell of it, given), from its checkpoint; false when there is none. */
@@ -64,6 +69,7 @@ export function createAgentAccess(deps: AccessDeps): {
     if (checkpoint) await vscode.commands.executeCommand(SHOW_CHECKPOINT, checkpoint.id, cellId);
     return checkpoint !== undefined;
   };
+  const present = new PresenceMarks(deps.presence, { cellId: deps.cellId, label: (n) => deps.notebooks.label(n) });
   const view = new ActivityView(
     store,
     {
@@ -72,6 +78,7 @@ export function createAgentAccess(deps: AccessDeps): {
       clients: () => gate.clients,
     },
     (action) => showChange(action),
+    present,
   );
   const diffs = new ChangeDiffs(deps.checkpoints, deps.cellsOf);
   const disposables: vscode.Disposable[] = [
@@ -80,6 +87,7 @@ export function createAgentAccess(deps: AccessDeps): {
     store.onDidEnd((entry) => audit.append(entry)),
     audit,
     new CellMarks(store, showChange),
+    present,
     view,
     diffs,
     new ReviewView(deps.checkpoints, diffs),

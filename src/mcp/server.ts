@@ -16,6 +16,7 @@ import { registerTools, serveCompactToolList } from './toolRows';
 import { cellTools } from './cellTools';
 import { codeTools } from './tools';
 import { changeTools } from './changeTools';
+import { presenceTool } from './presenceTool';
 import { runTools } from './runTools';
 
 const INSTRUCTIONS = [
@@ -30,13 +31,14 @@ const INSTRUCTIONS = [
   '"notebook" is a session id, path or uri (omit it when one notebook is open); a cell "ref" is its id or index',
   '(negative counts from the end); "outputs" is "none", "summary" or "full". The skill\'s reference/mcp.md says more.',
   'list_runs, get_run and rerun: your past runs, with what the risk scan found in each.',
+  'get_presence says where the person and other agents are working (cells the person is typing in refuse writes).',
 ].join(' ');
 
 /** One server per request, as the bridge is stateless over MCP: every request carries all it needs. */
 export function createMcpServer(ctx: BridgeServices, caller: Caller): McpServer {
   const server = new McpServer({ name: 'agent-bridge', version: ctx.version }, { instructions: INSTRUCTIONS });
   const own = { ...ctx, cells: ctx.cells.as(readerOf(caller)) }; // read-before-write is kept per client
-  const rows = [...codeTools(own), ...cellTools(own), ...changeTools(own), ...runTools(own, caller)];
+  const rows = [...codeTools(own), ...cellTools(own), ...changeTools(own), ...runTools(own, caller), presenceTool(own)];
   registerTools(server, ctx.access, caller, rows);
   serveCompactToolList(server, rows);
   return server;

@@ -137,10 +137,13 @@ export function registerTools(server: McpServer, gate: Gate, caller: Caller, row
 /**
  * Answers `tools/list` with the rows' schemas as compact JSON Schema: every byte of the list is
  * read by the model at the start of each session. What says nothing to a model is left out: the
- * `$schema` line of each schema, integers' safe-integer bounds, `propertyNames` of string keys,
+ * `$schema` line of each schema, `propertyNames` of string keys,
  * and the SDK's `execution` (tasks are not supported, which is also what its absence says); nor
- * what the arguments' check says better when it refuses them: strings' `minLength: 1` and
- * objects' `additionalProperties: false` (an empty string or an unknown key is refused naming it).
+ * what the arguments' check says better when it refuses them: strings' `minLength: 1`, bounds
+ * (`minimum`, `maximum`, `minItems`, `maxItems`), patterns, and objects' `additionalProperties: false` (an
+ * empty string, a value out of bounds or an unknown key is refused naming it). A union of objects
+ * told apart by `op` (edit_cells' ops) is listed as one object: the ops by name and their fields
+ * together; the check still refuses a field that the op does not take, naming those it takes.
  */
 export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]): void {
   const schema = (zod: z.ZodType, io: 'input' | 'output') => {
@@ -148,14 +151,15 @@ export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]
       target: 'draft-7',
       io,
       override: ({ jsonSchema: s }) => {
-        if (s.minimum === Number.MIN_SAFE_INTEGER) delete s.minimum;
-        if (s.maximum === Number.MAX_SAFE_INTEGER) delete s.maximum;
         if (s.minLength === 1) delete s.minLength;
         if (s.propertyNames && Object.keys(s.propertyNames).join() === 'type') delete s.propertyNames;
-        if (s.additionalProperties === false) delete s.additionalProperties;
+        if (s.additionalProperties === false || isEmptySchema(s.additionalProperties)) delete s.additionalProperties;
+        if (isEmptySchema(s.properties) && !s.required) delete s.properties;
+        for (const bound of ['minimum', 'exclusiveMinimum', 'maximum', 'minItems', 'maxItems', 'pattern'] as const)
+          delete s[bound];
       },
     });
-    return json;
+    return mergeOpUnions(json) as typeof json;
   };
   const tools: Tool[] = rows.map((row) => ({
     name: row.name,
@@ -165,4 +169,28 @@ export function serveCompactToolList(server: McpServer, rows: readonly ToolRow[]
     ...(row.annotations ? { annotations: row.annotations } : {}),
   }));
   server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+}
+
+const isEmptySchema = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+
+type JsonSchema = { [key: string]: unknown };
+
+/** A `oneOf` of objects each with a constant `op` becomes one object: `op` an enum, the fields merged. */
+function mergeOpUnions(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(mergeOpUnions);
+  if (typeof node !== 'object' || node === null) return node;
+  const out: JsonSchema = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, mergeOpUnions(v)]));
+  const variants = out['oneOf'];
+  const ops = Array.isArray(variants)
+    ? (variants as JsonSchema[]).map(
+        (v) => ((v['properties'] as JsonSchema | undefined)?.['op'] as JsonSchema | undefined)?.['const'],
+      )
+    : [];
+  if (!ops.length || ops.some((op) => typeof op !== 'string')) return out;
+  const properties: JsonSchema = { op: { type: 'string', enum: ops } };
+  for (const v of variants as JsonSchema[])
+    for (const [name, field] of Object.entries(v['properties'] as JsonSchema)) if (name !== 'op') properties[name] ??= field;
+  const { oneOf: _variants, ...rest } = out;
+  return { ...rest, type: 'object', properties, required: ['op'] };
 }

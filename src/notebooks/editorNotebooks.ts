@@ -53,6 +53,8 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   );
   private readonly stamps = new FileStamps();
   private readonly reports: vscode.Disposable[];
+  /** Cell texts the bridge is writing now: the editor reports their change before the write resolves. */
+  private readonly writing = new Set<vscode.TextDocument>();
 
   constructor(
     private readonly sessions: Sessions,
@@ -103,6 +105,21 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
   /** The stable id of a cell of an open notebook. */
   cellId(cell: vscode.NotebookCell): string {
     return this.ids.id(cell);
+  }
+
+  /** Whether a change of this cell text is the bridge's own write under way (not the person typing). */
+  isWriting(document: vscode.TextDocument): boolean {
+    return this.writing.has(document);
+  }
+
+  /** Applies an edit that writes these cell texts, which are marked as the bridge's while it applies. */
+  private async write(edit: vscode.WorkspaceEdit, texts: readonly vscode.TextDocument[]): Promise<boolean> {
+    for (const document of texts) this.writing.add(document);
+    try {
+      return await vscode.workspace.applyEdit(edit);
+    } finally {
+      for (const document of texts) this.writing.delete(document);
+    }
   }
 
   defaultLanguage(uri: string): string {
@@ -191,7 +208,13 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
       wrote: t.code,
     }));
     const metadata = step.metadata.map((m) => ({ cell: cells[m.index]!, was: cells[m.index]!.metadata }));
-    if (!(await vscode.workspace.applyEdit(edit))) return false;
+    if (
+      !(await this.write(
+        edit,
+        texts.map((t) => t.document),
+      ))
+    )
+      return false;
     applied.texts.push(...texts);
     applied.metadata.push(...metadata);
 
@@ -239,10 +262,15 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
         .filter((m) => present.has(m.cell))
         .map((m) => vscode.NotebookEdit.updateCellMetadata(now.indexOf(m.cell), m.was)),
     ]);
-    for (const t of applied.texts)
-      if (!t.document.isClosed && t.document.getText() === t.wrote) edit.replace(t.document.uri, fullRange(t.document), t.was);
+    const rewound = applied.texts.filter((t) => !t.document.isClosed && t.document.getText() === t.wrote);
+    for (const t of rewound) edit.replace(t.document.uri, fullRange(t.document), t.was);
     const label = this.sessions.label(notebook);
-    if (!(await vscode.workspace.applyEdit(edit))) {
+    if (
+      !(await this.write(
+        edit,
+        rewound.map((t) => t.document),
+      ))
+    ) {
       this.log.warn(`${label}: a batch failed midway and could not be taken back; its first steps stay applied`);
       throw new BridgeError(
         'stale',

@@ -161,6 +161,13 @@ export const routes: readonly Route<RouteContext>[] = [
   // the query of GET/DELETE and in the body of POST/PATCH; omitted, the only open notebook.
   route({ method: 'get', path: '/notebooks', handle: async (_i, ctx) => ({ notebooks: await ctx.cells.notebooks() }) }),
   route({ method: 'get', path: '/notebooks/active', handle: (_i, ctx) => ctx.cells.active() }),
+  // Who is where: the person's cells, the agents' and what runs for whom (src/core/agents/presence.ts).
+  route({
+    method: 'get',
+    path: '/notebooks/presence',
+    query: notebookQuery,
+    handle: ({ query }, ctx) => ctx.cells.presence(query.notebook),
+  }),
   route({
     method: 'get',
     path: '/notebooks/cells',

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { HttpResult } from '../../sandbox-test/http';
 import { sleep } from '../../src/core/sleep';
-import { contents, personTypes, poll, useBridge } from './support';
+import { contents, personStops, personTypes, poll, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;
@@ -93,8 +93,12 @@ describe('cell routes in VS Code', function () {
     assert.equal(body.cell.code, 'x = 100  # typed by the person');
     assert.ok(body.cell.version > cell.version);
     assert.equal(doc.cellAt(0).document.getText(), 'x = 100  # typed by the person');
-    // Having read it again, the agent may write.
+    // Having read it again, the agent may write, once the person has stopped typing in it.
     await cellsOf(session);
+    const typing = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: session, code: 'x = 2' });
+    assert.equal(typing.status, 409, typing.text);
+    assert.match(typing.json<{ detail: string }>().detail, /the person is editing this cell right now/);
+    await personStops(bridge.client, session);
     const ok = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: session, code: 'x = 2' });
     assert.equal(ok.status, 200, ok.text);
     assert.equal(doc.cellAt(0).document.getText(), 'x = 2');

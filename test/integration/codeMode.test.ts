@@ -6,7 +6,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import type { SseResult } from '../../sandbox-test/http';
-import { contents, personTypes, poll, useBridge } from './support';
+import { contents, personStops, personTypes, poll, useBridge } from './support';
 
 const texts = (doc: vscode.NotebookDocument) => doc.getCells().map((c) => c.document.getText());
 const stdoutOf = (cell: vscode.NotebookCell) =>
@@ -100,6 +100,7 @@ describe('code mode (agent_bridge) in VS Code', function () {
     assert.match(r.stderr, /\bStaleCellError: ctx\.edit_cell\(0\): Cell [\w-]+ \(index 0\) changed since you read it/);
     assert.deepEqual(texts(doc), ['x = 100', 'y = 2'], 'nothing changed');
 
+    await personStops(bridge.client, session); // a write to a cell the person typed in waits (presence)
     const retry = await execute(
       session,
       'import agent_bridge as cm',

@@ -18,6 +18,18 @@ export interface Advert {
   token: string | null;
 }
 
+/**
+ * Waits until the person has not typed in the notebook's cells for 10 s: till then a write to a
+ * cell they typed in is refused as theirs (presence), apart from read-before-write.
+ */
+export async function personStops(client: BridgeClient, session: string): Promise<void> {
+  await poll('the person to stop typing', 20_000, async () => {
+    const r = await client.get(`/notebooks/presence?notebook=${session}`);
+    assert.equal(r.status, 200, r.text);
+    return r.json<{ person: { cells: { editing: boolean }[] } }>().person.cells.some((c) => c.editing) ? undefined : true;
+  });
+}
+
 /** Polls `probe` until it gives a value; a throwing probe counts as "not yet" (its message is kept). */
 export async function poll<T>(what: string, timeoutMs: number, probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
   const end = Date.now() + timeoutMs;

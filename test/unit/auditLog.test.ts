@@ -23,6 +23,7 @@ function entry(code: string, kind: AccessKind = 'execute', outcome: ActionOutcom
       claim: 'unit-agent',
       credential: undefined,
       owner: undefined,
+      reader: { key: 'claim:unit-agent', label: 'unit-agent (unverified)' },
       kind,
       label: kind === 'execute' ? 'scratchpad run' : 'cell edit',
       notebook: 's_aaaaaa',

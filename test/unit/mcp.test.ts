@@ -128,7 +128,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
       assert.deepEqual([...(edit.inputSchema.required ?? [])].sort(), ['ref']);
     });
 
-    it('tools/list takes at most 13 KB (the long text is in the skill)', async () => {
+    it('tools/list takes at most 12 KB (the long text is in the skill)', async () => {
       const res = await toolsListRaw();
       assert.equal(res.status, 200);
       const data = res.body
@@ -136,7 +136,7 @@ describe('MCP over Streamable HTTP (SDK client, fake notebooks)', () => {
         .find((l) => l.startsWith('data: '))!
         .slice(6);
       const bytes = Buffer.byteLength(data);
-      assert.ok(bytes <= 13 * 1024, `tools/list is ${bytes} bytes`);
+      assert.ok(bytes <= 12 * 1024, `tools/list is ${bytes} bytes`);
     });
 
     it('list_sessions names each notebook by file name, path and session id', async () => {

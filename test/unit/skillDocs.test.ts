@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { cellTools } from '../../src/mcp/cellTools';
 import { codeTools } from '../../src/mcp/tools';
+import { presenceTool } from '../../src/mcp/presenceTool';
 import { runTools } from '../../src/mcp/runTools';
 import { clearBody, createBody, editBody, editsBody, runManyBody, saveBody } from '../../src/core/cells/cellSchemas';
 import { routes, type RouteContext } from '../../src/server/routes';
@@ -30,6 +31,7 @@ function toolNames(): string[] {
     ...codeTools(ctx),
     ...cellTools(ctx),
     ...runTools(ctx, { client: '', about: '', claim: undefined, credential: undefined, owner: undefined }),
+    presenceTool(ctx),
   ].map((t) => t.name);
 }
 

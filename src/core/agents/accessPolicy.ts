@@ -5,10 +5,11 @@
  * (view, cell marks, audit log). No vscode, no HTTP types here.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ClientRegistry, type Caller } from './clients';
+import { ClientRegistry, readerOf, type Caller } from './clients';
 import { BridgeError } from '../bridgeError';
 import { recordOutcome, type ActionOutcome, type OutcomeKind } from '../outcome';
 import { jsonHead } from '../text/jsonHead';
+import type { Reader } from '../model/versions';
 import {
   asksPerson,
   describeFinding,
@@ -63,6 +64,11 @@ export interface AgentAction extends ActionRequest {
   readonly id: number;
   /** Its credential was minted for it: the client sent none (so it owns no earlier change). */
   readonly minted?: true;
+  /**
+   * Who the request is to the cell service and presence: its client as the request came
+   * (`readerOf`), never a credential minted for it now, which its other requests may not carry.
+   */
+  readonly reader: Reader;
   /** Epoch milliseconds. */
   readonly startedAt: number;
   /** One line for lists. */
@@ -341,7 +347,7 @@ export class Gate {
       caller = this.identities.identify(this.identities.mint(request.claim, via), request.claim);
       issue(caller.credential!);
     }
-    const activity = this.begin({ ...request, ...caller, ...(issue && { minted: true as const }) }, at);
+    const activity = this.begin({ ...request, ...caller, ...(issue && { minted: true as const }) }, at, readerOf(request));
     const { action } = activity;
     let refusal = typeof ruling === 'object' ? ruling.refuse : ruling === 'ask' ? await this.ask(action) : null;
     // An approval that lands after the client left starts nothing.
@@ -390,9 +396,15 @@ export class Gate {
     throw new BridgeError('refused', detail);
   }
 
-  /** An action recorded as started. */
-  private begin(request: ActionRequest & { readonly minted?: true }, at: number): Activity {
-    const action: AgentAction = { ...request, id: this.nextId++, startedAt: at, summary: summarize(request.label, request.code) };
+  /** An action recorded as started; `reader`: its client as the request came (before any credential minted for it). */
+  private begin(request: ActionRequest & { readonly minted?: true }, at: number, reader = readerOf(request)): Activity {
+    const action: AgentAction = {
+      ...request,
+      reader,
+      id: this.nextId++,
+      startedAt: at,
+      summary: summarize(request.label, request.code),
+    };
     const activity = new Activity(action, (a, end) => this.finished(a, end), this.now);
     this.running.add(activity);
     for (const sink of this.sinks) sink.started(action);

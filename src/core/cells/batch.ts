@@ -10,6 +10,7 @@ import type {
 } from '../model/cellService';
 import type { WriteGuard } from '../model/versions';
 import { BridgeError } from '../bridgeError';
+import { personEditingError, type PersonTyping } from '../agents/presence';
 import { cellIndexer } from './refs';
 
 /**
@@ -45,6 +46,8 @@ export interface PlanOptions {
   newId: () => string;
   /** Why writing this cell would clobber unread changes (409), with the body's extra fields; else undefined. */
   checkWrite: (cell: CellState, index: number, guard: WriteGuard) => { why: string; extra: Record<string, unknown> } | undefined;
+  /** Milliseconds since the person typed in the cell, while that makes a write to it wait (presence.ts); else undefined. */
+  personTyping?: (cell: CellState) => number | undefined;
   /** How op `i` is named in messages (default `ops.<i>: `). */
   where?: (i: number) => string;
 }
@@ -68,6 +71,8 @@ export interface Plan {
   readonly names: ReadonlyMap<string, string>;
   /** True when applying the change would change nothing. */
   readonly empty: boolean;
+  /** Cells the person is typing in that the batch writes anyway, by `force` (the person is told). */
+  readonly overTyping: readonly PersonTyping[];
 }
 
 interface Entry {
@@ -238,6 +243,16 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     const conflict = options.checkWrite(cells[w.index]!, w.index, w.guard);
     if (conflict) throw new OpError('stale', w.op, conflict.why, where(w.op), conflict.extra);
   }
+  // Then the person's cursor: every cell they are typing in is named, and nothing changes.
+  const typed = writes.flatMap((w) => {
+    const ms = options.personTyping?.(cells[w.index]!);
+    return ms === undefined ? [] : [{ op: w.op, id: cells[w.index]!.id, index: w.index, ms, force: w.guard.force === true }];
+  });
+  const typing = typed.filter((t) => !t.force);
+  if (typing.length) {
+    const ops = typing.map((t) => where(t.op).replace(/:\s*$/, '')).filter(Boolean);
+    throw personEditingError(typing, ops.length ? `${ops.join(', ')}: ` : '');
+  }
 
   const change = toChange(cells, list);
   const kept = new Set(list.map((e) => e.id));
@@ -248,6 +263,7 @@ export function planBatch(cells: readonly CellState[], ops: readonly BatchOp[], 
     created,
     names,
     empty: change.texts.length === 0 && change.metadata.length === 0 && change.splices.length === 0,
+    overTyping: typed.map(({ id, index, ms }) => ({ id, index, ms })),
   };
 }
 

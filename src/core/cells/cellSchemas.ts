@@ -12,9 +12,7 @@ export const kind = z.enum(['code', 'markup']);
 const strict = z
   .boolean()
   .optional()
-  .describe(
-    'true: refuse Python that uses a name no cell defines or defines one another cell does; false: write Python too deeply nested to check (refused by default).',
-  );
+  .describe('true: refuse undefined or twice-defined names; false: allow code too nested to check.');
 const language = z.string().min(1);
 const code = z.string({ error: '"code" must be the whole new text of the cell ("" empties it)' });
 /** nbformat's cell metadata (for .ipynb): replaces the whole of it. */

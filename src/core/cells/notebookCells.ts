@@ -40,6 +40,8 @@ import type { RunTicket } from '../model/runTicket';
 import { errorNames, logicalItems, OutputFollower, shapeOutputs } from '../outputs/cellOutputs';
 import { cellIndexer, notebookLabel, resolveCellIndex, resolveNotebook } from './refs';
 import { CellSeries } from './series';
+import { Presence } from '../agents/presence';
+import type { PresenceAnswer } from '../model/presenceAnswer';
 import { KERNEL_READER, ReadTracker, type Reader, type WriteGuard } from '../model/versions';
 import type { RiskChecks, RunPiece } from './riskChecks';
 import { riskField, type RiskReport } from '../model/riskScan';
@@ -60,6 +62,8 @@ export interface NotebookCellsOptions {
   onApplying?: (notebook: string, before: readonly CellSnapshot[], planned: readonly CellLook[]) => Promise<Journal | undefined>;
   /** Times each write's parts, when the bench asks. */
   spans?: EditSpans;
+  /** Where agents and the person are (the cells requests read, write and run are noted there). */
+  presence?: Presence;
   /** Scans the code of every cell run before it starts, and rules on it (riskChecks.ts). */
   risk?: Pick<RiskChecks, 'vet' | 'scan'>;
   /** Puts a yes-or-no question to the person (none: every such question is answered no). */
@@ -82,11 +86,15 @@ export class NotebookCells implements CellService {
   private readonly writes = new KeyedQueue();
   /** Notebooks the agents changed or ran since they were opened (what "save all" saves). */
   private readonly touched = new Set<string>();
+  /** Where agents and the person are: noted as requests go (never waited on). */
+  private readonly whereabouts: Presence;
 
   constructor(
     private readonly docs: OpenNotebooks,
     private readonly options: NotebookCellsOptions,
-  ) {}
+  ) {
+    this.whereabouts = options.presence ?? new Presence();
+  }
 
   /** This service as `reader` sees it: the same notebooks, queues and records, with reads and writes kept as theirs. */
   as(reader: Reader): CellService {
@@ -127,6 +135,7 @@ export class NotebookCells implements CellService {
     const graph = await this.graph(entry, snapshots, status);
     const view = read ? this.show.bind(this) : this.view.bind(this);
     const cells = snapshots.map((c, i) => ({ ...view(entry, c, i, status), ...graph?.get(c.id) }));
+    this.whereabouts.read(this.reader, entry.uri, null);
     return { notebook: withKernel(entry, kernel), cells };
   }
 
@@ -142,7 +151,13 @@ export class NotebookCells implements CellService {
     const cells = this.docs.cells(notebook.uri);
     const index = resolveCellIndex(ids(cells), cell, notebookLabel(notebook));
     const graph = await this.graph(notebook, cells, status);
+    this.whereabouts.read(this.reader, notebook.uri, cells[index]!.id);
     return { ...this.show(notebook, cells[index]!, index, status), ...graph?.get(cells[index]!.id) };
+  }
+
+  async presence(ref: string | undefined): Promise<PresenceAnswer> {
+    const notebook = this.notebook(ref);
+    return this.whereabouts.answer(notebook, this.docs.cells(notebook.uri), this.reader);
   }
 
   /**
@@ -377,6 +392,7 @@ export class NotebookCells implements CellService {
     const notebook = this.notebook(ref);
     const cells = this.docs.cells(notebook.uri);
     const snapshot = cells[resolveCellIndex(ids(cells), cell, notebookLabel(notebook))]!;
+    this.whereabouts.read(this.reader, notebook.uri, snapshot.id);
     const raw = snapshot.outputs[output] && logicalItems(snapshot.outputs[output])[item];
     if (!raw) {
       throw new BridgeError(
@@ -425,6 +441,7 @@ export class NotebookCells implements CellService {
                 extra: { changedBy: refused.changedBy, cell: this.view(notebook, cells[index]!, index, status) },
               };
         },
+        personTyping: (cell) => this.whereabouts.personTyping(notebook.uri, cell.id),
       });
       // Runs are checked before anything changes, against the notebook the batch leaves.
       const inLayout = cellIndexer(
@@ -451,6 +468,11 @@ export class NotebookCells implements CellService {
         strict,
       );
       span?.checked();
+      this.whereabouts.wrote(
+        this.reader,
+        notebook.uri,
+        plan.layout.filter((c) => c.touched).map((c) => c.id),
+      );
 
       let journal: Journal | undefined;
       if (!plan.empty) {
@@ -464,6 +486,7 @@ export class NotebookCells implements CellService {
         }
         this.touched.add(notebook.uri);
       }
+      if (plan.overTyping.length) this.whereabouts.overTyping(this.reader, notebook.uri, plan.overTyping);
       this.tracker.forget(notebook.uri, plan.deleted);
       const after = this.docs.cells(notebook.uri);
       if (journal) journal.end(after);
@@ -544,6 +567,7 @@ export class NotebookCells implements CellService {
     const before = await this.vetted(notebook, cellIds);
     this.touched.add(notebook.uri);
     const tickets = await this.docs.execute(notebook.uri, cellIds, stopAfterFailure);
+    this.whereabouts.ran(this.reader, notebook.uri, tickets);
     const outputs = new Map(before.cells.map((c) => [c.id, c.outputs]));
     return tickets.map((ticket) => {
       const risk = before.risk?.findings.filter((f) => f.cell === ticket.cellId);
@@ -633,7 +657,8 @@ export class NotebookCells implements CellService {
 
   /** `kernel`: the notebook's kernel, to tell its runs from earlier ones (undefined: a run this window saw is one). */
   private view(notebook: NotebookEntry, cell: CellSnapshot, index: number, kernel?: KernelStatus): CellView {
-    return cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
+    const view = cellView(notebook, cell, index, this.options.outputTextLimit(), kernel);
+    return this.whereabouts.personTyping(notebook.uri, cell.id) === undefined ? view : { ...view, personEditing: true };
   }
 
   /** A view the agent is shown: from now on, writes compare against this version. */

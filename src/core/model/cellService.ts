@@ -9,6 +9,7 @@ import type { RunOutcome } from '../outcome';
 import type { RunTicket } from './runTicket';
 import type { Reader, WriteGuard } from './versions';
 import type { EditStopwatch } from '../flow/editSpans';
+import type { PresenceAnswer } from './presenceAnswer';
 import type { RiskReport } from './riskScan';
 import type { CellDataflow, FactSource, RunDataflow, StaleCell } from './cellGraph';
 
@@ -118,6 +119,8 @@ export interface CellView {
   readonly dataflow?: CellDataflow;
   /** On a write's answer only: what the check of the written Python found (codeChecks.ts). */
   readonly warnings?: readonly string[];
+  /** The person typed in it in the last 10 s: a write to it is refused unless forced (presence.ts). */
+  readonly personEditing?: true;
 }
 
 /**
@@ -296,6 +299,8 @@ export interface CellService {
   as(reader: Reader): CellService;
   notebooks(): Promise<NotebookInfo[]>;
   active(): Promise<ActiveNotebook>;
+  /** Where the person and the agents are in the notebook now, and what runs for whom (presence.ts). */
+  presence(notebook: string | undefined): Promise<PresenceAnswer>;
   /** `read: false`: the answer does not count as a read of the cells (a brief list, which shows no code). */
   list(notebook: string | undefined, options?: { read?: boolean }): Promise<{ notebook: NotebookInfo; cells: CellView[] }>;
   get(notebook: string | undefined, ref: CellRef): Promise<CellView>;

@@ -116,6 +116,7 @@ class CappedCells implements CellService {
 
   notebooks = () => this.cells.notebooks();
   active = () => this.cells.active();
+  presence: CellService['presence'] = (notebook) => this.cells.presence(notebook);
   list: CellService['list'] = (notebook, options) => this.cells.list(notebook, options);
   get: CellService['get'] = (notebook, ref) => this.cells.get(notebook, ref);
   create: CellService['create'] = (notebook, cell) => this.cells.create(notebook, cell);

@@ -13,6 +13,7 @@ import { RunHistory } from '../../../src/core/runs/runHistory';
 import type { RiskScanner } from '../../../src/core/model/riskScan';
 import { NotebookCells, type NotebookCellsOptions } from '../../../src/core/cells/notebookCells';
 import { MARIMO_PROTOCOL_VERSION } from '../../../src/core/runs/marimoVersion';
+import type { Presence } from '../../../src/core/agents/presence';
 import { lazyMcp } from '../../../src/mcp/lazy';
 import { createApp, listen, type RunningServer } from '../../../src/server/app';
 import { BearerCheck } from '../../../src/server/bearerCheck';
@@ -41,6 +42,7 @@ export function startTestServer(options: {
   log?: Log;
   access?: Gate;
   analyzer?: CodeAnalyzer;
+  presence?: Presence;
   /** Reads code for the risk scan (default: a fake that finds nothing). */
   scanner?: RiskScanner;
   /** The run history (default: an empty one kept nowhere); it records only when it is among `access`'s sinks. */
@@ -57,6 +59,7 @@ export function startTestServer(options: {
     outputTextLimit: () => options.outputTextLimit ?? 100,
     onApplied: (notebook, before, after) => checkpoints.record(notebook, before, after),
     ...(options.analyzer && { analyzer: options.analyzer }),
+    ...(options.presence && { presence: options.presence }),
     risk,
     ...(options.confirm && { confirm: options.confirm }),
   });
