@@ -1,5 +1,6 @@
 /**
- * The sandbox harness: `tsx sandbox-test/run.ts [--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]...`.
+ * The sandbox harness: `tsx sandbox-test/run.ts [--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]...
+ * [--refresh-screenshots]`.
  *
  * Builds and packages the extension (unless --no-build), then runs the checks as mocha suites
  * (spec reporter): the root hooks (rootHooks.ts) launch an isolated VS Code with the .vsix
@@ -14,6 +15,8 @@
  * Environment: MARIMO_PAIR_SCRIPTS=<folder with marimo-pair's scripts> enables the script checks.
  * Without them those checks are pending, by name, under a suite title that says why.
  * KEEP_LOGS=<dir> keeps the sandbox's logs; VERBOSE=1 prints check notes of passing checks too.
+ * `--refresh-screenshots` (or SANDBOX_REFRESH_SCREENSHOTS=1) writes the Marketplace page's
+ * screenshots into media/screenshots/ (showcase.ts); without it they go to sandbox-results/.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -52,7 +55,7 @@ import { errorMessage } from '../src/core/errorMessage';
 
 const DEFAULT_VSIX = path.join(REPO_ROOT, 'dist', 'agent-bridge.vsix');
 
-/** `[--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]...`; a given .vsix is used as it is, not built. */
+/** `[--no-build] [--only TEXT] [--vsix FILE] [--extension FILE]... [--refresh-screenshots]`; a given .vsix is used as it is, not built. */
 function options(): { build: boolean; only: string | undefined; vsix: string; extensions: GivenExtension[] } {
   const { values } = parseArgs({
     options: {
@@ -60,8 +63,11 @@ function options(): { build: boolean; only: string | undefined; vsix: string; ex
       only: { type: 'string' },
       vsix: { type: 'string' },
       extension: { type: 'string', multiple: true },
+      'refresh-screenshots': { type: 'boolean', default: false },
     },
   });
+  // Read by the checks that take the Marketplace page's screenshots (showcase.ts).
+  if (values['refresh-screenshots']) process.env.SANDBOX_REFRESH_SCREENSHOTS = '1';
   return {
     build: !values['no-build'] && !values.vsix,
     only: values.only,

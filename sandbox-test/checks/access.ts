@@ -4,28 +4,18 @@
  * view's rows read from the DOM, and a marked cell's status bar item. Screenshots of the view, a
  * marked cell and the ask prompt go to sandbox-results/ (what the person sees; look at them).
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { eq, fail, includes, ok, show } from '../assert';
-import { REPO_ROOT } from '../vscode';
-import type { BridgeClient } from '../http';
-import { type CheckContext, checkRun, context } from './context';
+import { checkRun, suiteState } from './context';
+import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
+import { showcase } from '../showcase';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { toolJson } from './jupyter';
 
-export const RESULTS_DIR = path.join(REPO_ROOT, 'sandbox-results');
 const AGENT = 'harness-agent';
 const headers = { 'x-agent-bridge-client': AGENT };
-
-export async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<void> {
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = path.join(RESULTS_DIR, name);
-  await page.screenshot({ path: file });
-  note(`screenshot ${path.relative(REPO_ROOT, file)}`);
-}
 
 /** Opens the Agent Bridge side bar from the activity bar (its icon may carry a badge over it). */
 export async function openAgentBridge(page: Page): Promise<void> {
@@ -76,100 +66,116 @@ export async function pickMode(page: Page, mode: string): Promise<void> {
 
 /** The `access` suite's checks. */
 export function accessChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let sid: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    sid = ctx.analysis.session.id;
-  });
-  const page = () => ctx.sandbox.page;
+  const ctx = suiteState((c) => ({ sid: c.analysis.session.id }));
+
+  /** Runs `body` with the access mode set to `mode` in the status bar, and sets it back to full after. */
+  const inMode = async (mode: string, body: () => Promise<void>) => {
+    await pickMode(ctx.page, mode);
+    try {
+      await body();
+    } finally {
+      await pickMode(ctx.page, 'full');
+    }
+  };
+
+  /**
+   * Sends `code` as a scratchpad run of the harness agent's, waits for the person's prompt showing
+   * `prompted`, saves it as the screenshot `shot` and clicks `button`; the prompt's text and the run's answer.
+   */
+  const answerPrompt = async (
+    code: string,
+    prompted: string,
+    button: 'Allow' | 'Deny',
+    shot: string,
+    note: (m: string) => void,
+  ) => {
+    const run = ctx.client.execute(ctx.sid, code, { headers, timeoutMs: 30_000 });
+    const toast = ctx.page.locator('.notification-toast', { hasText: prompted }).first();
+    await toast.waitFor({ state: 'visible', timeout: 10_000 });
+    const prompt = await toast.innerText();
+    await sleep(600); // the toast slides in
+    await screenshot(ctx.page, shot, note);
+    await toast.locator('.monaco-button', { hasText: new RegExp(`^${button}$`) }).click({ timeout: 5_000 });
+    return { prompt, result: await run.result };
+  };
 
   it('access: ask mode, the person allows a run from the notification', async () => {
     const { note } = checkRun();
-    await pickMode(page(), 'ask');
-    try {
-      const run = client.execute(sid, 'print("allowed", 6 * 7)', { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: `${AGENT} (unverified) wants a scratchpad run` });
-      await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
-      includes(await toast.first().innerText(), 'print("allowed", 6 * 7)', 'the prompt shows the code');
-      await sleep(600); // the toast slides in
-      await screenshot(page(), 'access-ask-prompt.png', note);
-      await toast
-        .first()
-        .locator('.monaco-button', { hasText: /^Allow$/ })
-        .click({ timeout: 5_000 });
-      const result = await run.result;
+    await inMode('ask', async () => {
+      const { prompt, result } = await answerPrompt(
+        'print("allowed", 6 * 7)',
+        `${AGENT} (unverified) wants a scratchpad run`,
+        'Allow',
+        'access-ask-prompt.png',
+        note,
+      );
+      includes(prompt, 'print("allowed", 6 * 7)', 'the prompt shows the code');
       eq(result.status, 200, 'status after Allow');
       eq(result.stdout, 'allowed 42\n', 'stdout after Allow');
-    } finally {
-      await pickMode(page(), 'full');
-    }
+    });
   }).timeout(45_000);
 
   it('access: ask-risky mode, print(1) runs unasked; a subprocess run raises the prompt with its finding, and Deny runs nothing', async () => {
     const { note, signal } = checkRun();
-    await pickMode(page(), 'ask-risky');
-    try {
-      const quiet = await client.run(sid, 'print(1)', { headers, signal });
+    await inMode('ask-risky', async () => {
+      const quiet = await ctx.client.run(ctx.sid, 'print(1)', { headers, signal });
       eq(quiet.status, 200, 'print(1) status');
       eq(quiet.stdout, '1\n', 'print(1) ran with no prompt');
       // What it would leave behind in the kernel (a scratchpad keeps changes to modules).
       const risky = 'import builtins; builtins.risky_ran = True\nimport subprocess; subprocess.run(["true"])';
-      const run = client.execute(sid, risky, { headers, timeoutMs: 30_000 });
-      const toast = page().locator('.notification-toast', { hasText: 'that the risk scan flags' });
-      await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
-      const text = await toast.first().innerText();
-      note(`prompt: ${show(text, 400)}`);
-      includes(text, `${AGENT} (unverified) wants a scratchpad run`, 'the prompt names the client and the action');
-      includes(text, 'line 2: subprocess.run (critical): starts a program: true', 'the prompt shows the finding with its line');
-      includes(text, 'Allow This Kind for 10 Minutes', 'the prompt offers to allow this kind');
-      await sleep(600); // the toast slides in
-      await screenshot(page(), 'access-ask-risky-prompt.png', note);
-      await toast
-        .first()
-        .locator('.monaco-button', { hasText: /^Deny$/ })
-        .click({ timeout: 5_000 });
-      const result = await run.result;
+      const { prompt, result } = await answerPrompt(
+        risky,
+        'that the risk scan flags',
+        'Deny',
+        'access-ask-risky-prompt.png',
+        note,
+      );
+      note(`prompt: ${show(prompt, 400)}`);
+      includes(prompt, `${AGENT} (unverified) wants a scratchpad run`, 'the prompt names the client and the action');
+      includes(prompt, 'line 2: subprocess.run (critical): starts a program: true', 'the prompt shows the finding with its line');
+      includes(prompt, 'Allow This Kind for 10 Minutes', 'the prompt offers to allow this kind');
       eq(result.status, 403, 'status after Deny');
       includes(result.raw, 'subprocess.run', 'the refusal names the finding');
-      const after = await client.run(sid, 'import builtins; print(getattr(builtins, "risky_ran", False))', { headers, signal });
+      const after = await ctx.client.run(ctx.sid, 'import builtins; print(getattr(builtins, "risky_ran", False))', {
+        headers,
+        signal,
+      });
       eq(after.stdout, 'False\n', 'the denied code did not run');
-    } finally {
-      await pickMode(page(), 'full');
-    }
+    });
   }).timeout(60_000);
 
   it('access: dryRun scans and runs nothing; the runs list, get and rerun over HTTP and MCP', async () => {
     const { note, signal } = checkRun();
     const probe = 'import builtins; builtins.dry_ran = True\nimport os; os.system("true")';
-    const dry = await client.post(
+    const dry = await ctx.client.post(
       '/api/kernel/execute',
       { code: probe, dryRun: true },
-      { headers: { ...headers, 'marimo-session-id': sid }, signal },
+      { headers: { ...headers, 'marimo-session-id': ctx.sid }, signal },
     );
     eq(dry.status, 200, `dryRun status (${show(dry.text, 300)})`);
     const report = (JSON.parse(dry.text) as { risk: { level: string; findings: { pattern: string; line: number }[] } }).risk;
     eq(report.level, 'critical', 'dryRun level');
     eq(report.findings[0]?.pattern, 'os.system', 'dryRun finding');
-    const after = await client.run(sid, 'import builtins; print(getattr(builtins, "dry_ran", False))', { headers, signal });
+    const after = await ctx.client.run(ctx.sid, 'import builtins; print(getattr(builtins, "dry_ran", False))', {
+      headers,
+      signal,
+    });
     eq(after.stdout, 'False\n', 'the dry run ran nothing');
 
     const marker = `history_${Date.now()}`;
-    const first = await client.run(sid, `print("${marker}")`, { headers, signal });
+    const first = await ctx.client.run(ctx.sid, `print("${marker}")`, { headers, signal });
     eq(first.status, 200, 'a run to list');
     // The credential the run was answered with makes its runs this client's own.
     const mine = { ...headers, 'x-agent-bridge-credential': String(first.headers['x-agent-bridge-credential']) };
-    const listed = await client.get(`/notebooks/runs?notebook=${sid}&limit=5`, { headers: mine, signal });
+    const listed = await ctx.client.get(`/notebooks/runs?notebook=${ctx.sid}&limit=5`, { headers: mine, signal });
     eq(listed.status, 200, `GET /notebooks/runs (${show(listed.text, 300)})`);
     note(`GET /notebooks/runs: ${show(listed.text, 1500)}`);
     const runs = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string; status: string; client: string }[] }).runs;
     const newest = runs[0]!;
     eq(newest.status, 'succeeded', 'the newest run');
-    const one = await client.get(`/notebooks/runs/${newest.id}`, { headers: mine, signal });
+    const one = await ctx.client.get(`/notebooks/runs/${newest.id}`, { headers: mine, signal });
     includes(one.text, marker, 'GET /notebooks/runs/:id has the code');
-    const rerun = await client.post(
+    const rerun = await ctx.client.post(
       `/notebooks/runs/${newest.id}/rerun`,
       { code: `print("${marker}", "again")` },
       { headers: mine, signal },
@@ -177,7 +183,7 @@ export function accessChecks(): void {
     eq(rerun.status, 200, `rerun (${show(rerun.text, 300)})`);
     eq((JSON.parse(rerun.text) as { stdout: string[] }).stdout.join(''), `${marker} again\n`, 'rerun with changed code');
     for (const other of [headers, { 'x-agent-bridge-client': 'someone-else' }]) {
-      const theirs = await client.get('/notebooks/runs', { headers: other, signal });
+      const theirs = await ctx.client.get('/notebooks/runs', { headers: other, signal });
       ok(!theirs.text.includes(newest.id), `a client without the credential sees none of these runs: ${show(theirs.text, 200)}`);
     }
 
@@ -192,11 +198,11 @@ export function accessChecks(): void {
       const call = async (name: string, args: object) =>
         toolJson((await mcp.callTool({ name, arguments: { ...args } })) as never);
       eq(
-        (await call('execute_code', { session_id: sid, code: `print("${marker}", "mcp")` }))['success'],
+        (await call('execute_code', { session_id: ctx.sid, code: `print("${marker}", "mcp")` }))['success'],
         true,
         'MCP execute_code',
       );
-      const mcpList = (await call('list_runs', { notebook: sid, limit: 3 })) as { runs: { id: string; label: string }[] };
+      const mcpList = (await call('list_runs', { notebook: ctx.sid, limit: 3 })) as { runs: { id: string; label: string }[] };
       note(`MCP list_runs: ${show(JSON.stringify(mcpList), 1500)}`);
       eq(mcpList.runs.length, 1, 'MCP list_runs: its own run only');
       eq(mcpList.runs[0]?.label, 'mcp execute_code', 'MCP list_runs: the newest run');
@@ -212,41 +218,41 @@ export function accessChecks(): void {
   it('access: "Open Agent Runs as a Notebook" writes the chosen runs as an .ipynb that opens, and its cells run', async () => {
     const { note, signal } = checkRun();
     const marker = `exported_${Date.now()}`;
-    eq((await client.run(sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to export');
-    await runCommand(page(), 'Agent Bridge: Open Agent Runs as a Notebook');
-    const input = page().locator('.quick-input-widget input.input');
-    await page()
+    eq((await ctx.client.run(ctx.sid, `print("${marker}")`, { headers, signal })).status, 200, 'a run to export');
+    await runCommand(ctx.page, 'Agent Bridge: Open Agent Runs as a Notebook');
+    const input = ctx.page.locator('.quick-input-widget input.input');
+    await ctx.page
       .locator('.quick-input-widget .monaco-list-row', { hasText: 'scratchpad run' })
       .first()
       .waitFor({ timeout: 10_000 });
     await input.first().fill(marker);
-    const row = page().locator('.quick-input-widget .monaco-list-row', { hasText: marker });
+    const row = ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: marker });
     await row.first().waitFor({ timeout: 10_000 });
     // The person checks the run (a click on its row toggles it) and accepts.
     try {
       await row.first().click({ timeout: 5_000 });
-      await page().keyboard.press('Enter');
+      await ctx.page.keyboard.press('Enter');
     } catch (error) {
-      await page().keyboard.press('Escape'); // the next checks need the workbench uncovered
+      await ctx.page.keyboard.press('Escape'); // the next checks need the workbench uncovered
       throw error;
     }
-    const tab = page().getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
+    const tab = ctx.page.getByRole('tab', { name: /agent-runs-.*\.ipynb/ });
     await tab
       .first()
       .waitFor({ state: 'visible', timeout: 15_000 })
       .catch(async () => {
-        await page().keyboard.press('Escape');
+        await ctx.page.keyboard.press('Escape');
         fail('no agent-runs-….ipynb editor opened');
       });
     await sleep(800);
-    await screenshot(page(), 'access-runs-notebook.png', note);
-    const notebooks = JSON.parse((await client.get('/notebooks', { headers, signal })).text) as {
+    await screenshot(ctx.page, 'access-runs-notebook.png', note);
+    const notebooks = JSON.parse((await ctx.client.get('/notebooks', { headers, signal })).text) as {
       notebooks: { path: string | null; uri: string }[];
     };
     const opened = notebooks.notebooks.find((n) => /agent-runs-.*\.ipynb$/.test(n.path ?? ''));
     ok(opened, `the exported notebook is not listed: ${show(JSON.stringify(notebooks), 400)}`);
     // Its kernel is the one the editor picked for it (Agent Bridge Python): an agent may not start one for a file outside the workspace.
-    const ran = await client.post(
+    const ran = await ctx.client.post(
       '/notebooks/run',
       { notebook: opened.path, all: true, wait: true, timeoutMs: 60_000 },
       { headers, signal, timeoutMs: 90_000 },
@@ -258,32 +264,32 @@ export function accessChecks(): void {
 
   it('access: a marked cell carries who changed it', async () => {
     const { note, signal } = checkRun();
-    const created = await client.post(
+    const created = await ctx.client.post(
       '/notebooks/cells',
-      { notebook: sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
+      { notebook: ctx.sid, code: `marked_by_agent = ${Date.now()}`, index: 0 },
       { headers, signal },
     );
     eq(created.status, 201, `POST /notebooks/cells (${show(created.text, 200)})`);
-    await page()
+    await ctx.page
       .getByRole('tab', { name: /analysis\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    const item = page().locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
+    const item = ctx.page.locator('.cell-statusbar-container', { hasText: `Added by ${AGENT} (unverified)` });
     await item
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })
       .catch(() => fail(`no cell status bar item "Added by ${AGENT} (unverified)" in the workbench`));
     includes(await item.first().innerText(), 'just now', 'the mark says how long ago');
-    await screenshot(page(), 'access-marked-cell.png', note);
+    await screenshot(ctx.page, 'access-marked-cell.png', note);
   }).timeout(30_000);
 
   it('access: the activity view lists the actions, newest first', async () => {
     const { note, signal } = checkRun();
-    const r = await client.run(sid, 'print("seen in the view")', { headers, signal });
+    const r = await ctx.client.run(ctx.sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
-    await openAgentBridge(page());
+    await openAgentBridge(ctx.page);
     // The record's rows (the agents at work now come first, as "Now: ..." rows: the presence suite reads them).
-    const rows = page()
+    const rows = ctx.page
       .locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row')
       .filter({ hasNotText: /^\s*Now: / });
     await rows
@@ -296,16 +302,18 @@ export function accessChecks(): void {
     includes(texts[0] ?? '', 'print("seen in the view")', 'the newest row');
     includes(texts[0] ?? '', `${AGENT} (unverified)`, 'the newest row names the client, as a claim');
     includes(texts[0] ?? '', 'succeeded', 'the newest row shows the outcome');
-    const message = await page().locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
+    const message = await ctx.page.locator('[id="workbench.view.extension.agentBridge"] .message').first().innerText();
     includes(message, ctx.advert.url, 'the view names the server');
     includes(message, 'access: full', 'the view names the access mode');
     includes(message, AGENT, 'the view names the recent clients');
     ok(!/gave no name|unknown/.test(message), `a recent client is unnamed: ${message}`);
-    await widenSideBar(page(), 450, note);
-    await screenshot(page(), 'access-view.png', note);
+    // The view beside the notebook whose first cell carries its mark: the Marketplace page's first picture.
+    await showcase(ctx.page, 'activity-marked-cell.png', note);
+    await widenSideBar(ctx.page, 450, note);
+    await screenshot(ctx.page, 'access-view.png', note);
     // Selecting the row opens the action's code, outcome and output.
     await rows.first().click({ timeout: 5_000 });
-    const detail = page().locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
+    const detail = ctx.page.locator('.editor-instance .view-lines', { hasText: 'print("seen in the view")' });
     await detail
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })

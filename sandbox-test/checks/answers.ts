@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { screenshot } from './access';
+import { screenshot } from '../screenshots';
 import { checkRun, context } from './context';
 import { callTool } from './jupyter';
 import { sleep } from '../../src/core/sleep';

@@ -10,9 +10,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
-import type { BridgeClient, HttpResult, RequestOptions } from '../http';
+import type { HttpResult, RequestOptions } from '../http';
 import { REPO_ROOT } from '../stack';
-import { type CheckContext, checkRun, context, type OpenedNotebook, readJson } from './context';
+import { checkRun, readJson, suiteState } from './context';
+import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
 
@@ -65,42 +66,35 @@ const items = (cell: Cell): OutputItem[] => cell.outputs.flatMap((o) => o.items)
 
 /** The `cells` suite's checks. */
 export function cellChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let nb: OpenedNotebook;
-  let sid: string;
-  let q: string;
-  before(() => {
-    ctx = context();
-    ({ client, analysis: nb } = ctx);
-    sid = nb.session.id;
-    q = `notebook=${encodeURIComponent(sid)}`;
-  });
+  const ctx = suiteState((c) => ({
+    sid: c.analysis.session.id,
+    q: `notebook=${encodeURIComponent(c.analysis.session.id)}`,
+  }));
   /** A token unique to this run, so cells made by the checks are found by their text. */
   const tag = randomHex(3);
 
   const call = (method: string, path: string, json: unknown, opts: Omit<RequestOptions, 'path' | 'method' | 'json'>) =>
-    client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });
+    ctx.client.request({ method, path, ...(json === undefined ? {} : { json }), ...opts });
 
-  const list = async (signal: AbortSignal, notebook = sid): Promise<{ notebook: NotebookInfo; cells: Cell[] }> => {
-    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}&outputs=full`, { signal });
+  const list = async (signal: AbortSignal, notebook = ctx.sid): Promise<{ notebook: NotebookInfo; cells: Cell[] }> => {
+    const r = await ctx.client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}&outputs=full`, { signal });
     eq(r.status, 200, `GET /notebooks/cells status (body ${show(r.text, 300)})`);
     return r.json();
   };
   const getCell = async (ref: string | number, signal: AbortSignal): Promise<Cell> => {
-    const r = await client.get(`/notebooks/cells/${encodeURIComponent(String(ref))}?${q}`, { signal });
+    const r = await ctx.client.get(`/notebooks/cells/${encodeURIComponent(String(ref))}?${ctx.q}`, { signal });
     eq(r.status, 200, `GET /notebooks/cells/${ref} status (body ${show(r.text, 300)})`);
     return r.json().cell;
   };
   const create = async (code: string, signal: AbortSignal, where: Record<string, unknown> = {}): Promise<Cell> => {
-    const r = await client.post('/notebooks/cells', { notebook: sid, code, ...where }, { signal });
+    const r = await ctx.client.post('/notebooks/cells', { notebook: ctx.sid, code, ...where }, { signal });
     eq(r.status, 201, `POST /notebooks/cells status (body ${show(r.text, 300)})`);
     return r.json().cell;
   };
   const runWait = (ref: string, signal: AbortSignal) =>
-    client.post(
+    ctx.client.post(
       `/notebooks/cells/${ref}/run`,
-      { notebook: sid, wait: true, timeoutMs: 10_000, outputs: 'full' },
+      { notebook: ctx.sid, wait: true, timeoutMs: 10_000, outputs: 'full' },
       { signal, timeoutMs: 12_000 },
     );
 
@@ -108,7 +102,7 @@ export function cellChecks(): void {
 
   it('cells: GET /notebooks lists both fixtures with kernel "builtin"', async () => {
     const { signal } = checkRun();
-    const r = await client.get('/notebooks', { signal });
+    const r = await ctx.client.get('/notebooks', { signal });
     eq(r.status, 200, 'status');
     const notebooks = r.json<{ notebooks: NotebookInfo[] }>().notebooks;
     ok(Array.isArray(notebooks), `no notebooks array: ${show(r.text, 300)}`);
@@ -128,8 +122,8 @@ export function cellChecks(): void {
   it('cells: list analysis.ipynb — ids, indices, kinds, languages, code, versions', async () => {
     const { signal } = checkRun();
     // By path this time (the notebook may be named by session id, path or uri).
-    const { notebook, cells } = await list(signal, nb.path);
-    eq(notebook.sessionId, sid, 'notebook.sessionId');
+    const { notebook, cells } = await list(signal, ctx.analysis.path);
+    eq(notebook.sessionId, ctx.sid, 'notebook.sessionId');
     eq(notebook.cellCount, cells.length, 'notebook.cellCount vs cells');
     cells.forEach((c, i) => {
       eq(c.index, i, `cells[${i}].index`);
@@ -142,7 +136,7 @@ export function cellChecks(): void {
     });
     eq(new Set(cells.map((c) => c.id)).size, cells.length, 'distinct ids');
     // The fixture's own nbformat ids (analysis.ipynb is nbformat 4.5).
-    const fileIds = (readJson(nb.path).cells as { id: string }[]).map((c) => c.id);
+    const fileIds = (readJson(ctx.analysis.path).cells as { id: string }[]).map((c) => c.id);
     ok(
       fileIds.every((id) => cells.some((c) => c.id === id)),
       `the file's cell ids ${show(fileIds)} are not the bridge's ${show(cells.map((c) => c.id))}`,
@@ -200,7 +194,7 @@ export function cellChecks(): void {
     const { signal } = checkRun();
     const cell = await create(`edit_me_${tag} = 1`, signal);
     const code = `edited_${tag} = "héllo → 世界"`;
-    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code }, { signal });
+    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, code }, { signal });
     eq(r.status, 200, `PATCH status (body ${show(r.text, 300)})`);
     const patched: Cell = r.json().cell;
     eq(patched.code, code, 'code in the PATCH response');
@@ -212,9 +206,9 @@ export function cellChecks(): void {
   it('cells: PATCH without "code" never wipes: 400 when it changes nothing, else the code stays', async () => {
     const { signal } = checkRun();
     const cell = await create(`keep_me_${tag} = 1`, signal);
-    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid }, { signal });
+    const r = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid }, { signal });
     includes(expectError(r, 400, 'PATCH {}').detail, '"code"', 'detail');
-    const tagged = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, tags: ['slow'] }, { signal });
+    const tagged = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, tags: ['slow'] }, { signal });
     eq(tagged.status, 200, `PATCH tags (body ${show(tagged.text, 300)})`);
     const got = await getCell(cell.id, signal);
     deepEq([got.code, got.version, got.tags], [cell.code, cell.version, ['slow']], 'cell after the PATCHes');
@@ -224,7 +218,7 @@ export function cellChecks(): void {
     const { signal } = checkRun();
     const doomed = await create(`delete_me_${tag} = 1`, signal, { index: 0 });
     const before = (await list(signal)).cells;
-    const r = await call('DELETE', `/notebooks/cells/${doomed.id}?${q}`, undefined, { signal });
+    const r = await call('DELETE', `/notebooks/cells/${doomed.id}?${ctx.q}`, undefined, { signal });
     eq(r.status, 200, `DELETE status (body ${show(r.text, 300)})`);
     deepEq(r.json(), { deleted: doomed.id, cellCount: before.length - 1 }, 'DELETE body');
     const after = (await list(signal)).cells;
@@ -233,7 +227,7 @@ export function cellChecks(): void {
       before.slice(1).map((c, i) => [c.id, i]),
       'cells after the delete (id, index)',
     );
-    expectError(await client.get(`/notebooks/cells/${doomed.id}?${q}`, { signal }), 404, 'GET of the deleted cell');
+    expectError(await ctx.client.get(`/notebooks/cells/${doomed.id}?${ctx.q}`, { signal }), 404, 'GET of the deleted cell');
   });
 
   it('cells: move to index 0, then back to the end with "after"', async () => {
@@ -242,7 +236,7 @@ export function cellChecks(): void {
     const before = (await list(signal)).cells;
     const last = before.length - 1;
     eq(before[last]!.id, mover.id, 'the new cell is last');
-    const r = await client.post(`/notebooks/cells/${mover.id}/move`, { notebook: sid, to: 0 }, { signal });
+    const r = await ctx.client.post(`/notebooks/cells/${mover.id}/move`, { notebook: ctx.sid, to: 0 }, { signal });
     eq(r.status, 200, `move status (body ${show(r.text, 300)})`);
     deepEq([r.json().cell.id, r.json().cell.index], [mover.id, 0], 'moved cell');
     const moved = (await list(signal)).cells;
@@ -253,9 +247,9 @@ export function cellChecks(): void {
     );
     eq(moved[0]!.code, mover.code, 'code of the moved cell');
     // And back to the end, placed after the cell that was last before it.
-    const back = await client.post(
+    const back = await ctx.client.post(
       `/notebooks/cells/${mover.id}/move`,
-      { notebook: sid, after: before[last - 1]!.id },
+      { notebook: ctx.sid, after: before[last - 1]!.id },
       { signal },
     );
     eq(back.status, 200, `move back status (body ${show(back.text, 300)})`);
@@ -322,7 +316,7 @@ export function cellChecks(): void {
     eq(first.json<{ success: boolean }>().success, true, `setup run (${show(first.text, 300)})`);
     const order = first.json<{ cell: Cell }>().cell.execution?.order;
     const cellCount = (await list(signal)).cells.length;
-    const r = await client.get(`/notebooks/variables?${q}`, { signal, timeoutMs: 20_000 });
+    const r = await ctx.client.get(`/notebooks/variables?${ctx.q}`, { signal, timeoutMs: 20_000 });
     eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
     const vars = r.json<{
       variables: { name: string; type: string; repr?: string | null; shape?: number[]; reprError?: string }[];
@@ -332,18 +326,18 @@ export function cellChecks(): void {
     deepEq(byName.get(`frame_${tag}`)?.shape, [2, 2], 'the DataFrame shape');
     match(byName.get(`hostile_${tag}`)?.reprError ?? '', /took longer than 0\.5 s/, 'a repr that never returns is cut off');
     ok(!byName.has('pd'), 'modules are not listed');
-    const one = await client.get(`/notebooks/variables/frame_${tag}?${q}`, { signal });
+    const one = await ctx.client.get(`/notebooks/variables/frame_${tag}?${ctx.q}`, { signal });
     eq(one.status, 200, `GET /notebooks/variables/:name (${show(one.text, 300)})`);
     deepEq(
       one.json<{ variable: { columns: { name: string; dtype: string }[] } }>().variable.columns.map((c) => c.name),
       ['a', 'b'],
       'columns',
     );
-    eq((await client.get(`/notebooks/variables/missing_${tag}?${q}`, { signal })).status, 404, 'an unknown name');
+    eq((await ctx.client.get(`/notebooks/variables/missing_${tag}?${ctx.q}`, { signal })).status, 404, 'an unknown name');
     eq((await list(signal)).cells.length, cellCount, 'no cell was created');
     const next = await runWait(setup.id, signal);
     eq(next.json<{ cell: Cell }>().cell.execution?.order, (order ?? 0) + 1, 'the execution count moved by the next run only');
-    await client.request({ method: 'DELETE', path: `/notebooks/cells/${setup.id}?${q}&force=true`, signal });
+    await ctx.client.request({ method: 'DELETE', path: `/notebooks/cells/${setup.id}?${ctx.q}&force=true`, signal });
   });
 
   it('cells: written Python is compiled first — a syntax error is a 400 with line and column, the cell unchanged; IPython magics pass; strict refuses an undefined name', async () => {
@@ -352,7 +346,7 @@ export function cellChecks(): void {
     const bad = await call(
       'PATCH',
       `/notebooks/cells/${cell.id}`,
-      { notebook: sid, code: `checked_${tag} = (1,\n`, force: true },
+      { notebook: ctx.sid, code: `checked_${tag} = (1,\n`, force: true },
       { signal },
     );
     const body = expectError(bad, 400, 'a syntax error');
@@ -362,20 +356,21 @@ export function cellChecks(): void {
     const magic = await call(
       'PATCH',
       `/notebooks/cells/${cell.id}`,
-      { notebook: sid, code: `%time checked_${tag} = 2\n!true`, force: true },
+      { notebook: ctx.sid, code: `%time checked_${tag} = 2\n!true`, force: true },
       { signal },
     );
     eq(magic.status, 200, `IPython syntax (${show(magic.text, 300)})`);
     const strict = await call(
       'POST',
       '/notebooks/cells',
-      { notebook: sid, code: `print(nowhere_${tag})`, strict: true },
+      { notebook: ctx.sid, code: `print(nowhere_${tag})`, strict: true },
       { signal },
     );
     includes(expectError(strict, 400, 'strict').detail, `nowhere_${tag}, defined in no cell`, 'strict detail');
     const warned = await create(`print(nowhere_${tag})`, signal);
     deepEq((warned as Cell & { warnings?: string[] }).warnings, [`uses nowhere_${tag}, defined in no cell`], 'warnings');
-    for (const id of [cell.id, warned.id]) await call('DELETE', `/notebooks/cells/${id}?${q}&force=true`, undefined, { signal });
+    for (const id of [cell.id, warned.id])
+      await call('DELETE', `/notebooks/cells/${id}?${ctx.q}&force=true`, undefined, { signal });
   });
 
   it('cells: editing the cell that defines x makes the cells using x stale (marked in the editor) and run-stale re-runs them only', async () => {
@@ -385,9 +380,9 @@ export function cellChecks(): void {
     const b = await create(`y_${tag} = x_${tag} + 1`, signal, { index: 1 });
     const c = await create(`unrelated_${tag} = 5`, signal, { index: 2 });
     const d = await create(`print(y_${tag})`, signal, { index: 3 });
-    const ran = await client.post(
+    const ran = await ctx.client.post(
       '/notebooks/run',
-      { notebook: sid, cells: [a.id, b.id, c.id, d.id], wait: true, timeoutMs: 20_000 },
+      { notebook: ctx.sid, cells: [a.id, b.id, c.id, d.id], wait: true, timeoutMs: 20_000 },
       { signal, timeoutMs: 25_000 },
     );
     eq(ran.json<{ status: string }>().status, 'succeeded', `first runs (${show(ran.text, 300)})`);
@@ -403,7 +398,7 @@ export function cellChecks(): void {
     );
     const orderOf = (id: string) => cells.get(id)!.execution?.order;
     const before = new Map([a, b, c, d].map((x) => [x.id, orderOf(x.id)]));
-    const edited = await call('PATCH', `/notebooks/cells/${a.id}`, { notebook: sid, code: `x_${tag} = 2` }, { signal });
+    const edited = await call('PATCH', `/notebooks/cells/${a.id}`, { notebook: ctx.sid, code: `x_${tag} = 2` }, { signal });
     eq(edited.status, 200, `edit a (${show(edited.text, 300)})`);
     cells = await graph();
     match(cells.get(a.id)?.stale?.reason ?? '', /edited after it last ran/, 'a is stale');
@@ -426,13 +421,10 @@ export function cellChecks(): void {
     await mark.first().scrollIntoViewIfNeeded();
     await mark.locator('.cell-status-item', { hasText: 'stale' }).first().hover();
     await sleep(1500);
-    fs.mkdirSync(path.join(REPO_ROOT, 'sandbox-results'), { recursive: true });
-    const shot = path.join(REPO_ROOT, 'sandbox-results', 'stale-cells.png');
-    await page.screenshot({ path: shot });
-    note(`screenshot ${path.relative(REPO_ROOT, shot)}`);
-    const rerun = await client.post(
+    await screenshot(page, 'stale-cells.png', note);
+    const rerun = await ctx.client.post(
       '/notebooks/run-stale',
-      { notebook: sid, cell: a.id, wait: true, timeoutMs: 20_000 },
+      { notebook: ctx.sid, cell: a.id, wait: true, timeoutMs: 20_000 },
       { signal, timeoutMs: 25_000 },
     );
     eq(rerun.status, 200, `run-stale (${show(rerun.text, 300)})`);
@@ -456,7 +448,7 @@ export function cellChecks(): void {
       '3',
       'd printed the new y',
     );
-    for (const x of [a, b, c, d]) await call('DELETE', `/notebooks/cells/${x.id}?${q}&force=true`, undefined, { signal });
+    for (const x of [a, b, c, d]) await call('DELETE', `/notebooks/cells/${x.id}?${ctx.q}&force=true`, undefined, { signal });
   }).timeout(90_000);
 
   // ------------------------------------------------------------- run many, clear, tags, save
@@ -466,9 +458,9 @@ export function cellChecks(): void {
     const a = await create(`ra_${tag} = 1`, signal);
     const b = await create(`raise ValueError("rb_${tag}")`, signal);
     const c = await create(`print("rc_${tag}")`, signal);
-    const stop = await client.post(
+    const stop = await ctx.client.post(
       '/notebooks/run',
-      { notebook: sid, cells: [c.id, a.id, b.id], wait: true, timeoutMs: 15_000 },
+      { notebook: ctx.sid, cells: [c.id, a.id, b.id], wait: true, timeoutMs: 15_000 },
       { signal, timeoutMs: 20_000 },
     );
     eq(stop.status, 200, `run status (body ${show(stop.text, 300)})`);
@@ -485,9 +477,9 @@ export function cellChecks(): void {
     // Queued with the others (the builtin kernel takes a series at once), c was dropped unrun.
     const unrun = await getCell(c.id, signal);
     deepEq([unrun.outputs, unrun.execution?.order ?? null], [[], null], `cell ${c.id} did not run`);
-    const go = await client.post(
+    const go = await ctx.client.post(
       '/notebooks/run',
-      { notebook: sid, cells: [a.id, b.id, c.id], onError: 'continue', wait: true, timeoutMs: 15_000 },
+      { notebook: ctx.sid, cells: [a.id, b.id, c.id], onError: 'continue', wait: true, timeoutMs: 15_000 },
       { signal, timeoutMs: 20_000 },
     );
     deepEq(
@@ -495,7 +487,7 @@ export function cellChecks(): void {
       ['succeeded', 'failed', 'succeeded'],
       'onError continue',
     );
-    const cleared = await client.post('/notebooks/clear-outputs', { notebook: sid, cells: [b.id, c.id] }, { signal });
+    const cleared = await ctx.client.post('/notebooks/clear-outputs', { notebook: ctx.sid, cells: [b.id, c.id] }, { signal });
     deepEq(cleared.json(), { cleared: [b.id, c.id] }, 'clear-outputs answer');
     for (const id of [b.id, c.id]) {
       const got = await getCell(id, signal);
@@ -506,10 +498,12 @@ export function cellChecks(): void {
   it('cells: tags and a new cell reach the file with POST /notebooks/save', async () => {
     const { signal } = checkRun();
     const cell = await create(`saved_${tag} = 1`, signal, { tags: ['parameters'] });
-    const r = await client.post('/notebooks/save', { notebook: sid }, { signal });
+    const r = await ctx.client.post('/notebooks/save', { notebook: ctx.sid }, { signal });
     eq(r.status, 200, `save status (body ${show(r.text, 300)})`);
-    deepEq(r.json(), { saved: [{ sessionId: sid, path: nb.path, saved: true }] }, 'save answer');
-    const onDisk = (readJson(nb.path).cells as { id: string; metadata: { tags?: string[] } }[]).find((c) => c.id === cell.id);
+    deepEq(r.json(), { saved: [{ sessionId: ctx.sid, path: ctx.analysis.path, saved: true }] }, 'save answer');
+    const onDisk = (readJson(ctx.analysis.path).cells as { id: string; metadata: { tags?: string[] } }[]).find(
+      (c) => c.id === cell.id,
+    );
     ok(onDisk, `cell ${cell.id} is not in the saved file`);
     deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
   });
@@ -530,12 +524,12 @@ export function cellChecks(): void {
         const edit = await call(
           'PATCH',
           `/notebooks/cells/${cell.id}`,
-          { notebook: sid, code: `save_loop_${tag} = ${i}`, version },
+          { notebook: ctx.sid, code: `save_loop_${tag} = ${i}`, version },
           { signal },
         );
         eq(edit.status, 200, `edit ${i} status (body ${show(edit.text, 300)})`);
         version = edit.json<{ cell: Cell }>().cell.version;
-        const saved = await client.post('/notebooks/save', { notebook: sid }, { signal, timeoutMs: 30_000 });
+        const saved = await ctx.client.post('/notebooks/save', { notebook: ctx.sid }, { signal, timeoutMs: 30_000 });
         if (saved.status !== 200) conflicts.push(`save ${i}: ${saved.status} ${show(saved.text, 200)}`);
       }
     } finally {
@@ -543,7 +537,9 @@ export function cellChecks(): void {
     }
     note(`50 edit+save pairs under load took ${Date.now() - t0} ms`);
     deepEq(conflicts, [], 'saves that did not answer 200');
-    const onDisk = (readJson(nb.path).cells as { id: string; source: string | string[] }[]).find((c) => c.id === cell.id);
+    const onDisk = (readJson(ctx.analysis.path).cells as { id: string; source: string | string[] }[]).find(
+      (c) => c.id === cell.id,
+    );
     const source = Array.isArray(onDisk?.source) ? onDisk.source.join('') : onDisk?.source;
     eq(source, `save_loop_${tag} = 50`, 'the last edit is in the file');
   });
@@ -555,7 +551,7 @@ export function cellChecks(): void {
     const blocks = [...skill.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('curl '));
     ok(blocks.length >= 2, `only ${blocks.length} curl examples found in SKILL.md`);
     for (const block of blocks) {
-      const script = block.replaceAll('s_ab12cd', sid).replaceAll('c0a1', cell.id);
+      const script = block.replaceAll('s_ab12cd', ctx.sid).replaceAll('c0a1', cell.id);
       const run = spawnSync('bash', ['-c', `set -e\n${script}`], {
         env: { ...process.env, AGENT_BRIDGE_URL: ctx.advert.url, MARIMO_TOKEN: ctx.advert.token ?? '' },
         encoding: 'utf8',
@@ -576,7 +572,7 @@ export function cellChecks(): void {
       fs.writeFileSync(real, `private ${tag}`);
       const answers: [number, string][] = [];
       for (const file of [real, path.join(outside, 'missing.ipynb')]) {
-        const r = await client.post('/notebooks/open', { path: file }, { signal });
+        const r = await ctx.client.post('/notebooks/open', { path: file }, { signal });
         const err = expectError(r, 403, `open ${file}`);
         ok(!r.text.includes(`private ${tag}`), 'the file content is not echoed');
         answers.push([r.status, String(err.detail).replace(file, '<path>')]);
@@ -592,10 +588,10 @@ export function cellChecks(): void {
     const gate = new PrintGate(ctx.workspace);
     const lines = [0, 1, 2].map((i) => `s${tag} ${i}`);
     const cell = await create(gate.code(lines), signal);
-    const stream = client.stream({
+    const stream = ctx.client.stream({
       method: 'POST',
       path: `/notebooks/cells/${cell.id}/run`,
-      json: { notebook: sid },
+      json: { notebook: ctx.sid },
       headers: { accept: 'text/event-stream' },
       timeoutMs: 60_000,
       signal,
@@ -636,10 +632,10 @@ export function cellChecks(): void {
       { op: 'delete', ref: a.id }, // deletes a cell an earlier op edits
       { op: 'edit', ref: `cnope${tag.slice(0, 1)}` }, // no code: schema error
     ]) {
-      const r = await client.post(
+      const r = await ctx.client.post(
         '/notebooks/edits',
         {
-          notebook: sid,
+          notebook: ctx.sid,
           ops: [
             { op: 'create', code: `batch_new_${tag} = 1`, index: 0 },
             { op: 'edit', ref: a.id, code: `batch_a_${tag} = 10` },
@@ -658,10 +654,10 @@ export function cellChecks(): void {
   it('cells: a batch names its new cells, places one after another by name and runs them by name', async () => {
     const { signal } = checkRun();
     const a = await create(`named_anchor_${tag} = 1`, signal);
-    const r = await client.post(
+    const r = await ctx.client.post(
       '/notebooks/edits',
       {
-        notebook: sid,
+        notebook: ctx.sid,
         ops: [
           { op: 'create', name: 'notes', kind: 'markup', code: `# named_${tag}`, after: a.id },
           { op: 'create', name: 'calc', code: `named_${tag} = 1 + 1\nprint("named", named_${tag})`, after: 'notes' },
@@ -694,10 +690,10 @@ export function cellChecks(): void {
     const a = await create(`batch_ok_${tag} = 1`, signal);
     const gone = await create(`batch_gone_${tag} = 1`, signal);
     const before = (await list(signal)).cells;
-    const r = await client.post(
+    const r = await ctx.client.post(
       '/notebooks/edits',
       {
-        notebook: sid,
+        notebook: ctx.sid,
         ops: [
           { op: 'edit', ref: a.id, code: `batch_ok_${tag} = 2\nprint("batch", batch_ok_${tag})` },
           { op: 'delete', ref: gone.id },
@@ -733,15 +729,15 @@ export function cellChecks(): void {
   it('cells: unknown notebook → 404 listing the open notebooks', async () => {
     const { signal } = checkRun();
     const missing = `${ctx.workspace}/nope.ipynb`;
-    const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(missing)}`, { signal });
+    const r = await ctx.client.get(`/notebooks/cells?notebook=${encodeURIComponent(missing)}`, { signal });
     const body = expectError(r, 404, 'GET with an unknown notebook');
-    includes(body.detail, nb.path, 'detail');
+    includes(body.detail, ctx.analysis.path, 'detail');
     includes(body.detail, ctx.other.path, 'detail');
     const ids = (body.notebooks ?? []).map((n: { sessionId: string }) => n.sessionId);
-    ok(ids.includes(sid) && ids.includes(ctx.other.session.id), `notebooks in the body: ${show(body.notebooks, 300)}`);
+    ok(ids.includes(ctx.sid) && ids.includes(ctx.other.session.id), `notebooks in the body: ${show(body.notebooks, 300)}`);
     // The same for a write, and nothing is created anywhere.
     const count = (await list(signal)).cells.length;
-    expectError(await client.post('/notebooks/cells', { notebook: 's_nope00', code: 'x' }, { signal }), 404, 'POST');
+    expectError(await ctx.client.post('/notebooks/cells', { notebook: 's_nope00', code: 'x' }, { signal }), 404, 'POST');
     eq((await list(signal)).cells.length, count, 'cell count of analysis.ipynb');
   });
 
@@ -749,11 +745,11 @@ export function cellChecks(): void {
     const { signal } = checkRun();
     const count = (await list(signal)).cells.length;
     for (const [method, path, json] of [
-      ['GET', `/notebooks/cells/cnope00?${q}`, undefined],
-      ['GET', `/notebooks/cells/${count + 5}?${q}`, undefined],
-      ['PATCH', '/notebooks/cells/cnope00', { notebook: sid, code: 'x' }],
-      ['DELETE', `/notebooks/cells/cnope00?${q}`, undefined],
-      ['POST', '/notebooks/cells/cnope00/run', { notebook: sid, wait: true }],
+      ['GET', `/notebooks/cells/cnope00?${ctx.q}`, undefined],
+      ['GET', `/notebooks/cells/${count + 5}?${ctx.q}`, undefined],
+      ['PATCH', '/notebooks/cells/cnope00', { notebook: ctx.sid, code: 'x' }],
+      ['DELETE', `/notebooks/cells/cnope00?${ctx.q}`, undefined],
+      ['POST', '/notebooks/cells/cnope00/run', { notebook: ctx.sid, wait: true }],
     ] as const) {
       const body = expectError(await call(method, path, json, { signal }), 404, `${method} ${path}`);
       eq(body.cellCount, count, `${method} ${path}: cellCount`);
@@ -766,15 +762,15 @@ export function cellChecks(): void {
     const cell = await create(`typed_${tag} = 1`, signal);
     const before = (await list(signal)).cells;
     for (const [method, path, json, field] of [
-      ['POST', '/notebooks/cells', { notebook: sid, code: 42 }, 'code'],
-      ['POST', '/notebooks/cells', { notebook: sid, code: 'x', index: 'one' }, 'index'],
-      ['POST', '/notebooks/cells', { notebook: sid, code: 'x', kind: 'sql' }, 'kind'],
-      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: 'x', version: 'latest' }, 'version'],
-      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: 'x', colour: 'red' }, 'colour'],
-      ['POST', `/notebooks/cells/${cell.id}/move`, { notebook: sid, to: -1 }, 'to'],
-      ['POST', `/notebooks/cells/${cell.id}/run`, { notebook: sid, wait: 'yes' }, 'wait'],
-      ['POST', '/notebooks/edits', { notebook: sid, ops: [{ op: 'rename', ref: cell.id }] }, 'op'],
-      ['POST', '/notebooks/edits', { notebook: sid, ops: [] }, 'ops'],
+      ['POST', '/notebooks/cells', { notebook: ctx.sid, code: 42 }, 'code'],
+      ['POST', '/notebooks/cells', { notebook: ctx.sid, code: 'x', index: 'one' }, 'index'],
+      ['POST', '/notebooks/cells', { notebook: ctx.sid, code: 'x', kind: 'sql' }, 'kind'],
+      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, code: 'x', version: 'latest' }, 'version'],
+      ['PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, code: 'x', colour: 'red' }, 'colour'],
+      ['POST', `/notebooks/cells/${cell.id}/move`, { notebook: ctx.sid, to: -1 }, 'to'],
+      ['POST', `/notebooks/cells/${cell.id}/run`, { notebook: ctx.sid, wait: 'yes' }, 'wait'],
+      ['POST', '/notebooks/edits', { notebook: ctx.sid, ops: [{ op: 'rename', ref: cell.id }] }, 'op'],
+      ['POST', '/notebooks/edits', { notebook: ctx.sid, ops: [] }, 'ops'],
     ] as const) {
       const body = expectError(await call(method, path, json, { signal }), 400, `${method} ${path} ${show(json)}`);
       includes(body.detail, field, `${method} ${path} ${show(json)}: detail`);
@@ -817,7 +813,7 @@ export function cellChecks(): void {
     const r = await call(
       'PATCH',
       `/notebooks/cells/${cell.id}`,
-      { notebook: sid, code: clobber, version: read.version },
+      { notebook: ctx.sid, code: clobber, version: read.version },
       { signal },
     );
     const body = expectError(r, 409, 'PATCH with the version read before the human edit');
@@ -830,16 +826,16 @@ export function cellChecks(): void {
     const still = await getCell(cell.id, signal);
     eq(still.code, shown.code, 'the cell after the 409 (nothing changed)');
     // Same with a batch edit: refused whole.
-    const batch = await client.post(
+    const batch = await ctx.client.post(
       '/notebooks/edits',
-      { notebook: sid, ops: [{ op: 'edit', ref: cell.id, code: clobber, version: read.version }] },
+      { notebook: ctx.sid, ops: [{ op: 'edit', ref: cell.id, code: clobber, version: read.version }] },
       { signal },
     );
     expectError(batch, 409, 'batch edit with the stale version');
     // Having read the person's text, the agent may write (no version: the bridge's own record),
     // once the person has not typed in the cell for 10 s (presence; checked in the presence suite).
     for (const end = Date.now() + 15_000; (await getCell(cell.id, signal)).personEditing && Date.now() < end;) await sleep(500);
-    const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: sid, code: clobber }, { signal });
+    const ok2 = await call('PATCH', `/notebooks/cells/${cell.id}`, { notebook: ctx.sid, code: clobber }, { signal });
     eq(ok2.status, 200, `PATCH after re-reading (body ${show(ok2.text, 300)})`);
     eq((await getCell(cell.id, signal)).code, clobber, 'code after the PATCH that was allowed');
     // ... and the person sees the agent's text in the same editor.

@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
-import { type CheckContext, type CheckRun, checkRun, context, type SessionInfo } from './context';
+import { type CheckRun, checkRun, type SessionInfo, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 
 const MB = 1024 * 1024;
@@ -124,23 +124,16 @@ function expectNothingLost(after: string): void {
 
 /** The `chaos` suite's checks. */
 export function chaosChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let file: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    file = path.join(ctx.workspace, 'chaos.ipynb');
-  });
+  const ctx = suiteState((c) => ({ file: path.join(c.workspace, 'chaos.ipynb') }));
   let session: SessionInfo | undefined;
   const sid = () => session?.id ?? fail('chaos.ipynb is not open (the first chaos check failed)');
 
   const run = (code: string, signal: AbortSignal, timeoutMs = 15_000): Promise<SseResult> =>
-    client.run(sid(), code, { signal, timeoutMs });
+    ctx.client.run(sid(), code, { signal, timeoutMs });
 
   /** What every case asserts once its own part is done. */
   async function afterCase({ signal, note }: CheckRun, rss: RssSampler): Promise<void> {
-    const health = await client.get('/health', { signal, timeoutMs: 30_000 });
+    const health = await ctx.client.get('/health', { signal, timeoutMs: 30_000 });
     eq(health.status, 200, 'GET /health after the case');
     const t = Date.now();
     const next = await run('print(1)', signal, 60_000);
@@ -160,7 +153,7 @@ export function chaosChecks(): void {
       held <= RSS_BUDGET,
       `the extension host holds ${kept} MB more than before the case once it is over (peak ${top} MB; limit +200 MB)`,
     );
-    expectNothingLost(fs.readFileSync(file, 'utf8'));
+    expectNothingLost(fs.readFileSync(ctx.file, 'utf8'));
   }
 
   /** Runs `body` as one case: baseline RSS and file first, the common assertions after. */
@@ -180,10 +173,10 @@ export function chaosChecks(): void {
   /** Cells the cases add go again, unsaved: the file keeps what it had. */
   /** Creates a cell with `code` and runs it, waiting up to `waitMs`; its id and the run's answer. */
   async function createAndRun(code: string, waitMs: number, signal: AbortSignal): Promise<{ id: string; text: string }> {
-    const created = await client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
+    const created = await ctx.client.post('/notebooks/cells', { notebook: sid(), code }, { signal });
     eq(created.status, 201, `POST /notebooks/cells (body ${show(created.text, 200)})`);
     const id = created.json<{ cell: { id: string } }>().cell.id;
-    const ran = await client.post(
+    const ran = await ctx.client.post(
       `/notebooks/cells/${id}/run`,
       { notebook: sid(), wait: true, timeoutMs: waitMs, outputs: 'full' },
       { signal, timeoutMs: waitMs + 5_000 },
@@ -194,14 +187,14 @@ export function chaosChecks(): void {
 
   async function deleteCell(id: string, signal: AbortSignal): Promise<void> {
     const q = `notebook=${encodeURIComponent(sid())}&force=true`;
-    const del = await client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?${q}`, signal });
+    const del = await ctx.client.request({ method: 'DELETE', path: `/notebooks/cells/${id}?${q}`, signal });
     ok(del.status === 200 || del.status === 204, `DELETE the cell: ${del.status} ${show(del.text, 200)}`);
   }
 
   it('chaos: opens its own notebook with the builtin kernel', async () => {
     const { signal } = checkRun();
-    fs.writeFileSync(file, `${JSON.stringify(NOTEBOOK, null, 1)}\n`);
-    const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
+    fs.writeFileSync(ctx.file, `${JSON.stringify(NOTEBOOK, null, 1)}\n`);
+    const r = await ctx.client.post('/notebooks/open', { path: ctx.file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
     eq(r.status, 200, `POST /notebooks/open chaos.ipynb (body ${show(r.text, 300)})`);
     session = r.json<{ session: SessionInfo }>().session;
     const warm = await run('print(1)', signal, 30_000);
@@ -235,13 +228,13 @@ export function chaosChecks(): void {
     const { id, text } = await createAndRun(code, 15_000, signal);
     includes(text, 'odd', 'the valid item');
     match(text, /left out the output item/, 'the note about the rejected items');
-    const again = await client.post(
+    const again = await ctx.client.post(
       `/notebooks/cells/${id}/run`,
       { notebook: sid(), wait: true, timeoutMs: 15_000 },
       { signal, timeoutMs: 20_000 },
     );
     eq(again.status, 200, `a second run of the cell (body ${show(again.text, 300)})`);
-    const cell = await client.get(`/notebooks/cells/${id}?notebook=${encodeURIComponent(sid())}`, { signal });
+    const cell = await ctx.client.get(`/notebooks/cells/${id}?notebook=${encodeURIComponent(sid())}`, { signal });
     ok(cell.status === 200, `GET the cell: ${cell.status}`);
     await deleteCell(id, signal);
   });
@@ -262,7 +255,7 @@ export function chaosChecks(): void {
       signal,
     );
     eq(a.done?.data?.success, true, `run A (stderr ${show(a.stderr)})`);
-    const other = client.withToken(client.token); // another client: its own connection
+    const other = ctx.client.withToken(ctx.client.token); // another client: its own connection
     const b = await other.run(sid(), 'import time\ntime.sleep(1)\nprint("B")', { signal, timeoutMs: 15_000 });
     eq(b.stdout, 'B\n', 'stdout of run B');
     eq(b.stderr, '', 'stderr of run B');
@@ -275,15 +268,19 @@ export function chaosChecks(): void {
   });
 
   chaos('SIGINT-proof code is stopped by a restart; a queued run says "restarted"', async ({ signal, note }) => {
-    const stuck = client.execute(sid(), 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)', {
-      signal,
-      timeoutMs: 30_000,
-    });
+    const stuck = ctx.client.execute(
+      sid(),
+      'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)',
+      {
+        signal,
+        timeoutMs: 30_000,
+      },
+    );
     await sleep(1000);
-    const queued = client.execute(sid(), 'print("queued")', { signal, timeoutMs: 30_000 });
+    const queued = ctx.client.execute(sid(), 'print("queued")', { signal, timeoutMs: 30_000 });
     await sleep(300);
     const t = Date.now();
-    const r = await client.post('/notebooks/interrupt', { notebook: sid() }, { signal, timeoutMs: 30_000 });
+    const r = await ctx.client.post('/notebooks/interrupt', { notebook: sid() }, { signal, timeoutMs: 30_000 });
     eq(r.status, 200, `POST /notebooks/interrupt (body ${show(r.text, 200)})`);
     eq(r.json<{ how?: string }>().how, 'restart', 'how the run was stopped');
     note(`the interrupt answered in ${Date.now() - t} ms`);
@@ -305,7 +302,7 @@ export function chaosChecks(): void {
   // Last: where output is not bounded these two leave the extension host's heap grown, which
   // would hide growth in the cases after them.
   chaos('a print loop to an SSE client that does not read', async () => {
-    const stalled = stalledExecute(client, sid(), LOOP);
+    const stalled = stalledExecute(ctx.client, sid(), LOOP);
     eq(await stalled.started, 200, 'status of the stalled stream');
     await sleep(5000);
     stalled.close(); // the client goes away: the run is interrupted
@@ -313,7 +310,7 @@ export function chaosChecks(): void {
   });
 
   chaos('a print loop through MCP execute_code', async ({ signal }) => {
-    const r = await client.post(
+    const r = await ctx.client.post(
       '/mcp/server',
       {
         jsonrpc: '2.0',

@@ -21,8 +21,8 @@ import { differingFields, normalise } from '../conformance/normalise';
 import type { Observation, Target } from '../conformance/target';
 import { findExtension, type GivenExtension } from '../extensions';
 import { MARIMO_ID } from '../marimoExtension';
-import { MARKER_VAR, REPO_ROOT } from '../vscode';
-import { type CheckContext, checkRun, context, skipped } from './context';
+import { REPO_ROOT } from '../vscode';
+import { type CheckContext, checkRun, skipped, callerEnv, suiteState } from './context';
 import { scriptsDir } from './scripts';
 import { randomHex } from '../../src/core/ids';
 
@@ -30,14 +30,6 @@ import { randomHex } from '../../src/core/ids';
 const POOL = 4;
 const SUMMARY = 'conformance: the summary line, and every intended difference is in SETUP.md';
 type Verdict = 'identical' | 'intended' | 'unexpected';
-
-/** The environment the scripts run in for one target: its registry, no token, not a sandbox process. */
-function scriptEnv(home: string, stateHome: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_STATE_HOME: stateHome };
-  delete env[MARKER_VAR];
-  delete env['MARIMO_TOKEN'];
-  return env;
-}
 
 async function marimoTarget(server: MarimoServer): Promise<Target> {
   const notebook = (name: keyof typeof MARIMO_FIXTURES) => ({
@@ -51,7 +43,7 @@ async function marimoTarget(server: MarimoServer): Promise<Target> {
     client: server.client,
     analysis: notebook('analysis'),
     other: notebook('other'),
-    env: scriptEnv(server.home, server.stateHome),
+    env: callerEnv(server), // its registry, no token
     stateHome: server.stateHome,
   };
   await server.openSession(target.analysis.session, MARIMO_FIXTURES.analysis);
@@ -79,7 +71,7 @@ async function bridgeTarget(ctx: CheckContext): Promise<Target> {
     client: ctx.client,
     analysis: { session: ctx.analysis.session.id, path: ctx.analysis.path },
     other: { session: ctx.other.session.id, path: ctx.other.path },
-    env: scriptEnv(ctx.sandbox.dirs.home, ctx.sandbox.dirs.stateHome),
+    env: callerEnv(ctx.sandbox.dirs),
     stateHome: ctx.sandbox.dirs.stateHome,
   };
 }
@@ -151,7 +143,7 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
   if (missing) return skipped([...names, SUMMARY], missing);
   const withExtension = 'extension' in findExtension(extensions, MARIMO_ID);
 
-  let ctx: CheckContext;
+  const ctx = suiteState();
   let server: MarimoServer | undefined;
   let targets: Target[] = [];
   let tmp: string;
@@ -162,7 +154,6 @@ export function conformanceChecks(extensions: readonly GivenExtension[]): void {
 
   before('start marimo edit --headless and open its sessions', async function () {
     this.timeout(180_000);
-    ctx = context();
     tmp = fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'conformance-'));
     server = await startMarimo({ token: randomHex(16), sandboxId: ctx.sandbox.id });
     const [marimo, bridge] = await Promise.all([marimoTarget(server), bridgeTarget(ctx)]);

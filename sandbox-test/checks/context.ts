@@ -4,6 +4,7 @@
  * (`checkRun()`, started and ended by the root hooks around every mocha test).
  */
 import type { MarimoUnderTest } from '../marimoExtension';
+import type { Page } from 'playwright-core';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BridgeClient, type SseResult } from '../http';
@@ -11,6 +12,7 @@ import type { Sandbox } from '../vscode';
 import type { SessionInfo } from '../../src/core/model/notebookHost';
 import type { BridgeAdvert } from '../../src/discovery';
 import { eq, fail, ok, show } from '../assert';
+import { MARKER_VAR } from '../stack';
 
 // The wire shapes, from the extension's own declarations (the checks assert their values).
 export type { SessionInfo } from '../../src/core/model/notebookHost';
@@ -49,6 +51,37 @@ export function context(): CheckContext {
 
 export function setContext(ctx: CheckContext | undefined): void {
   live = ctx;
+}
+
+/** A suite's live state: the running context, its page, and what the suite's `pick` derived. */
+export type SuiteState<T extends object = object> = CheckContext & { readonly page: Page } & T;
+
+/**
+ * The preamble every suite shares: registers the suite's before-hook, which runs `pick` once the
+ * sandbox is up, and returns the suite's state. Its context fields read the live context (a check
+ * that moves the bridge sets a new one), and `page` is the sandbox's page. Reading it before the
+ * hook ran (while suites are declared) fails with a message that says so.
+ */
+export function suiteState<T extends object = object>(pick?: (ctx: CheckContext) => T): SuiteState<T> {
+  let picked: T | undefined;
+  before(() => {
+    picked = pick ? pick(context()) : ({} as T);
+  });
+  const current = (key: PropertyKey): Record<PropertyKey, unknown> => {
+    if (!picked) return fail(`suite state (${String(key)}) read before the sandbox is up: read it inside a hook or a check`);
+    const ctx = context();
+    return { ...ctx, page: ctx.sandbox.page, ...picked };
+  };
+  return new Proxy({} as SuiteState<T>, {
+    get: (_, key) => current(key)[key],
+    has: (_, key) => key in current(key),
+    ownKeys: () => Reflect.ownKeys(current('keys')),
+    set: (_, key) => fail(`suite state (${String(key)}) is read-only: setContext() gives the checks a new context`),
+    getOwnPropertyDescriptor: (_, key) => {
+      const state = current(key);
+      return key in state ? { value: state[key], enumerable: true, configurable: true } : undefined;
+    },
+  });
 }
 
 export interface CheckRun {
@@ -111,6 +144,19 @@ export function auditLines(root: string): string[] {
   const newest = found.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
   if (!newest) return fail(`no agent-activity.jsonl under ${root}`);
   return fs.readFileSync(newest, 'utf8').trim().split('\n');
+}
+
+/**
+ * The environment of a caller outside the sandbox (an agent running marimo-pair's scripts),
+ * pointed at the registry under `dirs`: never marked as a sandbox process, and with MARIMO_TOKEN
+ * only when `token` is given.
+ */
+export function callerEnv(dirs: { home: string; stateHome: string }, token?: string | null): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dirs.home, XDG_STATE_HOME: dirs.stateHome };
+  delete env[MARKER_VAR];
+  delete env['MARIMO_TOKEN'];
+  if (token !== undefined) env['MARIMO_TOKEN'] = token ?? '';
+  return env;
 }
 
 export function fileMode(file: string): number {
@@ -179,6 +225,13 @@ export function expectWellFramed(
     typeof done?.output?.mimetype === 'string' && typeof done?.output?.data === 'string',
     `${what}: done.output is not {mimetype, data}: ${dones[0]!.rawData}`,
   );
+  return done;
+}
+
+/** As expectWellFramed, and that the run succeeded, or failed, as `success` says. */
+export function expectOutcome(r: SseResult, success: boolean, what = 'stream'): ReturnType<typeof expectWellFramed> {
+  const done = expectWellFramed(r, what);
+  eq(done.success, success, `${what}: done.success (stderr ${show(r.stderr)})`);
   return done;
 }
 

@@ -3,27 +3,20 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
-import type { BridgeClient } from '../http';
 import { readProc, type ProcInfo } from '../records';
 import { carriesMarker, REPO_ROOT } from '../vscode';
-import { type BridgeAdvert, type CheckContext, checkRun, context, fileMode, findAdvertCopies, octal, readJson } from './context';
+import { type BridgeAdvert, checkRun, fileMode, findAdvertCopies, octal, readJson, suiteState } from './context';
 
 const REGISTRY_KEYS = ['base_url', 'host', 'pid', 'port', 'server_id', 'started_at', 'version'];
 
 /** The `discovery` suite's checks. */
 export function discoveryChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let advert: BridgeAdvert;
-  before(() => {
-    ctx = context();
-    ({ client, advert } = ctx);
-  });
+  const ctx = suiteState();
 
   for (const route of ['/health', '/healthz']) {
     it(`discovery: ${route} answers "healthy" without a token`, async () => {
       const { signal } = checkRun();
-      const r = await client.get(route, { token: null, signal, timeoutMs: 2000 });
+      const r = await ctx.client.get(route, { token: null, signal, timeoutMs: 2000 });
       eq(r.status, 200, `${route} status`);
       match(String(r.headers['content-type']), /^application\/json/, `${route} content-type`);
       includes(r.text, '"healthy"', `${route} body`); // discover-servers.sh greps for this literal
@@ -37,15 +30,15 @@ export function discoveryChecks(): void {
     const text = fs.readFileSync(ctx.registryFile, 'utf8');
     const entry = readJson(ctx.registryFile);
     deepEq(Object.keys(entry).sort(), REGISTRY_KEYS, 'registry keys');
-    eq(entry.server_id, `127.0.0.1:${advert.port}`, 'server_id');
+    eq(entry.server_id, `127.0.0.1:${ctx.advert.port}`, 'server_id');
     eq(entry.host, '127.0.0.1', 'host');
-    eq(entry.port, advert.port, 'port');
+    eq(entry.port, ctx.advert.port, 'port');
     eq(entry.base_url, '', 'base_url');
     eq(typeof entry.pid, 'number', 'type of pid');
     eq(typeof entry.version, 'string', 'type of version');
     match(entry.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$/, 'started_at (ISO-8601)');
     ok(!Number.isNaN(Date.parse(entry.started_at)), `started_at does not parse: ${entry.started_at}`);
-    if (advert.token) ok(!text.includes(advert.token), 'the registry entry contains the token');
+    if (ctx.advert.token) ok(!text.includes(ctx.advert.token), 'the registry entry contains the token');
     ok(!/token/i.test(text), 'the registry entry mentions a token');
   });
 
@@ -60,7 +53,7 @@ export function discoveryChecks(): void {
     const entry = readJson(ctx.registryFile);
     ok(isAlive(entry.pid), `pid ${entry.pid} is not running`);
     ok(carriesMarker(entry.pid, ctx.sandbox.id), `pid ${entry.pid} is not a process of this sandbox`);
-    eq(entry.pid, advert.pid, 'registry pid vs discovery-file pid');
+    eq(entry.pid, ctx.advert.pid, 'registry pid vs discovery-file pid');
     ok(entry.pid !== ctx.sandbox.codeServerPid, 'the pid is code-server itself, not the extension host');
   });
 
@@ -69,12 +62,12 @@ export function discoveryChecks(): void {
     deepEq(pkg.extensionKind, ['workspace'], 'extensionKind in package.json');
     // The writer: a process under code-server's server (the remote side), not under Chromium.
     const chain: ProcInfo[] = [];
-    for (let info = readProc(advert.pid); info && chain.length < 20; info = readProc(info.ppid)) chain.push(info);
+    for (let info = readProc(ctx.advert.pid); info && chain.length < 20; info = readProc(info.ppid)) chain.push(info);
     ok(
       chain.some((p) => p.pid === ctx.sandbox.codeServerPid),
-      `pid ${advert.pid} is not below code-server ${ctx.sandbox.codeServerPid}: ${show(chain.map((p) => p.cmdline.slice(0, 60)))}`,
+      `pid ${ctx.advert.pid} is not below code-server ${ctx.sandbox.codeServerPid}: ${show(chain.map((p) => p.cmdline.slice(0, 60)))}`,
     );
-    includes(chain[0]?.cmdline ?? '', 'extensionHost', `the writer (pid ${advert.pid}) is an extension host`);
+    includes(chain[0]?.cmdline ?? '', 'extensionHost', `the writer (pid ${ctx.advert.pid}) is an extension host`);
     ok(
       !chain.some((p) => p.cmdline.includes(ctx.sandbox.dirs.chrome)),
       `the writer runs under Chromium: ${show(chain.map((p) => p.cmdline.slice(0, 60)))}`,
@@ -85,7 +78,7 @@ export function discoveryChecks(): void {
     const inBrowser = filesUnder(ctx.sandbox.dirs.chrome).filter((f) => {
       try {
         const data = fs.readFileSync(f);
-        return (advert.token !== null && data.includes(advert.token)) || data.includes('"server":"agent-bridge"');
+        return (ctx.advert.token !== null && data.includes(ctx.advert.token)) || data.includes('"server":"agent-bridge"');
       } catch {
         return false;
       }
@@ -129,11 +122,10 @@ export function discoveryChecks(): void {
  * after-hook removes them) and nothing the bridge wrote may be left behind.
  */
 export function afterStopChecks(): void {
-  let ctx: CheckContext;
+  const ctx = suiteState();
   let copies: string[];
   before(async function () {
     this.timeout(60_000);
-    ctx = context();
     copies = findAdvertCopies(ctx);
     await ctx.sandbox.halt();
   });

@@ -16,8 +16,8 @@ import { eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { SPIN_REPR } from '../hostileCode';
 import { firstSettled } from '../settled';
-import { screenshot } from './access';
-import { type CheckContext, checkRun, context } from './context';
+import { screenshot } from '../screenshots';
+import { type CheckContext, checkRun, suiteState } from './context';
 
 interface Cell {
   id: string;
@@ -65,10 +65,7 @@ function freshHealth(ctx: CheckContext): Promise<number | string> {
 }
 
 export function guardLoadChecks(): void {
-  let ctx: CheckContext;
-  before(() => {
-    ctx = context();
-  });
+  const ctx = suiteState();
 
   it(`guard: while the largest batch (${MAX_BATCH_OPS} creates) applies, reads sent after it began are answered before it, seeing it applied in steps`, async () => {
     const { signal, note } = checkRun();

@@ -18,8 +18,9 @@ import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { BridgeClient } from '../http';
 import { processAlive } from '../../src/discovery';
 import { REPO_ROOT } from '../vscode';
-import { pickMode, runCommand, screenshot } from './access';
-import { type BridgeAdvert, type CheckContext, checkRun, context, findBridge, readJson } from './context';
+import { pickMode, runCommand } from './access';
+import { screenshot } from '../screenshots';
+import { type BridgeAdvert, checkRun, context, findBridge, readJson, setContext, suiteState } from './context';
 import { reviewRows } from './review';
 import { randomHex } from '../../src/core/ids';
 import { sleep } from '../../src/core/sleep';
@@ -44,12 +45,8 @@ const BOB = { 'x-agent-bridge-client': 'bob', 'user-agent': 'curl/7.88.1' };
 
 /** The `identity` suite's checks. */
 export function identityChecks(): void {
-  let ctx: CheckContext;
-  before(() => {
-    ctx = context();
-  });
+  const ctx = suiteState();
   const tag = randomHex(3);
-  const page = () => ctx.sandbox.page;
   const mcpClients: Client[] = [];
   after(() => Promise.all(mcpClients.map((c) => c.close())));
   let shared: string | undefined;
@@ -109,7 +106,7 @@ export function identityChecks(): void {
   const newHost = async (note: (m: string) => void): Promise<void> => {
     const old = ctx.advert;
     process.kill(old.pid, 'SIGKILL');
-    const reload = page().locator('.monaco-dialog-box .monaco-button, .notification-toast .monaco-button', {
+    const reload = ctx.page.locator('.monaco-dialog-box .monaco-button, .notification-toast .monaco-button', {
       hasText: /^Reload Window$/,
     });
     await ctx.sandbox.waitFor(
@@ -129,7 +126,7 @@ export function identityChecks(): void {
     note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
     const client = new BridgeClient(fresh.url, fresh.token);
     const registryFile = path.join(ctx.registryDir, `127.0.0.1_${fresh.port}.json`);
-    Object.assign(ctx, { advert: fresh, client, registryFile });
+    setContext({ ...context(), advert: fresh, client, registryFile });
     for (const opened of [ctx.analysis, ctx.other]) {
       const r = await client.post('/notebooks/open', { path: opened.path }, { timeoutMs: 30_000 });
       eq(r.status, 200, `reopening ${path.basename(opened.path)} in the new host (${show(r.text, 200)})`);
@@ -154,7 +151,7 @@ export function identityChecks(): void {
   };
   /** The person clicks Revert on the Agent Changes row that reads `label`; returns the notification's text. */
   const revertRow = async (label: string, shot: string, note: (m: string) => void): Promise<string> => {
-    const rows = await reviewRows(page());
+    const rows = await reviewRows(ctx.page);
     const row = rows.filter({ hasText: label }).first();
     await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
       fail(`no "${label}" row in Agent Changes: ${show(await rows.allInnerTexts(), 400)}`);
@@ -162,17 +159,15 @@ export function identityChecks(): void {
     note(`review rows: ${show(await rows.allInnerTexts(), 400)}`);
     await row.hover();
     // The row's hover has the long form of the name.
-    const hover = page().locator('.monaco-hover, .workbench-hover', { hasText: 'says it is' }).first();
+    const hover = ctx.page.locator('.monaco-hover, .workbench-hover', { hasText: 'says it is' }).first();
     await hover.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => note('no hover shown on the row'));
     note(`hover: ${show(await hover.innerText().catch(() => ''), 400)}`);
-    await screenshot(page(), shot, note);
+    await screenshot(ctx.page, shot, note);
     // Earlier notifications (an earlier Revert's) go first, so the one read is this Revert's.
-    await runCommand(page(), 'Notifications: Clear All Notifications');
+    await runCommand(ctx.page, 'Notifications: Clear All Notifications');
     await row.hover();
     await row.locator('.action-label[aria-label="Revert Agent Change"]').click({ timeout: 5_000 });
-    const toast = page()
-      .locator('.notification-toast', { hasText: /Reverted \d+ cell/ })
-      .first();
+    const toast = ctx.page.locator('.notification-toast', { hasText: /Reverted \d+ cell/ }).first();
     await toast.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail('no "Reverted" notification after Revert'));
     return toast.innerText();
   };
@@ -260,25 +255,25 @@ export function identityChecks(): void {
     eq(made.status, 200, `bob's change (${show(made.text, 200)})`);
     const mine = { ...BOB, [CREDENTIAL]: String(made.headers[CREDENTIAL]) };
     const [change] = await changesOf(nb, mine, signal);
-    await pickMode(page(), 'ask');
+    await pickMode(ctx.page, 'ask');
     try {
       const undo = ctx.client.post(
         '/notebooks/undo',
         { notebook: nb, checkpoint: change!.id },
         { signal, headers: mine, timeoutMs: 30_000 },
       );
-      const toast = page().locator('.notification-toast', { hasText: 'bob (unverified) wants an undo' }).first();
+      const toast = ctx.page.locator('.notification-toast', { hasText: 'bob (unverified) wants an undo' }).first();
       await toast.waitFor({ state: 'visible', timeout: 15_000 }).catch(() => fail('no prompt for the undo'));
       const said = await toast.innerText();
       note(`prompt: ${show(said, 300)}`);
       includes(said, `take back its own change ${change!.id}`, 'the prompt names the change and whose it is');
       includes(said, '1 added (cell 1)', 'the prompt names its cells');
       await sleep(600); // the toast slides in
-      await screenshot(page(), 'identity-undo-prompt.png', note);
+      await screenshot(ctx.page, 'identity-undo-prompt.png', note);
       await toast.locator('.monaco-button', { hasText: /^Allow$/ }).click({ timeout: 5_000 });
       eq((await undo).status, 200, 'the allowed undo');
     } finally {
-      await pickMode(page(), 'full');
+      await pickMode(ctx.page, 'full');
     }
   }).timeout(60_000);
 
@@ -341,7 +336,7 @@ export function identityChecks(): void {
       audit.some((l) => l.includes('"outcome":"applying"') && l.includes(`cut_${tag}_0 = 0`)),
       'no "applying" line of the batch in the audit log',
     );
-    const rows = await reviewRows(page());
+    const rows = await reviewRows(ctx.page);
     const row = rows.filter({ hasText: 'batcher (unverified): 1000 added' }).first();
     await row
       .waitFor({ state: 'visible', timeout: 15_000 })

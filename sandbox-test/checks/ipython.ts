@@ -14,9 +14,8 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
-import type { BridgeClient } from '../http';
 import { setText } from '../settingsEditor';
-import { type CheckContext, type CheckRun, checkRun, context, type OpenedNotebook, type SessionInfo } from './context';
+import { type CheckRun, checkRun, type OpenedNotebook, type SessionInfo, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 
 /** Debian's Python, which `npm run setup` gives IPython, pandas, numpy and matplotlib. */
@@ -63,21 +62,14 @@ function summary(o: SavedOutput): string {
 
 /** The `ipython` suite's checks (run last of the groups with VS Code up: they switch the kernel's Python). */
 export function ipythonChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let file: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    file = path.join(ctx.workspace, FIXTURE);
-  });
+  const ctx = suiteState((c) => ({ file: path.join(c.workspace, FIXTURE) }));
   let opened: Promise<OpenedNotebook> | undefined;
 
   const open = (signal: AbortSignal) =>
     (opened ??= (async () => {
-      const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
+      const r = await ctx.client.post('/notebooks/open', { path: ctx.file, kernel: 'builtin' }, { signal, timeoutMs: 30_000 });
       eq(r.status, 200, `POST /notebooks/open ${FIXTURE} (body ${show(r.text, 300)})`);
-      return { name: 'ipython', path: file, session: r.json<{ session: SessionInfo }>().session };
+      return { name: 'ipython', path: ctx.file, session: r.json<{ session: SessionInfo }>().session };
     })());
 
   /** Sets the setting, then restarts the notebook's kernel until it runs that Python (VS Code hands the change over a moment later). */
@@ -86,9 +78,9 @@ export function ipythonChecks(): void {
     let seen = '';
     const t0 = Date.now();
     for (let attempt = 1; Date.now() < t0 + 30_000; attempt++, await sleep(500)) {
-      const restart = await client.post('/notebooks/restart', { notebook: nb.session.id }, { signal, timeoutMs: 30_000 });
+      const restart = await ctx.client.post('/notebooks/restart', { notebook: nb.session.id }, { signal, timeoutMs: 30_000 });
       eq(restart.status, 200, `POST /notebooks/restart (body ${show(restart.text, 300)})`);
-      const r = await client.run(nb.session.id, 'import sys\nsys.executable', { signal, timeoutMs: 30_000 });
+      const r = await ctx.client.run(nb.session.id, 'import sys\nsys.executable', { signal, timeoutMs: 30_000 });
       seen = String(r.events.find((e) => e.event === 'done')?.data?.output?.data ?? '');
       note(`attempt ${attempt} after ${Date.now() - t0} ms: the kernel runs ${seen}`);
       if (seen === `'${python}'`) return;
@@ -98,12 +90,12 @@ export function ipythonChecks(): void {
 
   /** Runs every code cell in order, waiting for each; returns the bridge's cell ids by index. */
   const runAll = async (nb: OpenedNotebook, signal: AbortSignal): Promise<string[]> => {
-    const list = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(nb.session.id)}`, { signal });
+    const list = await ctx.client.get(`/notebooks/cells?notebook=${encodeURIComponent(nb.session.id)}`, { signal });
     eq(list.status, 200, `GET /notebooks/cells (body ${show(list.text, 300)})`);
     const cells: { id: string; kind: string }[] = list.json().cells;
     for (const cell of cells) {
       if (cell.kind !== 'code') continue;
-      const r = await client.post(
+      const r = await ctx.client.post(
         `/notebooks/cells/${cell.id}/run`,
         { notebook: nb.session.id, wait: true, timeoutMs: 60_000 },
         { signal, timeoutMs: 65_000 },
@@ -115,7 +107,7 @@ export function ipythonChecks(): void {
 
   /** The person saves with Ctrl+S in the workbench; returns the cells of the file once it changed. */
   const save = async (signal: AbortSignal): Promise<SavedCell[]> => {
-    const before = fs.readFileSync(file, 'utf8');
+    const before = fs.readFileSync(ctx.file, 'utf8');
     const page = ctx.sandbox.page;
     await page
       .getByRole('tab', { name: /ipython\.ipynb/ })
@@ -123,7 +115,7 @@ export function ipythonChecks(): void {
       .click({ timeout: 5_000 });
     await page.keyboard.press('Control+S');
     for (const end = Date.now() + 10_000; Date.now() < end && !signal.aborted; await sleep(200)) {
-      const now = fs.readFileSync(file, 'utf8');
+      const now = fs.readFileSync(ctx.file, 'utf8');
       if (now === before) continue;
       try {
         return (JSON.parse(now) as { cells: SavedCell[] }).cells;

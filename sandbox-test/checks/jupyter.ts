@@ -18,10 +18,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { eq, includes, match, ok, show } from '../assert';
 import type { BridgeClient, SseResult } from '../http';
-import type { Page } from 'playwright-core';
 import { MARKER_VAR, type Sandbox, STACK } from '../vscode';
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
-import { type CheckContext, checkRun, context, expectWellFramed, readJson, skipped } from './context';
+import { type CheckContext, checkRun, expectWellFramed, readJson, skipped, suiteState } from './context';
 import { runScript, scriptsDir } from './scripts';
 import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
@@ -115,7 +114,6 @@ export function jupyterWorkbench(sandbox: Sandbox) {
   };
   return { dialogButton, dialogShown, notification, pickKernel };
 }
-type Workbench = ReturnType<typeof jupyterWorkbench>;
 
 /** A session whose kernel the person refused: 403 naming the command, no session, MCP says so too. */
 export async function expectRefused(client: BridgeClient, sessionId: string, signal: AbortSignal): Promise<void> {
@@ -139,60 +137,47 @@ export async function expectRefused(client: BridgeClient, sessionId: string, sig
 export function jupyterChecks(extensions: readonly GivenExtension[]): void {
   const extension = findExtension(extensions, JUPYTER_ID);
   if ('skip' in extension) return skipped(Object.values(NAMES), extension.skip);
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let sandbox: Sandbox;
-  let page: Page;
-  let refusedPath: string;
-  let mainPath: string;
-  let dialogButton: Workbench['dialogButton'];
-  let dialogShown: Workbench['dialogShown'];
-  let pickKernel: Workbench['pickKernel'];
-  let notification: Workbench['notification'];
-  before(() => {
-    ctx = context();
-    ({ client, sandbox } = ctx);
-    page = sandbox.page;
-    refusedPath = path.join(ctx.workspace, 'jupyter-refused.ipynb');
-    mainPath = path.join(ctx.workspace, 'jupyter.ipynb');
-    ({ dialogButton, dialogShown, pickKernel, notification } = jupyterWorkbench(sandbox));
-  });
+  const ctx = suiteState((c) => ({
+    refusedPath: path.join(c.workspace, 'jupyter-refused.ipynb'),
+    mainPath: path.join(c.workspace, 'jupyter.ipynb'),
+    ...jupyterWorkbench(c.sandbox),
+  }));
   let refusedSid = '';
   let sid = '';
   const run = (code: string, signal: AbortSignal, session = sid, timeoutMs = 20_000): Promise<SseResult> => {
     ok(session, 'no Jupyter session (the start check failed)');
-    return client.run(session, code, { signal, timeoutMs });
+    return ctx.client.run(session, code, { signal, timeoutMs });
   };
-  const statusText = () => page.locator('.statusbar-item', { hasText: 'Bridge :' }).first().innerText();
+  const statusText = () => ctx.page.locator('.statusbar-item', { hasText: 'Bridge :' }).first().innerText();
 
   it(NAMES.startRefused, async () => {
     const { signal } = checkRun();
-    const started = client.post(
+    const started = ctx.client.post(
       '/notebooks/kernel/start',
-      { notebook: refusedPath, kernel: 'jupyter' },
+      { notebook: ctx.refusedPath, kernel: 'jupyter' },
       { signal, timeoutMs: 110_000 },
     );
-    await pickKernel();
+    await ctx.pickKernel();
     const r = await started;
     eq(r.status, 200, `status (${show(r.text, 400)})`);
     const body = r.json<{ session: { id: string; path: string }; kernel: string }>();
     eq(body.kernel, 'jupyter', 'kernel');
-    eq(body.session.path, refusedPath, 'session path');
+    eq(body.session.path, ctx.refusedPath, 'session path');
     refusedSid = body.session.id;
   }).timeout(120_000);
 
   it(NAMES.counted, async () => {
     const { signal } = checkRun();
     ok(refusedSid, 'no session from the start check');
-    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
-    eq(sessions[refusedSid]?.path, refusedPath, '/api/sessions entry');
+    const sessions = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+    eq(sessions[refusedSid]?.path, ctx.refusedPath, '/api/sessions entry');
     const count = Object.keys(sessions).length;
-    await sandbox.waitFor(
+    await ctx.sandbox.waitFor(
       'the discovery file to list the Jupyter session',
       () => readJson<{ sessions: { id: string }[] }>(ctx.discoveryFile).sessions.some((s) => s.id === refusedSid),
       10_000,
     );
-    await sandbox.waitFor(
+    await ctx.sandbox.waitFor(
       `the status bar to count ${count} sessions`,
       async () => (await statusText()).endsWith(`· ${count}`),
       10_000,
@@ -203,19 +188,19 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const { note } = checkRun();
     ok(refusedSid, 'no session from the start check');
     // Not tied to this check's signal: the Cancel check answers the dialog and reads its end.
-    const stream = client.execute(refusedSid, 'print("ran")', { timeoutMs: 60_000 });
+    const stream = ctx.client.execute(refusedSid, 'print("ran")', { timeoutMs: 60_000 });
     pendingRefusal = stream.result;
     const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
     ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
-    await dialogShown();
-    await notification('Agent Bridge: an agent is waiting for your permission');
+    await ctx.dialogShown();
+    await ctx.notification('Agent Bridge: an agent is waiting for your permission');
     note(`stream: ${line.data.data.trim()}`);
   }).timeout(40_000);
   let pendingRefusal: Promise<SseResult> | undefined;
 
   it(NAMES.cancel, async () => {
     ok(pendingRefusal, 'no waiting request from the previous check');
-    await dialogButton('Cancel').click({ timeout: 10_000 });
+    await ctx.dialogButton('Cancel').click({ timeout: 10_000 });
     const r = await pendingRefusal;
     const done = expectWellFramed(r);
     eq(done.success, false, 'done.success');
@@ -226,7 +211,7 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.refused, async () => {
     const { signal } = checkRun();
-    await expectRefused(client, refusedSid, signal);
+    await expectRefused(ctx.client, refusedSid, signal);
     const log = bridgeLog(ctx);
     includes(
       log,
@@ -237,8 +222,8 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.startMcp, async () => {
     const { signal } = checkRun();
-    const call = callTool(client, 'start_kernel', { notebook: mainPath, kernel: 'jupyter' }, signal, 110_000);
-    await pickKernel();
+    const call = callTool(ctx.client, 'start_kernel', { notebook: ctx.mainPath, kernel: 'jupyter' }, signal, 110_000);
+    await ctx.pickKernel();
     const result = await call;
     const started = toolJson(result) as { session: { id: string }; kernel: string };
     ok(!result.isError, `start_kernel failed: ${show(started, 400)}`);
@@ -250,12 +235,12 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const { signal } = checkRun();
     ok(sid, 'no session from start_kernel');
     const mark = path.join(ctx.workspace, 'abandoned-ran.txt');
-    const stream = client.execute(sid, `open(${JSON.stringify(mark)}, "w").write("ran")`, { signal, timeoutMs: 60_000 });
+    const stream = ctx.client.execute(sid, `open(${JSON.stringify(mark)}, "w").write("ran")`, { signal, timeoutMs: 60_000 });
     ok(await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000), 'no waiting line');
-    await dialogShown();
+    await ctx.dialogShown();
     stream.disconnect();
     await sleep(500);
-    await dialogButton('Allow').click({ timeout: 10_000 });
+    await ctx.dialogButton('Allow').click({ timeout: 10_000 });
     await sleep(3000);
     ok(!fs.existsSync(mark), 'the abandoned request ran after Allow');
   }).timeout(60_000);
@@ -266,12 +251,12 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     eq(expectWellFramed(r).success, true, `success (stderr ${show(r.stderr)})`);
     eq(r.stdout, 'allowed\n', 'stdout');
     ok(!r.stderr.includes(WAITING), 'still waiting for permission');
-    eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
+    eq(await ctx.page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
   });
 
   it(NAMES.stdout, async () => {
     const { signal } = checkRun();
-    const cell = await client.post(
+    const cell = await ctx.client.post(
       '/notebooks/cells/0/run',
       { notebook: sid, wait: true, timeoutMs: 30_000 },
       { signal, timeoutMs: 40_000 },
@@ -314,11 +299,11 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const probe =
       'ip = get_ipython()\n(ip.execution_count, len(In), len(Out), repr(_), sorted(k for k in globals() if k.startswith("_agent")))';
     const before = expectWellFramed(await run(probe, signal)).output.data;
-    const r = await client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    const r = await ctx.client.get(`/notebooks/variables?notebook=${sid}`, { signal, timeoutMs: 40_000 });
     eq(r.status, 200, `GET /notebooks/variables (${show(r.text, 300)})`);
     const x = r.json<{ variables: { name: string; repr?: string; type: string }[] }>().variables.find((v) => v.name === 'x');
     eq(x?.repr, '41', `x in ${show(r.text, 300)}`);
-    const one = await client.get(`/notebooks/variables/x?notebook=${sid}`, { signal, timeoutMs: 40_000 });
+    const one = await ctx.client.get(`/notebooks/variables/x?notebook=${sid}`, { signal, timeoutMs: 40_000 });
     eq(one.json<{ variable: { type: string } }>().variable.type, 'int', `GET /notebooks/variables/x (${show(one.text, 300)})`);
     eq(expectWellFramed(await run(probe, signal)).output.data, before, 'execution count, In, Out, _ and no name left');
   });
@@ -340,20 +325,20 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.cells, async () => {
     const { signal } = checkRun();
-    const list = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
+    const list = (await ctx.client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
       cells: { id: string; code: string; version: number }[];
     }>();
     eq(list.cells.length, 2, `cells (${show(list.cells.map((c) => c.code))})`);
     const target = list.cells[1]!;
     const code = `import base64\nfrom IPython.display import display, HTML, Image\ndisplay(HTML("<i>rich</i>"))\ndisplay(Image(data=base64.b64decode("${PNG_B64}")))`;
-    const edit = await client.request({
+    const edit = await ctx.client.request({
       method: 'PATCH',
       path: `/notebooks/cells/${target.id}`,
       json: { notebook: sid, code },
       signal,
     });
     eq(edit.status, 200, `edit (${show(edit.text, 300)})`);
-    const r = await client.post(
+    const r = await ctx.client.post(
       `/notebooks/cells/${target.id}/run`,
       { notebook: sid, wait: true, timeoutMs: 30_000, outputs: 'full' },
       { signal, timeoutMs: 40_000 },
@@ -368,21 +353,21 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
   it(NAMES.runAll, async () => {
     const { signal } = checkRun();
     const codes = ['ran_a = 1', '1 / 0', 'never_b = 2', 'never_c = 3'];
-    const made = await client.post(
+    const made = await ctx.client.post(
       '/notebooks/edits',
       { notebook: sid, ops: codes.map((code) => ({ op: 'create', code })) },
       { signal, timeoutMs: 30_000 },
     );
     eq(made.status, 200, `cells made (${show(made.text, 300)})`);
     type Listed = { cells: { id: string; code: string; execution: { status: string; order: number | null } }[] };
-    const listed = async () => (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<Listed>().cells;
+    const listed = async () => (await ctx.client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<Listed>().cells;
     const all = await listed();
     const cells = codes.map((code) => all.findIndex((c) => c.code === code)).map((index) => ({ index, id: all[index]!.id }));
     const range = { start: cells[0]!.index, end: cells.at(-1)!.index + 1 };
     // Jupyter's queue cancels what waits behind a failure: with "stop" the bridge queues the whole
     // series at once, and with "continue" it cannot go on either.
     for (const onError of ['stop', 'continue']) {
-      const r = await client.post(
+      const r = await ctx.client.post(
         '/notebooks/run',
         { notebook: sid, range, onError, wait: true, timeoutMs: 20_000 },
         { signal, timeoutMs: 40_000 },
@@ -405,7 +390,7 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
       );
     }
     eq((await run("print('never_b' in globals())", signal)).stdout, 'False\n', 'the cancelled cells did not run');
-    const removed = await client.post(
+    const removed = await ctx.client.post(
       '/notebooks/edits',
       { notebook: sid, ops: cells.map((c) => ({ op: 'delete', ref: c.id })) },
       { signal, timeoutMs: 30_000 },
@@ -415,9 +400,9 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.interrupt, async () => {
     const { signal } = checkRun();
-    const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+    const stream = ctx.client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
     await sleep(1500);
-    const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
+    const r = await ctx.client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 20_000 });
     eq(r.status, 200, `interrupt (${show(r.text)})`);
     const end = await stream.result;
     eq(expectWellFramed(end).success, false, 'interrupted run success');
@@ -430,7 +415,7 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.disconnect, async () => {
     const { signal } = checkRun();
-    const stream = client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+    const stream = ctx.client.execute(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
     await sleep(1000);
     stream.disconnect();
     // The endless loop left going would keep this run queued until its stream gives up.
@@ -441,26 +426,26 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
 
   it(NAMES.restart, async () => {
     const { signal } = checkRun();
-    const pending = client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 80_000 });
+    const pending = ctx.client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 80_000 });
     // Jupyter asks the person to confirm (jupyter.askForKernelRestart is on by default).
-    await sandbox.waitFor("Jupyter's restart confirmation", () => dialogButton('Restart').isVisible(), 20_000);
-    await dialogButton('Restart').click();
+    await ctx.sandbox.waitFor("Jupyter's restart confirmation", () => ctx.dialogButton('Restart').isVisible(), 20_000);
+    await ctx.dialogButton('Restart').click();
     const r = await pending;
     eq(r.status, 200, `restart (${show(r.text)})`);
     const after = expectWellFramed(await run('"x" in globals()', signal, sid, 30_000));
     eq(after.output.data, 'False', 'x after the restart');
-    const sessions = (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
+    const sessions = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, unknown>>();
     ok(sid in sessions, 'the session is gone after the restart');
   }).timeout(120_000);
 
   it(NAMES.mcp, async () => {
     const { signal } = checkRun();
-    const ok1 = (await callTool(client, 'execute_code', { session_id: sid, code: 'print("hi")\n6 * 7' }, signal))
+    const ok1 = (await callTool(ctx.client, 'execute_code', { session_id: sid, code: 'print("hi")\n6 * 7' }, signal))
       .structuredContent!;
     eq(ok1['success'], true, `success (${show(ok1, 300)})`);
     eq((ok1['stdout'] as string[]).join(''), 'hi\n', 'stdout');
     eq(ok1['output'], '42', 'output');
-    const bad = (await callTool(client, 'execute_code', { session_id: sid, code: '1/0' }, signal)).structuredContent!;
+    const bad = (await callTool(ctx.client, 'execute_code', { session_id: sid, code: '1/0' }, signal)).structuredContent!;
     eq(bad['success'], false, 'error success');
     match((bad['stderr'] as string[]).join(''), /ZeroDivisionError/, 'error stderr');
   });
@@ -470,48 +455,51 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
     const server = await startJupyterServer(ctx);
     try {
       const serverPath = path.join(ctx.workspace, 'jupyter-server.ipynb');
-      const opened = await client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
+      const opened = await ctx.client.post('/notebooks/open', { path: serverPath }, { signal, timeoutMs: 30_000 });
       eq(opened.status, 200, `open (${show(opened.text)})`);
       const serverSid = opened.json<{ session: { id: string } }>().session.id;
       // As the person: the kernel picker, "Existing Jupyter Server...", its URL, a name, the kernel.
       // Jupyter pre-fills the URL box from the clipboard, which needs the browser's permission.
-      await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
-      await page.keyboard.press('F1');
-      await page.keyboard.type('Notebook: Select Notebook Kernel');
-      await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' }).first().click();
+      await ctx.page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+      await ctx.page.keyboard.press('F1');
+      await ctx.page.keyboard.type('Notebook: Select Notebook Kernel');
+      await ctx.page
+        .locator('.quick-input-widget .monaco-list-row', { hasText: 'Notebook: Select Notebook Kernel' })
+        .first()
+        .click();
       // A notebook with a suggested kernel lists it first, the kernel sources one level down.
-      const existing = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
-      const another = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
+      const existing = ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Existing Jupyter Server' });
+      const another = ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Select Another Kernel' });
       await existing.or(another).first().waitFor({ timeout: 20_000 });
       if (await another.isVisible()) await another.click();
       await existing.click({ timeout: 20_000 });
-      await page
+      await ctx.page
         .locator('.quick-input-widget', { hasText: 'Enter the URL of the running Jupyter Server' })
         .waitFor({ timeout: 20_000 });
-      await page.keyboard.type(`${server.url}/?token=${server.token}`);
-      await page.keyboard.press('Enter');
-      await page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
-      await page.keyboard.press('Enter');
-      await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
+      await ctx.page.keyboard.type(`${server.url}/?token=${server.token}`);
+      await ctx.page.keyboard.press('Enter');
+      await ctx.page.locator('.quick-input-widget', { hasText: 'Change Server Display Name' }).waitFor({ timeout: 20_000 });
+      await ctx.page.keyboard.press('Enter');
+      await ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Python 3' }).first().click({ timeout: 30_000 });
       // Run All starts the kernel. From the command palette: the toolbar's button hides in an
       // overflow menu when the editor is narrow (the activity view is open beside it).
-      await page.keyboard.press('F1');
-      await page.keyboard.type('Notebook: Run All');
-      await page.locator('.quick-input-widget').getByText('Notebook: Run All', { exact: true }).first().click();
-      await sandbox.waitFor(
+      await ctx.page.keyboard.press('F1');
+      await ctx.page.keyboard.type('Notebook: Run All');
+      await ctx.page.locator('.quick-input-widget').getByText('Notebook: Run All', { exact: true }).first().click();
+      await ctx.sandbox.waitFor(
         'the server kernel in /api/sessions',
-        async () => serverSid in (await client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
+        async () => serverSid in (await ctx.client.get('/api/sessions', { signal })).json<Record<string, unknown>>(),
         60_000,
       );
       // The kernel's connection file is in the server's runtime folder: the server launched it.
       const code = 'from ipykernel import get_connection_file\nprint(get_connection_file())\n6 * 7';
-      const stream = client.execute(serverSid, code, {
+      const stream = ctx.client.execute(serverSid, code, {
         signal,
         timeoutMs: 40_000,
       });
       // Run alone (--only), this is the bridge's first request: answer Jupyter's consent dialog.
       if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
-        await dialogButton('Allow').click({ timeout: 10_000 });
+        await ctx.dialogButton('Allow').click({ timeout: 10_000 });
       const r = await stream.result;
       const done = expectWellFramed(r);
       eq(done.success, true, `success (stderr ${show(r.stderr, 600)})`);
@@ -538,14 +526,18 @@ export function jupyterChecks(extensions: readonly GivenExtension[]): void {
       const { signal } = checkRun();
       const env: NodeJS.ProcessEnv = { ...process.env, MARIMO_TOKEN: ctx.advert.token ?? '' };
       delete env[MARKER_VAR];
-      const good = await runScript(execute, ['--url', ctx.advert.url, '--file', mainPath, '-c', 'print("via script")\n6 * 7'], {
-        env,
-        signal,
-        timeoutMs: 30_000,
-      });
+      const good = await runScript(
+        execute,
+        ['--url', ctx.advert.url, '--file', ctx.mainPath, '-c', 'print("via script")\n6 * 7'],
+        {
+          env,
+          signal,
+          timeoutMs: 30_000,
+        },
+      );
       eq(good.code, 0, `exit code (stderr ${show(good.stderr)})`);
       eq(good.stdout, 'via script\n42\n', 'stdout');
-      const bad = await runScript(execute, ['--url', ctx.advert.url, '--file', mainPath, '-c', '1/0'], {
+      const bad = await runScript(execute, ['--url', ctx.advert.url, '--file', ctx.mainPath, '-c', '1/0'], {
         env,
         signal,
         timeoutMs: 30_000,

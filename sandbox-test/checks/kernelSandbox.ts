@@ -15,10 +15,9 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { checkSandbox } from '../../src/kernels/builtin/kernelSandbox';
 import { eq, includes, ok, show } from '../assert';
-import type { BridgeClient } from '../http';
-import { screenshot } from './access';
+import { screenshot } from '../screenshots';
 import { setBoolean, setText } from '../settingsEditor';
-import { type CheckContext, checkRun, context, skipped } from './context';
+import { checkRun, skipped, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 import { MARKER_VAR } from '../stack';
 
@@ -52,21 +51,14 @@ const SYSTEM_PYTHON = '/usr/bin/python3';
 export function kernelSandboxChecks(): void {
   const check = checkSandbox();
   if (!check.ok) return skipped(Object.values(NAMES), check.reason);
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let sid: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    sid = ctx.other.session.id;
-  });
+  const ctx = suiteState((c) => ({ sid: c.other.session.id }));
   const run = async (code: string, signal: AbortSignal, timeoutMs = 30_000) => {
-    const r = await client.run(sid, code, { signal, timeoutMs });
+    const r = await ctx.client.run(ctx.sid, code, { signal, timeoutMs });
     eq(r.status, 200, `execute status (${show(r.raw, 300)})`);
     return r;
   };
   const restart = async (signal: AbortSignal) => {
-    const r = await client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 30_000 });
+    const r = await ctx.client.post('/notebooks/restart', { notebook: ctx.sid }, { signal, timeoutMs: 30_000 });
     eq(r.status, 200, `POST /notebooks/restart (${show(r.text, 300)})`);
   };
   /** Restarts the kernel until `probe` prints something `done` takes (VS Code hands a changed setting over a moment later). */
@@ -74,7 +66,7 @@ export function kernelSandboxChecks(): void {
     let seen = '';
     for (const t0 = Date.now(); Date.now() < t0 + 30_000; await sleep(500)) {
       await restart(signal);
-      const r = await client.run(sid, probe, { signal, timeoutMs: 30_000 });
+      const r = await ctx.client.run(ctx.sid, probe, { signal, timeoutMs: 30_000 });
       seen = r.status === 200 ? r.stdout.trim() : `${r.status} ${show(r.raw, 300)}`;
       note(`after ${Date.now() - t0} ms the kernel says ${show(seen, 300)}`);
       if (done(seen)) return;
@@ -217,9 +209,9 @@ export function kernelSandboxChecks(): void {
 
   it(NAMES.interrupt, async () => {
     const { signal } = checkRun();
-    const loop = client.run(sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
+    const loop = ctx.client.run(ctx.sid, 'import time\nwhile True:\n    time.sleep(0.05)', { signal, timeoutMs: 30_000 });
     await sleep(1500);
-    const r = await client.post('/notebooks/interrupt', { notebook: sid }, { signal, timeoutMs: 10_000 });
+    const r = await ctx.client.post('/notebooks/interrupt', { notebook: ctx.sid }, { signal, timeoutMs: 10_000 });
     eq(r.status, 200, `POST /notebooks/interrupt (${show(r.text, 300)})`);
     includes((await loop).stderr, 'KeyboardInterrupt', 'the loop ends with');
     includes((await run('print("still here")', signal)).stdout, 'still here', 'the next run');
@@ -270,9 +262,9 @@ export function kernelSandboxChecks(): void {
     const cell = { cell_type: 'code', metadata: {}, source: ['first = 1'], outputs: [], execution_count: null };
     fs.writeFileSync(file, JSON.stringify({ cells: [cell], metadata: {}, nbformat: 4, nbformat_minor: 5 }));
     try {
-      const opened = await client.post('/notebooks/open', { path: file }, { signal, timeoutMs: 30_000 });
+      const opened = await ctx.client.post('/notebooks/open', { path: file }, { signal, timeoutMs: 30_000 });
       eq(opened.status, 200, `POST /notebooks/open (${show(opened.text, 300)})`);
-      const created = await client.post(
+      const created = await ctx.client.post(
         '/notebooks/cells',
         { notebook: file, code: `second = first + ${'undefined_name'}` },
         { signal, timeoutMs: 30_000 },
@@ -300,8 +292,8 @@ export function kernelSandboxChecks(): void {
       await setPython(path.join(ctx.workspace, 'bin', 'python'), note);
       let said = '';
       for (const t0 = Date.now(); Date.now() < t0 + 30_000 && !said.includes('writable workspace folder'); await sleep(500)) {
-        await client.post('/notebooks/restart', { notebook: sid }, { signal, timeoutMs: 30_000 });
-        const r = await client.run(sid, 'print("ran")', { signal, timeoutMs: 30_000 });
+        await ctx.client.post('/notebooks/restart', { notebook: ctx.sid }, { signal, timeoutMs: 30_000 });
+        const r = await ctx.client.run(ctx.sid, 'print("ran")', { signal, timeoutMs: 30_000 });
         said = `${r.stdout}${r.stderr}`;
       }
       note(said);

@@ -3,28 +3,21 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
-import type { BridgeClient, SseResult } from '../http';
-import { type CheckContext, checkRun, context, expectWellFramed } from './context';
+import type { SseResult } from '../http';
+import { checkRun, expectOutcome, expectWellFramed, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 
 /** The `marimo API` suite's checks. */
 export function marimoChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  let sid: string;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-    sid = ctx.analysis.session.id;
-  });
-  const run = (code: string, signal: AbortSignal, session = sid, timeoutMs = 10_000): Promise<SseResult> =>
-    client.run(session, code, { signal, timeoutMs });
+  const ctx = suiteState((c) => ({ sid: c.analysis.session.id }));
+  const run = (code: string, signal: AbortSignal, session = ctx.sid, timeoutMs = 10_000): Promise<SseResult> =>
+    ctx.client.run(session, code, { signal, timeoutMs });
 
   // ------------------------------------------------------------------------- sessions
 
   it('sessions: /api/sessions lists both fixtures with absolute paths and s_ ids', async () => {
     const { signal } = checkRun();
-    const r = await client.get('/api/sessions', { signal });
+    const r = await ctx.client.get('/api/sessions', { signal });
     eq(r.status, 200, 'status');
     match(String(r.headers['content-type']), /^application\/json/, 'content-type');
     const body = r.json<Record<string, { filename: string | null; path: string | null }>>();
@@ -42,7 +35,7 @@ export function marimoChecks(): void {
   it('sessions: ids are stable across calls and match /notebooks/open', async () => {
     const { signal } = checkRun();
     const ids = async () => {
-      const body = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+      const body = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
       return Object.fromEntries(Object.entries(body).map(([id, v]) => [v.path, id]));
     };
     const first = await ids();
@@ -52,7 +45,7 @@ export function marimoChecks(): void {
     for (const nb of [ctx.analysis, ctx.other])
       eq(first[nb.path], nb.session.id, `${nb.name}: id from /notebooks/open vs /api/sessions`);
     // Re-opening an already open notebook must not mint a new id.
-    const again = await client.post(
+    const again = await ctx.client.post(
       '/notebooks/open',
       { path: ctx.analysis.path, kernel: 'builtin' },
       { signal, timeoutMs: 10_000 },
@@ -84,8 +77,7 @@ export function marimoChecks(): void {
   it('execute: trailing expression 1 + 1 gives output "2"', async () => {
     const { signal } = checkRun();
     const r = await run('1 + 1', signal);
-    const done = expectWellFramed(r);
-    eq(done.success, true, 'done.success');
+    const done = expectOutcome(r, true);
     eq(done.output.data, '2', 'done.output.data');
     eq(r.stdout, '', 'stdout');
   });
@@ -93,8 +85,7 @@ export function marimoChecks(): void {
   it('execute: raise ValueError streams the traceback on stderr, success false', async () => {
     const { signal } = checkRun();
     const r = await run("raise ValueError('x')", signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    const done = expectOutcome(r, false);
     includes(r.stderr, 'Traceback', 'stderr');
     includes(r.stderr, 'ValueError: x', 'stderr');
     ok(!/<\/?(pre|span|div|br|p)\b|class=/i.test(r.stderr), `stderr looks like HTML: ${show(r.stderr)}`);
@@ -104,8 +95,7 @@ export function marimoChecks(): void {
   it('execute: a syntax error (`def :`) reports on stderr, success false', async () => {
     const { signal } = checkRun();
     const r = await run('def :', signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    expectOutcome(r, false);
     ok(r.stderr.trim().length > 0, 'stderr is empty');
     includes(r.stderr, 'SyntaxError', 'stderr');
   });
@@ -135,14 +125,14 @@ export function marimoChecks(): void {
 
   it('execute: a global defined by running a fixture cell (x = 41) is visible', async () => {
     const { signal } = checkRun();
-    const cells = (await client.get(`/notebooks/cells?notebook=${sid}`, { signal })).json<{
+    const cells = (await ctx.client.get(`/notebooks/cells?notebook=${ctx.sid}`, { signal })).json<{
       cells: { id: string; code: string }[];
     }>().cells;
     const cell = cells?.find((c) => c.code === 'x = 41');
     ok(cell, `fixture cell "x = 41" not in ${show(cells?.map((c) => c.code))}`);
-    const ran = await client.post(
+    const ran = await ctx.client.post(
       `/notebooks/cells/${cell.id}/run`,
-      { notebook: sid, wait: true },
+      { notebook: ctx.sid, wait: true },
       { signal, timeoutMs: 12_000 },
     );
     eq(ran.status, 200, `run status (body ${show(ran.text, 300)})`);
@@ -167,7 +157,7 @@ export function marimoChecks(): void {
     const gate = new PrintGate(ctx.workspace);
     try {
       const lines = ['0', '1', '2'];
-      const stream = client.execute(sid, gate.code(lines), { signal, timeoutMs: 60_000 });
+      const stream = ctx.client.execute(ctx.sid, gate.code(lines), { signal, timeoutMs: 60_000 });
       await gate.follow(stream, lines);
       const r = await stream.result;
       const done = expectWellFramed(r);
@@ -180,7 +170,7 @@ export function marimoChecks(): void {
 
   it('execute: client disconnect interrupts a running `while True` and frees the kernel', async () => {
     const { signal } = checkRun();
-    const stream = client.execute(sid, 'while True:\n    pass', { signal, timeoutMs: 12_000 });
+    const stream = ctx.client.execute(ctx.sid, 'while True:\n    pass', { signal, timeoutMs: 12_000 });
     await sleep(500);
     ok(
       stream.events.every((e) => e.event !== 'done'),
@@ -188,7 +178,7 @@ export function marimoChecks(): void {
     );
     stream.disconnect();
     // An endless run left going would keep this one queued until its stream gives up.
-    const r = await run("print('kernel free')", signal, sid, 30_000);
+    const r = await run("print('kernel free')", signal, ctx.sid, 30_000);
     const done = expectWellFramed(r, 'follow-up run');
     eq(done.success, true, `follow-up success (stderr ${show(r.stderr)})`);
     eq(r.stdout, 'kernel free\n', 'follow-up stdout');
@@ -197,8 +187,8 @@ export function marimoChecks(): void {
   it('execute: two concurrent runs on one session are serialized', async () => {
     const { signal } = checkRun();
     const code = (tag: string) => `import time\nfor i in range(3):\n    print('${tag}%d' % i, flush=True)\n    time.sleep(0.1)`;
-    const a = client.execute(sid, code('A'), { signal });
-    const b = client.execute(sid, code('B'), { signal });
+    const a = ctx.client.execute(ctx.sid, code('A'), { signal });
+    const b = ctx.client.execute(ctx.sid, code('B'), { signal });
     const [ra, rb] = await Promise.all([a.result, b.result]);
     for (const [r, tag] of [
       [ra, 'A'],
@@ -222,10 +212,10 @@ export function marimoChecks(): void {
     const files = ['concurrent-1.ipynb', 'concurrent-2.ipynb'].map((n) => path.join(ctx.workspace, n));
     for (const f of files) fs.copyFileSync(ctx.analysis.path, f);
     const results = await Promise.all(
-      files.map((f) => client.post('/notebooks/open', { path: f, kernel: 'builtin' }, { signal, timeoutMs: 14_000 })),
+      files.map((f) => ctx.client.post('/notebooks/open', { path: f, kernel: 'builtin' }, { signal, timeoutMs: 14_000 })),
     );
     results.forEach((r, i) => eq(r.status, 200, `status of opening ${path.basename(files[i]!)} (body ${show(r.text, 200)})`));
-    const body = (await client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
+    const body = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
     for (const f of files)
       ok(
         Object.values(body).some((v) => v.path === f),

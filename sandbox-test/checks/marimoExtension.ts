@@ -14,9 +14,8 @@ import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
 import type { BridgeClient, SseResult } from '../http';
 import { MARIMO_FIXTURE, openPickingKernel } from '../marimoExtension';
-import { MARKER_VAR } from '../vscode';
-import { screenshot } from './access';
-import { checkRun, context, expectWellFramed } from './context';
+import { screenshot } from '../screenshots';
+import { callerEnv, checkRun, context, expectOutcome, expectWellFramed } from './context';
 import { callTool } from './jupyter';
 import { runScript, scriptsDir } from './scripts';
 import { sleep } from '../../src/core/sleep';
@@ -41,14 +40,7 @@ const shown = (cell: Cell | undefined) => JSON.stringify(cell?.outputs ?? []);
 /** marimo-pair's scripts as an agent outside the sandbox runs them, with the bridge's token. */
 function scriptEnv(): NodeJS.ProcessEnv {
   const ctx = context();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOME: ctx.sandbox.dirs.home,
-    XDG_STATE_HOME: ctx.sandbox.dirs.stateHome,
-    MARIMO_TOKEN: ctx.advert.token ?? '',
-  };
-  delete env[MARKER_VAR];
-  return env;
+  return callerEnv(ctx.sandbox.dirs, ctx.advert.token);
 }
 
 export function marimoExtensionChecks(): void {
@@ -212,8 +204,7 @@ export function marimoExtensionChecks(): void {
     this.timeout(40_000);
     const { signal } = checkRun();
     const r = await run("raise ValueError('boom <b>x</b>')", signal);
-    const done = expectWellFramed(r);
-    eq(done.success, false, 'done.success');
+    expectOutcome(r, false);
     includes(r.stderr, 'ValueError', 'stderr');
     includes(r.stderr, 'boom', 'stderr');
     // marimo's extension puts its one-line message, without a line break, before the traceback.

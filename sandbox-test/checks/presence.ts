@@ -10,9 +10,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Locator } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
-import type { BridgeClient, HttpResult } from '../http';
-import { openAgentBridge, screenshot, widenSideBar } from './access';
-import { type CheckContext, checkRun, context } from './context';
+import type { HttpResult } from '../http';
+import { openAgentBridge, widenSideBar } from './access';
+import { screenshot } from '../screenshots';
+import { checkRun, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 import type { PresenceAnswer } from '../../src/core/model/presenceAnswer';
 
@@ -29,23 +30,21 @@ interface Cell {
 
 /** The `presence` suite's checks. */
 export function presenceChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
+  const ctx = suiteState();
   let sid: string;
   let cells: Cell[];
-  const page = () => ctx.sandbox.page;
   /** The cell's row in the notebook editor (found by its text). */
   const row = (text: string): Locator =>
-    page().locator('.notebook-editor .monaco-list-row', { has: page().locator('.view-lines', { hasText: text }) });
+    ctx.page.locator('.notebook-editor .monaco-list-row', { has: ctx.page.locator('.view-lines', { hasText: text }) });
   const statusItem = (cellText: string, agent: string, verb: string) =>
     row(cellText).locator('.cell-statusbar-container .cell-status-item', { hasText: new RegExp(`${verb} · .*${agent}`, 'i') });
   const get = async (ref: string, agent: string, signal: AbortSignal): Promise<Cell> => {
-    const r = await client.get(`/notebooks/cells/${ref}?notebook=${sid}`, { headers: as(agent), signal });
+    const r = await ctx.client.get(`/notebooks/cells/${ref}?notebook=${sid}`, { headers: as(agent), signal });
     eq(r.status, 200, `GET cell ${ref} as ${agent} (${show(r.text, 200)})`);
     return r.json<{ cell: Cell }>().cell;
   };
   const patch = (ref: string, agent: string, body: Record<string, unknown>, signal: AbortSignal): Promise<HttpResult> =>
-    client.request({
+    ctx.client.request({
       method: 'PATCH',
       path: `/notebooks/cells/${ref}`,
       json: { notebook: sid, ...body },
@@ -53,16 +52,16 @@ export function presenceChecks(): void {
       signal,
     });
   const presence = async (agent: string, signal: AbortSignal): Promise<PresenceAnswer> => {
-    const r = await client.get(`/notebooks/presence?notebook=${sid}`, { headers: as(agent), signal });
+    const r = await ctx.client.get(`/notebooks/presence?notebook=${sid}`, { headers: as(agent), signal });
     eq(r.status, 200, `GET /notebooks/presence (${show(r.text, 300)})`);
     return r.json<PresenceAnswer>();
   };
   const run = async (ref: string, agent: string, signal: AbortSignal) => {
-    const r = await client.post(`/notebooks/cells/${ref}/run`, { notebook: sid }, { headers: as(agent), signal });
+    const r = await ctx.client.post(`/notebooks/cells/${ref}/run`, { notebook: sid }, { headers: as(agent), signal });
     eq(r.status, 202, `run ${ref} as ${agent} (${show(r.text, 200)})`);
   };
   const waitRun = async (ref: string, signal: AbortSignal) => {
-    const r = await client.post(
+    const r = await ctx.client.post(
       `/notebooks/cells/${ref}/wait`,
       { notebook: sid, timeoutMs: 20_000 },
       { signal, timeoutMs: 25_000 },
@@ -70,25 +69,23 @@ export function presenceChecks(): void {
     eq(r.status, 200, `waiting for ${ref} (${show(r.text, 200)})`);
   };
   const front = async () => {
-    await page()
+    await ctx.page
       .getByRole('tab', { name: /presence\.ipynb/ })
       .first()
       .click({ timeout: 5_000 });
-    await page().mouse.move(700, 400);
+    await ctx.page.mouse.move(700, 400);
   };
 
   const toggleSecondarySideBar = async () => {
     const title = 'View: Toggle Secondary Side Bar Visibility';
-    await page().keyboard.press('F1');
-    await page().keyboard.type(title);
-    await page().locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10_000 });
-    await page().keyboard.press('Enter');
+    await ctx.page.keyboard.press('F1');
+    await ctx.page.keyboard.type(title);
+    await ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10_000 });
+    await ctx.page.keyboard.press('Enter');
   };
 
   before(async function () {
     this.timeout(90_000);
-    ctx = context();
-    ({ client } = ctx);
     const file = path.join(ctx.workspace, 'presence.ipynb');
     const source = [SLEEP_CELL, 'presence_read = 1', 'presence_typed = 1', 'presence_cursor = 1', 'import time; time.sleep(8)'];
     const nb = {
@@ -105,13 +102,17 @@ export function presenceChecks(): void {
       nbformat_minor: 5,
     };
     fs.writeFileSync(file, `${JSON.stringify(nb, null, 1)}\n`);
-    const r = await client.post('/notebooks/open', { path: file, kernel: 'builtin' }, { timeoutMs: 60_000, headers: as(RUNNER) });
+    const r = await ctx.client.post(
+      '/notebooks/open',
+      { path: file, kernel: 'builtin' },
+      { timeoutMs: 60_000, headers: as(RUNNER) },
+    );
     eq(r.status, 200, `open presence.ipynb (${show(r.text, 300)})`);
     sid = r.json<{ session: { id: string } }>().session.id;
     // The kernel started before anything is timed (as the runner: no third agent in the notebook).
-    const warm = await client.run(sid, 'None', { timeoutMs: 60_000, headers: as(RUNNER) });
+    const warm = await ctx.client.run(sid, 'None', { timeoutMs: 60_000, headers: as(RUNNER) });
     eq(warm.status, 200, 'the kernel answers');
-    const listed = await client.get(`/notebooks/cells?notebook=${sid}`, { headers: as(RUNNER) });
+    const listed = await ctx.client.get(`/notebooks/cells?notebook=${sid}`, { headers: as(RUNNER) });
     cells = listed.json<{ cells: Cell[] }>().cells;
     eq(cells.length, source.length, 'cells of presence.ipynb');
   });
@@ -120,7 +121,7 @@ export function presenceChecks(): void {
     const { signal, note } = checkRun();
     await front();
     // The empty secondary side bar out of the way, so the cell's status item is read whole.
-    if (await page().locator('.part.auxiliarybar').isVisible()) await toggleSecondarySideBar();
+    if (await ctx.page.locator('.part.auxiliarybar').isVisible()) await toggleSecondarySideBar();
     const t0 = Date.now();
     await run(cells[0]!.id, RUNNER, signal);
     const item = statusItem('time.sleep(3)', RUNNER, 'running');
@@ -129,8 +130,8 @@ export function presenceChecks(): void {
       .waitFor({ state: 'visible', timeout: 2_500 })
       .catch(() => fail(`no "Running · ${RUNNER}" status item on the cell within 2.5 s of the run`));
     note(`"running" shown ${Date.now() - t0} ms after the run was asked for: ${show(await item.first().innerText())}`);
-    await screenshot(page(), 'presence-running.png', note);
-    const status = page().locator('.statusbar-item', { hasText: /agents? here/ });
+    await screenshot(ctx.page, 'presence-running.png', note);
+    const status = ctx.page.locator('.statusbar-item', { hasText: /agents? here/ });
     includes(await status.first().innerText(), '1 agent here', 'the status bar counts the agent');
     await waitRun(cells[0]!.id, signal);
     await item
@@ -145,12 +146,12 @@ export function presenceChecks(): void {
     const long = cells[4]!; // an 8 s run: long enough to look at everything while it runs
     await front();
     // The activity view beside the notebook (a suite before may have left it open: a click would close it).
-    const activity = page().locator('[id="workbench.view.extension.agentBridge"]');
+    const activity = ctx.page.locator('[id="workbench.view.extension.agentBridge"]');
     const wasOpen = await activity.isVisible();
-    if (!wasOpen) await openAgentBridge(page());
+    if (!wasOpen) await openAgentBridge(ctx.page);
     // 510 px wide: whole rows in the view, whole status items in the notebook (at 1280x720).
-    const width = (await page().locator('.part.sidebar').boundingBox())?.width ?? 300;
-    await widenSideBar(page(), 510 - width, note);
+    const width = (await ctx.page.locator('.part.sidebar').boundingBox())?.width ?? 300;
+    await widenSideBar(ctx.page, 510 - width, note);
     await run(long.id, RUNNER, signal);
     await get(cells[1]!.id, READER, signal);
     const answer = await presence(READER, signal);
@@ -167,14 +168,14 @@ export function presenceChecks(): void {
     // The person's view: both cells marked at once (the reader keeps reading: a read shows a few seconds).
     const reading = statusItem('presence_read', READER, 'reading');
     const runningItem = statusItem('time.sleep(8)', RUNNER, 'running');
-    const now = page().locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row', { hasText: 'Now:' });
+    const now = ctx.page.locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row', { hasText: 'Now:' });
     for (const end = Date.now() + 3_000; Date.now() < end; await sleep(300)) {
       if ((await reading.count()) && (await runningItem.count()) && (await now.count()) >= 2) break;
       await get(cells[1]!.id, READER, signal);
     }
     ok(await runningItem.count(), `no "Running · ${RUNNER}" item in the page`);
     ok(await reading.count(), `no "Reading · ${READER}" item in the page`);
-    const status = page().locator('.statusbar-item', { hasText: /agents? here/ });
+    const status = ctx.page.locator('.statusbar-item', { hasText: /agents? here/ });
     includes(await status.first().innerText(), '2 agents here', 'the status bar counts both');
     // The activity view, live: a "Now:" row per agent.
     const texts = await now.allInnerTexts();
@@ -188,12 +189,12 @@ export function presenceChecks(): void {
       `no activity row of ${READER} reading: ${show(texts)}`,
     );
     await get(cells[1]!.id, READER, signal);
-    await page().mouse.move(900, 500);
+    await ctx.page.mouse.move(900, 500);
     await sleep(300);
-    await screenshot(page(), 'presence-two-agents.png', note);
+    await screenshot(ctx.page, 'presence-two-agents.png', note);
     // Clicking the count lists them with their cells.
     await status.first().click({ timeout: 5_000 });
-    const picks = page().locator('.quick-input-widget .monaco-list-row');
+    const picks = ctx.page.locator('.quick-input-widget .monaco-list-row');
     await picks.first().waitFor({ state: 'visible', timeout: 5_000 });
     const listed = await picks.allInnerTexts();
     note(`the list: ${show(listed, 300)}`);
@@ -205,8 +206,8 @@ export function presenceChecks(): void {
       listed.some((t) => t.includes(READER) && /read(ing)? cell 2/.test(t)),
       `the list does not show ${READER} at cell 2: ${show(listed)}`,
     );
-    await page().keyboard.press('Escape');
-    if (!wasOpen) await openAgentBridge(page()); // closes the side bar again
+    await ctx.page.keyboard.press('Escape');
+    if (!wasOpen) await openAgentBridge(ctx.page); // closes the side bar again
     await waitRun(long.id, signal);
   }).timeout(60_000);
 
@@ -217,8 +218,8 @@ export function presenceChecks(): void {
     await front();
     const editor = row('presence_typed').locator('.view-lines');
     await editor.first().click({ timeout: 5_000 });
-    await page().keyboard.press('End');
-    await page().keyboard.type('  # the person');
+    await ctx.page.keyboard.press('End');
+    await ctx.page.keyboard.type('  # the person');
     const typedAt = Date.now();
     // The agent reads what the person typed (read-before-write passes), and sees they are at it.
     let seen: Cell | undefined;
@@ -248,7 +249,7 @@ export function presenceChecks(): void {
     eq(forced.status, 200, `PATCH with force (${show(forced.text, 300)})`);
     eq((await get(cell.id, RUNNER, signal)).code, 'presence_typed = "agent"', 'the forced write landed');
     // Force is no quiet way around the person: they are told, naming the agent and the cell.
-    const told = page().locator('.notification-toast', { hasText: 'wrote over what you were typing' });
+    const told = ctx.page.locator('.notification-toast', { hasText: 'wrote over what you were typing' });
     await told
       .first()
       .waitFor({ state: 'visible', timeout: 5_000 })
@@ -265,7 +266,7 @@ export function presenceChecks(): void {
       .first()
       .click({ timeout: 2_000 })
       .catch(() => note('the notice could not be expanded; the screenshot shows its first line'));
-    await screenshot(page(), 'presence-forced.png', note);
+    await screenshot(ctx.page, 'presence-forced.png', note);
     await told
       .first()
       .locator('.codicon-notifications-clear')
@@ -313,6 +314,6 @@ export function presenceChecks(): void {
     const answer = await presence(READER, signal);
     note(`person: ${show(answer.person, 300)}`);
     ok(!answer.person.cells.some((c) => c.id === cell.id && c.secondsSinceKeystroke !== undefined), 'no keystroke of the person');
-    await page().keyboard.press('Escape');
+    await ctx.page.keyboard.press('Escape');
   }).timeout(30_000);
 }

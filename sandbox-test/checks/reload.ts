@@ -11,26 +11,16 @@
  * It leaves the window in its new state: the context's advert, client and registry file are
  * the new bridge's afterwards, for the after-stop checks.
  */
+import { setContext, suiteState } from './context';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { BridgeClient, type SseResult } from '../http';
 import { processAlive } from '../../src/discovery';
-import type { Sandbox } from '../vscode';
-import {
-  type BridgeAdvert,
-  type CheckContext,
-  checkRun,
-  context,
-  expectWellFramed,
-  findBridge,
-  readJson,
-  skipped,
-} from './context';
+import { type BridgeAdvert, checkRun, context, expectWellFramed, findBridge, readJson, skipped } from './context';
 import { findExtension, type GivenExtension, JUPYTER_ID } from '../extensions';
-import { RESULTS_DIR } from './access';
+import { screenshot } from '../screenshots';
 import { bridgeLog, expectRefused, jupyterWorkbench, MANAGE, WAITING } from './jupyter';
 import { notebookDiffShowing, openChange, reviewRows } from './review';
 import { sleep } from '../../src/core/sleep';
@@ -83,18 +73,7 @@ function expectRefusedRun(r: SseResult, what: string): void {
 export function reloadChecks(extensions: readonly GivenExtension[]): void {
   const jupyter = findExtension(extensions, JUPYTER_ID);
   const withJupyter = !('skip' in jupyter);
-  let ctx: CheckContext;
-  let sandbox: Sandbox;
-  let page: Page;
-  let ui: ReturnType<typeof jupyterWorkbench>;
-  let jupyterPath: string;
-  before(() => {
-    ctx = context();
-    sandbox = ctx.sandbox;
-    page = sandbox.page;
-    ui = jupyterWorkbench(sandbox);
-    jupyterPath = path.join(ctx.workspace, 'jupyter.ipynb');
-  });
+  const ctx = suiteState((c) => ({ ui: jupyterWorkbench(c.sandbox), jupyterPath: path.join(c.workspace, 'jupyter.ipynb') }));
   const cellsOf = async (client: BridgeClient, notebook: string, signal: AbortSignal): Promise<CellView[]> => {
     const r = await client.get(`/notebooks/cells?notebook=${encodeURIComponent(notebook)}`, { signal });
     eq(r.status, 200, `GET /notebooks/cells (${show(r.text, 300)})`);
@@ -102,18 +81,18 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
   };
   /** Runs a command from the command palette, as the person would. */
   const palette = async (command: string) => {
-    await page.keyboard.press('F1');
-    await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
-    await page.keyboard.type(command);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: command }).first().click({ timeout: 20_000 });
+    await ctx.page.keyboard.press('F1');
+    await ctx.page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 10_000 });
+    await ctx.page.keyboard.type(command);
+    await ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: command }).first().click({ timeout: 20_000 });
   };
   const startJupyter = async (signal: AbortSignal): Promise<string> => {
     const started = ctx.client.post(
       '/notebooks/kernel/start',
-      { notebook: jupyterPath, kernel: 'jupyter' },
+      { notebook: ctx.jupyterPath, kernel: 'jupyter' },
       { signal, timeoutMs: 110_000 },
     );
-    await ui.pickKernel();
+    await ctx.ui.pickKernel();
     const r = await started;
     eq(r.status, 200, `kernel start (${show(r.text, 400)})`);
     const body = r.json<{ session: { id: string }; kernel: string }>();
@@ -126,10 +105,10 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
    */
   const allowedJupyterSession = async (signal: AbortSignal): Promise<string> => {
     const sessions = (await ctx.client.get('/api/sessions', { signal })).json<Record<string, { path: string }>>();
-    const sid = Object.entries(sessions).find(([, s]) => s.path === jupyterPath)?.[0] ?? (await startJupyter(signal));
+    const sid = Object.entries(sessions).find(([, s]) => s.path === ctx.jupyterPath)?.[0] ?? (await startJupyter(signal));
     const stream = ctx.client.execute(sid, 'print("before")', { signal, timeoutMs: 40_000 });
     if (await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 3000).catch(() => undefined))
-      await ui.dialogButton('Allow').click({ timeout: 10_000 });
+      await ctx.ui.dialogButton('Allow').click({ timeout: 10_000 });
     const r = await stream.result;
     eq(expectWellFramed(r).success, true, `a run with access allowed (stderr ${show(r.stderr)})`);
     return sid;
@@ -142,12 +121,12 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
     const old = ctx.advert;
     const oldRegistry = ctx.registryFile;
     await palette('Developer: Reload Window');
-    const fresh = await findBridge(sandbox, ctx.discoveryFile, (a) => a.pid !== old.pid, 90_000);
+    const fresh = await findBridge(ctx.sandbox, ctx.discoveryFile, (a) => a.pid !== old.pid, 90_000);
     note(`old bridge ${old.url} (pid ${old.pid}), new ${fresh.url} (pid ${fresh.pid})`);
     ok(fresh.token && fresh.token !== old.token, 'the new bridge has the old token');
     const client = new BridgeClient(fresh.url, fresh.token);
     // The old extension host goes once VS Code's reconnection grace time is over.
-    await sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !processAlive(old.pid), 60_000);
+    await ctx.sandbox.waitFor(`the old extension host (pid ${old.pid}) to exit`, () => !processAlive(old.pid), 60_000);
     if (fresh.port !== old.port) {
       ok(await refusesConnections(old.port), `the old port ${old.port} still accepts connections`);
       ok(!fs.existsSync(oldRegistry), `the old registry entry ${oldRegistry} is still there`);
@@ -160,7 +139,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
     eq(readJson<{ pid: number }>(registryFile).pid, fresh.pid, 'pid in the new registry entry');
     const old401 = await client.get('/api/sessions', { token: old.token, signal });
     eq(old401.status, 401, 'the old token on the new bridge');
-    Object.assign(ctx, { advert: fresh, client, registryFile });
+    setContext({ ...context(), advert: fresh, client, registryFile });
   };
   const refusalsLogged = () => bridgeLog(ctx).split(REFUSED).length - 1;
 
@@ -171,13 +150,13 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       const sid = await allowedJupyterSession(signal);
       const logged = refusalsLogged();
       await palette(MANAGE);
-      const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Agent Bridge' }).first();
+      const row = ctx.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Agent Bridge' }).first();
       await row.waitFor({ state: 'visible', timeout: 20_000 });
       eq(await row.getAttribute('aria-checked'), 'true', 'Agent Bridge checked in Manage Access (allowed before)');
       await row.click();
       eq(await row.getAttribute('aria-checked'), 'false', 'Agent Bridge unchecked');
-      await page.keyboard.press('Enter');
-      await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+      await ctx.page.keyboard.press('Enter');
+      await ctx.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
       // The bridge learns of it from the next run Jupyter refuses: that one fails saying so
       // (its stream had begun), and later ones get 403.
       const first = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
@@ -224,7 +203,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       'the ids in the saved file',
     );
     // The person is reading the agent's change when the window restarts.
-    await openChange(page, `${RELOAD_AGENT} (unverified): 1 added`, 'made_here = 1');
+    await openChange(ctx.page, `${RELOAD_AGENT} (unverified): 1 added`, 'made_here = 1');
 
     await restartWindow(signal, note);
   }).timeout(180_000);
@@ -246,18 +225,16 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
     const nb = ctx.other.path;
     // The restored editor (its tab, behind the notebook reopened since) reads its left side from
     // the new bridge, built again from the checkpoint.
-    const tab = page.locator('.tabs-container .tab', { hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
+    const tab = ctx.page.locator('.tabs-container .tab', { hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
     await tab.click({ timeout: 10_000 }).catch(() => fail('the diff open at the restart has no tab after it'));
-    const shown = await notebookDiffShowing(page, 'made_here = 1', 'the restored tab');
+    const shown = await notebookDiffShowing(ctx.page, 'made_here = 1', 'the restored tab');
     note(`restored diff: ${show(shown, 400)}`);
-    const row = (await reviewRows(page)).filter({ hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
+    const row = (await reviewRows(ctx.page)).filter({ hasText: `${RELOAD_AGENT} (unverified): 1 added` }).first();
     await row
       .waitFor({ state: 'visible', timeout: 10_000 })
       .catch(() => fail(`no "${RELOAD_AGENT} (unverified): 1 added" row in Agent Changes after the restart`));
-    await page.mouse.move(900, 600);
-    const shot = path.join(RESULTS_DIR, 'review-after-reload.png');
-    await page.screenshot({ path: shot });
-    note(`screenshot ${shot}`);
+    await ctx.page.mouse.move(900, 600);
+    await screenshot(ctx.page, 'review-after-reload.png', note);
     await row.hover();
     await row.locator('.action-label[aria-label="Revert Agent Change"]').click({ timeout: 5_000 });
     let cells: CellView[] = [];
@@ -292,13 +269,13 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       const stream = ctx.client.execute(sid, 'print("ran")', { signal, timeoutMs: 60_000 });
       const line = await stream.next((e) => e.event === 'stderr' && String(e.data?.data).includes(WAITING), 20_000);
       ok(line, `no "${WAITING}" line on the stream: ${show(stream.events.map((e) => e.rawData))}`);
-      await ui.dialogShown();
-      await ui.notification('Agent Bridge: an agent is waiting for your permission');
+      await ctx.ui.dialogShown();
+      await ctx.ui.notification('Agent Bridge: an agent is waiting for your permission');
       // The moment before the click, kept with the sandbox's logs (KEEP_LOGS=<dir>).
-      const shot = path.join(sandbox.dirs.logs, 'reload-deny-dialog.png');
-      await page.screenshot({ path: shot });
-      note(`the dialog before Deny: ${path.relative(sandbox.root, shot)}`);
-      await ui.dialogButton('Deny').click({ timeout: 10_000 });
+      const shot = path.join(ctx.sandbox.dirs.logs, 'reload-deny-dialog.png');
+      await ctx.page.screenshot({ path: shot });
+      note(`the dialog before Deny: ${path.relative(ctx.sandbox.root, shot)}`);
+      await ctx.ui.dialogButton('Deny').click({ timeout: 10_000 });
       const r = await stream.result;
       expectRefusedRun(r, 'the waiting request');
     }).timeout(60_000);
@@ -309,7 +286,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       ok(sid, 'no session from the start check');
       await expectRefused(ctx.client, sid, signal);
       ok(refusalsLogged() > logged, "the bridge's log does not say that access was refused");
-      eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open (Jupyter must not ask again)');
+      eq(await ctx.page.locator('.monaco-dialog-box').count(), 0, 'dialogs open (Jupyter must not ask again)');
     });
 
   if (withJupyter)
@@ -322,7 +299,7 @@ export function reloadChecks(extensions: readonly GivenExtension[]): void {
       const r = await ctx.client.run(sid, 'print("ran")', { signal, timeoutMs: 20_000 });
       expectRefusedRun(r, 'the first request');
       ok(!r.stderr.includes(WAITING), `Jupyter asked again: ${show(r.stderr)}`);
-      eq(await page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
+      eq(await ctx.page.locator('.monaco-dialog-box').count(), 0, 'dialogs open');
       await expectRefused(ctx.client, sid, signal);
     }).timeout(240_000);
 

@@ -11,24 +11,18 @@ import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
 import { REPO_ROOT } from '../vscode';
-import { openAgentBridge, RESULTS_DIR } from './access';
-import { type CheckContext, checkRun, context } from './context';
+import { openAgentBridge } from './access';
+import { screenshot } from '../screenshots';
+import { checkRun, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
+import { showcase } from '../showcase';
 
 interface Cell {
   id: string;
   index: number;
   code: string;
   version: number;
-}
-
-async function screenshot(page: Page, name: string, note: (m: string) => void): Promise<string> {
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = path.join(RESULTS_DIR, name);
-  await page.screenshot({ path: file });
-  note(`screenshot ${path.relative(REPO_ROOT, file)}`);
-  return file;
 }
 
 async function cellsOf(client: BridgeClient, notebook: string, signal: AbortSignal): Promise<Cell[]> {
@@ -86,12 +80,7 @@ async function removeCells(client: BridgeClient, notebook: string, ids: readonly
 
 /** The `review` suite's checks. */
 export function reviewChecks(): void {
-  let ctx: CheckContext;
-  let client: BridgeClient;
-  before(() => {
-    ctx = context();
-    ({ client } = ctx);
-  });
+  const ctx = suiteState();
   const tag = randomHex(3);
 
   /** An agent of this check's: its name, and the header that gives it. */
@@ -106,16 +95,16 @@ export function reviewChecks(): void {
     const sid = ctx.analysis.session.id;
     const { agent, headers } = agentNamed('agent');
     const originals = [0, 1, 2].map((i) => `kept_${tag}_${i} = ${i}`);
-    const setup = await client.post(
+    const setup = await ctx.client.post(
       '/notebooks/edits',
       { notebook: sid, ops: originals.map((code, i) => ({ op: 'create', index: i, code })) },
       { signal, headers: { 'x-agent-bridge-client': `review-setup-${tag}` } },
     );
     eq(setup.status, 200, `creating three cells (${show(setup.text, 300)})`);
-    const made = (await cellsOf(client, sid, signal)).filter((c) => c.code.startsWith(`kept_${tag}_`));
+    const made = (await cellsOf(ctx.client, sid, signal)).filter((c) => c.code.startsWith(`kept_${tag}_`));
     eq(made.length, 3, 'cells made');
     const changed = originals.map((code) => code.replace('kept_', 'agent_'));
-    const batch = await client.post(
+    const batch = await ctx.client.post(
       '/notebooks/edits',
       { notebook: sid, ops: made.map((c, i) => ({ op: 'edit', ref: c.id, code: changed[i], version: c.version })) },
       { signal, headers },
@@ -125,7 +114,7 @@ export function reviewChecks(): void {
     // The person types in the middle cell, the notebook in front (shown through the bridge: with
     // many tabs open, its tab may be scrolled out of the strip).
     const typed = `  # person_${tag}`;
-    const front = await client.post('/notebooks/open', { path: ctx.analysis.path }, { signal, timeoutMs: 30_000 });
+    const front = await ctx.client.post('/notebooks/open', { path: ctx.analysis.path }, { signal, timeoutMs: 30_000 });
     eq(front.status, 200, `showing analysis.ipynb (${show(front.text, 200)})`);
     const editor = page.locator('.notebook-editor .monaco-list-row .view-lines', { hasText: changed[1]! });
     await editor.first().waitFor({ state: 'visible', timeout: 10_000 });
@@ -134,7 +123,7 @@ export function reviewChecks(): void {
     await page.keyboard.type(typed);
     let middle: Cell | undefined;
     for (const end = Date.now() + 5_000; Date.now() < end; await sleep(100)) {
-      middle = (await cellsOf(client, sid, signal)).find((c) => c.id === made[1]!.id);
+      middle = (await cellsOf(ctx.client, sid, signal)).find((c) => c.id === made[1]!.id);
       if (middle?.code.endsWith(typed)) break;
     }
     eq(middle?.code, `${changed[1]}${typed}`, 'the typing reached the bridge');
@@ -160,6 +149,7 @@ export function reviewChecks(): void {
     await sleep(500);
     await page.mouse.move(900, 600);
     await screenshot(page, 'review-diff.png', note);
+    await showcase(page, 'review-diff.png', note);
     // Above the diff, the right side's place: the change as the agent left it, served beside the notebook.
     const crumbs = await breadcrumbs(page);
     const served = /change (\d+)\W*as the agent left it/.exec(crumbs);
@@ -167,14 +157,14 @@ export function reviewChecks(): void {
 
     // An agent cannot reach the notebook the review shows as "before": an edit there would land in
     // the editor's copy the person is reading, and could hide the change.
-    const listed = await client.get('/notebooks', { signal, headers });
+    const listed = await ctx.client.get('/notebooks', { signal, headers });
     eq(listed.status, 200, `GET /notebooks (${show(listed.text, 200)})`);
     const sides = listed
       .json<{ notebooks: { uri: string }[] }>()
       .notebooks.filter((n) => n.uri.startsWith('agent-bridge-change:'));
     deepEq(sides, [], 'the sides of the review listed to agents');
     const beforeUri = `agent-bridge-change:/change%20${served![1]}/before/analysis.ipynb`;
-    const tamper = await client.post(
+    const tamper = await ctx.client.post(
       '/notebooks/edits',
       { notebook: beforeUri, ops: originals.map((_, i) => ({ op: 'edit', ref: i, code: changed[i], force: true })) },
       { signal, headers },
@@ -191,7 +181,7 @@ export function reviewChecks(): void {
       .catch(() => fail('no "Reverted 2 cells" notification'));
     includes(await toast.first().innerText(), made[1]!.id, 'the notification names the cell left alone');
     await screenshot(page, 'review-reverted.png', note);
-    const now = (await cellsOf(client, sid, signal)).filter((c) => made.some((m) => m.id === c.id));
+    const now = (await cellsOf(ctx.client, sid, signal)).filter((c) => made.some((m) => m.id === c.id));
     deepEq(
       now.map((c) => c.code),
       [originals[0], `${changed[1]}${typed}`, originals[2]],
@@ -199,7 +189,7 @@ export function reviewChecks(): void {
     );
     await row.waitFor({ state: 'detached', timeout: 5_000 }).catch(() => fail('the reverted change is still listed'));
     await removeCells(
-      client,
+      ctx.client,
       sid,
       made.map((c) => c.id),
       signal,
@@ -211,7 +201,7 @@ export function reviewChecks(): void {
     const page = ctx.sandbox.page;
     const sid = ctx.analysis.session.id;
     const { agent, headers } = agentNamed('outputs');
-    const setup = await client.post(
+    const setup = await ctx.client.post(
       '/notebooks/edits',
       {
         notebook: sid,
@@ -227,7 +217,7 @@ export function reviewChecks(): void {
     );
     eq(setup.status, 200, `two cells made and run (${show(setup.text, 300)})`);
     const [printed, valued] = setup.json<{ cells: Cell[] }>().cells;
-    const batch = await client.post(
+    const batch = await ctx.client.post(
       '/notebooks/edits',
       {
         notebook: sid,
@@ -264,7 +254,7 @@ export function reviewChecks(): void {
     includes(outputs, `1 output: stdout "shown_before_${tag}"`, "the outputs' webviews");
     includes(outputs, 'the summary kept of its outputs before the change', "the outputs' webviews");
     includes(outputs, `shown_after_${tag}`, "the outputs' webviews");
-    await removeCells(client, sid, [printed!.id, valued!.id], signal);
+    await removeCells(ctx.client, sid, [printed!.id, valued!.id], signal);
   }).timeout(90_000);
 
   it("review: a marimo notebook's change opens in VS Code's notebook diff as a marimo notebook, its right side the notebook itself while it is as the agent left it; the cell mark opens that cell's change alone, and its row in Agent Changes reverts it alone", async () => {
@@ -274,13 +264,13 @@ export function reviewChecks(): void {
     // A notebook of its own (a copy of the marimo fixture); no kernel is needed to edit and review.
     const nb = path.join(ctx.workspace, `review_${tag}.py`);
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other_marimo.py'), nb);
-    const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    const opened = await ctx.client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
     eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
     eq(opened.json<{ session: { notebookType: string } }>().session.notebookType, 'marimo-notebook', 'notebook type');
-    const [first] = await cellsOf(client, nb, signal);
+    const [first] = await cellsOf(ctx.client, nb, signal);
     const edited = `label = "reviewed_${tag}"`;
     const added = `added_${tag} = label.upper()`;
-    const batch = await client.post(
+    const batch = await ctx.client.post(
       '/notebooks/edits',
       {
         notebook: nb,
@@ -307,7 +297,7 @@ export function reviewChecks(): void {
     await screenshot(page, 'review-marimo-diff.png', note);
 
     // The mark of the edited cell, in the notebook: its change alone, in the whole notebook.
-    const front = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    const front = await ctx.client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
     eq(front.status, 200, `showing ${path.basename(nb)} (${show(front.text, 200)})`);
     const mark = page
       .locator('.notebook-editor .monaco-list-row', { has: page.locator('.view-lines', { hasText: edited }) })
@@ -338,7 +328,7 @@ export function reviewChecks(): void {
       .waitFor({ state: 'visible', timeout: 10_000 })
       .catch(() => fail('no "Reverted 1 cell" notification'));
     deepEq(
-      (await cellsOf(client, nb, signal)).map((c) => c.code),
+      (await cellsOf(ctx.client, nb, signal)).map((c) => c.code),
       [first!.code, added],
       'the cells after reverting the edited one alone',
     );
@@ -353,19 +343,19 @@ export function reviewChecks(): void {
     // A notebook of its own (a copy of other.ipynb), so no other check's runs or saves meet it.
     const nb = path.join(ctx.workspace, `undo-${tag}.ipynb`);
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'other.ipynb'), nb);
-    const opened = await client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
+    const opened = await ctx.client.post('/notebooks/open', { path: nb }, { signal, timeoutMs: 30_000 });
     eq(opened.status, 200, `opening ${path.basename(nb)} (${show(opened.text, 200)})`);
     const named = { 'x-agent-bridge-client': `undo-agent-${tag}` };
     const save = async (what: string) => {
-      const r = await client.post('/notebooks/save', { notebook: nb }, { signal });
+      const r = await ctx.client.post('/notebooks/save', { notebook: nb }, { signal });
       eq(r.status, 200, `save ${what} (${show(r.text, 200)})`);
     };
     await save('before');
     const original = fs.readFileSync(nb);
-    const cells = await cellsOf(client, nb, signal);
+    const cells = await cellsOf(ctx.client, nb, signal);
     ok(cells.length >= 2, `other.ipynb has ${cells.length} cells`);
     const first = cells[0]!;
-    const batch = await client.post(
+    const batch = await ctx.client.post(
       '/notebooks/edits',
       {
         notebook: nb,
@@ -382,7 +372,7 @@ export function reviewChecks(): void {
     const headers = { ...named, 'x-agent-bridge-credential': String(batch.headers['x-agent-bridge-credential']) };
     await save('after the batch');
     ok(!fs.readFileSync(nb).equals(original), 'the batch changed the file');
-    const undo = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
+    const undo = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(undo.status, 200, `POST /notebooks/undo (${show(undo.text, 300)})`);
     deepEq(undo.json<{ skipped: unknown[] }>().skipped, [], 'cells skipped by the undo');
     await save('after the undo');
@@ -391,13 +381,13 @@ export function reviewChecks(): void {
       fail(`the file after undo differs: ${show(restored.toString('utf8'), 600)} vs ${show(original.toString('utf8'), 600)}`);
 
     // A change someone edited since is refused whole, naming the cell.
-    const again = await client.post(
+    const again = await ctx.client.post(
       '/notebooks/edits',
       { notebook: nb, ops: [{ op: 'edit', ref: first.id, code: `${first.code}\nagent_again = 1`, force: true }] },
       { signal, headers },
     );
     eq(again.status, 200, `second batch (${show(again.text, 200)})`);
-    const later = await client.request({
+    const later = await ctx.client.request({
       method: 'PATCH',
       path: `/notebooks/cells/${first.id}`,
       json: { notebook: nb, code: `${first.code}\nsomeone_else = 1`, force: true },
@@ -409,15 +399,15 @@ export function reviewChecks(): void {
       'x-agent-bridge-client': `other-agent-${tag}`,
       'x-agent-bridge-credential': String(later.headers['x-agent-bridge-credential']),
     };
-    const refused = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
+    const refused = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(refused.status, 409, `undo over later work (${show(refused.text, 300)})`);
     const detail = refused.json<{ detail: string }>().detail;
     includes(detail, first.id, 'the 409 names the cell');
     includes(detail, `other-agent-${tag}`, 'the 409 names who changed it');
     // Put it back as it was for the checks after this one.
-    const back = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers: other });
+    const back = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers: other });
     eq(back.status, 200, `the other agent's undo (${show(back.text, 200)})`);
-    const mine = await client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
+    const mine = await ctx.client.post('/notebooks/undo', { notebook: nb }, { signal, headers });
     eq(mine.status, 200, `the first agent's undo once the cell is as it left it (${show(mine.text, 200)})`);
     await save('at the end');
     ok(fs.readFileSync(nb).equals(original), 'the file after both undos is as it was');

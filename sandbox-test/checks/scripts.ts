@@ -7,8 +7,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { eq, includes, ok, show } from '../assert';
-import { MARKER_VAR } from '../vscode';
-import { type CheckContext, checkRun, context, skipped } from './context';
+import { checkRun, skipped, callerEnv, suiteState } from './context';
 
 export interface ScriptResult {
   code: number | null;
@@ -84,26 +83,17 @@ export function scriptChecks(): void {
   if (missing) return skipped(NAMES, missing);
   const discover = path.join(dir!, 'discover-servers.sh');
   const execute = path.join(dir!, 'execute-code.sh');
-  let ctx: CheckContext;
-  let url: string;
-  let baseEnv: NodeJS.ProcessEnv;
-  let withToken: NodeJS.ProcessEnv;
-  before(() => {
-    ctx = context();
-    url = ctx.advert.url;
-    // The caller's environment, pointed at the sandbox's registry; never marked as a sandbox process.
-    baseEnv = { ...process.env, HOME: ctx.sandbox.dirs.home, XDG_STATE_HOME: ctx.sandbox.dirs.stateHome };
-    delete baseEnv[MARKER_VAR];
-    delete baseEnv['MARIMO_TOKEN'];
-    withToken = { ...baseEnv, MARIMO_TOKEN: ctx.advert.token ?? '' };
-  });
+  const ctx = suiteState((c) => ({
+    baseEnv: callerEnv(c.sandbox.dirs),
+    withToken: callerEnv(c.sandbox.dirs, c.advert.token),
+  }));
   const exec = (args: string[], signal: AbortSignal, opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}) =>
-    runScript(execute, ['--url', url, ...args], { env: opts.env ?? withToken, stdin: opts.stdin, signal });
+    runScript(execute, ['--url', ctx.advert.url, ...args], { env: opts.env ?? ctx.withToken, stdin: opts.stdin, signal });
   const summarize = (r: ScriptResult) => `exit ${r.code}, stdout ${show(r.stdout)}, stderr ${show(r.stderr, 300)}`;
 
   it(NAMES[0], async () => {
     const { signal } = checkRun();
-    const r = await runScript(discover, [], { env: baseEnv, signal });
+    const r = await runScript(discover, [], { env: ctx.baseEnv, signal });
     eq(r.code, 0, `exit code (${summarize(r)})`);
     let list: { server_id: string; url: string | null }[];
     try {
@@ -113,7 +103,7 @@ export function scriptChecks(): void {
     }
     const entry = list.find((e) => e.server_id === `127.0.0.1:${ctx.advert.port}`);
     ok(entry, `bridge 127.0.0.1:${ctx.advert.port} not listed: ${show(list, 300)}`);
-    eq(entry.url, url, 'url');
+    eq(entry.url, ctx.advert.url, 'url');
   });
 
   it(NAMES[1], async () => {
@@ -174,7 +164,7 @@ export function scriptChecks(): void {
 
   it(NAMES[7], async () => {
     const { signal } = checkRun();
-    const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: baseEnv });
+    const r = await exec(['--file', ctx.analysis.path, '-c', 'print(1)'], signal, { env: ctx.baseEnv });
     eq(r.code, 1, `exit code (${summarize(r)})`);
     includes(r.stderr, 'Failed to connect', 'stderr');
   });
@@ -192,7 +182,7 @@ export function scriptChecks(): void {
         '-sN',
         '-X',
         'POST',
-        `${url}/api/kernel/execute`,
+        `${ctx.advert.url}/api/kernel/execute`,
         '-H',
         'Content-Type: application/json',
         '-H',
@@ -206,8 +196,8 @@ export function scriptChecks(): void {
       ],
       signal,
     );
-    const r = await runScript(execute, ['--url', url, '--file', ctx.analysis.path, '-c', code], {
-      env: withToken,
+    const r = await runScript(execute, ['--url', ctx.advert.url, '--file', ctx.analysis.path, '-c', code], {
+      env: ctx.withToken,
       signal,
       timeoutMs: 240_000,
     });

@@ -5,12 +5,11 @@
  * mark), run-stale re-runs exactly it, and a cell that reads popcon only in a branch its run
  * skipped stays fresh. After a restart nothing is stale: outputs are from an earlier kernel.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import type { BridgeClient } from '../http';
-import { REPO_ROOT } from '../stack';
 import { checkRun, context } from './context';
+import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
 
 const FIXTURE = 'popcon.ipynb';
@@ -61,7 +60,7 @@ const staleOf = (cells: Map<string, Cell>) => [...cells.values()].filter((c) => 
 const text = (cell: Cell | undefined) => (cell?.outputs ?? []).flatMap((o) => o.items.map((i) => i.text ?? '')).join('');
 
 /** Shows the notebook in the editor, waits for a cell status item with `label`, and saves a screenshot. */
-async function screenshotMark(label: string, file: string): Promise<string> {
+async function screenshotMark(label: string, file: string, note: (m: string) => void): Promise<void> {
   const page = context().sandbox.page;
   await page
     .getByRole('tab', { name: /popcon\.ipynb/ })
@@ -77,10 +76,7 @@ async function screenshotMark(label: string, file: string): Promise<string> {
   await mark.first().scrollIntoViewIfNeeded();
   await mark.first().hover();
   await sleep(1500);
-  fs.mkdirSync(path.join(REPO_ROOT, 'sandbox-results'), { recursive: true });
-  const shot = path.join(REPO_ROOT, 'sandbox-results', file);
-  await page.screenshot({ path: shot });
-  return path.relative(REPO_ROOT, shot);
+  await screenshot(page, file, note);
 }
 
 export function staleChecks(): void {
@@ -123,7 +119,7 @@ export function staleChecks(): void {
     now = await cells();
     deepEq(staleOf(now), ['p4'], 'only the display cell is stale');
     eq(now.get('p4')?.stale?.from, 'run', 'from the runs the kernel recorded');
-    note(`screenshot ${await screenshotMark('stale', 'stale-mutation.png')}`);
+    await screenshotMark('stale', 'stale-mutation.png', note);
 
     const rerun = await client.post(
       '/notebooks/run-stale',
@@ -157,7 +153,7 @@ export function staleChecks(): void {
       'no cell has run in the new kernel, and none is stale',
     );
     eq(now.get('p4')?.execution?.outputsFrom, 'earlier kernel', "the display cell's outputs are from an earlier kernel");
-    note(`screenshot ${await screenshotMark('from an earlier kernel', 'stale-earlier-kernel.png')}`);
+    await screenshotMark('from an earlier kernel', 'stale-earlier-kernel.png', note);
 
     const alone = await client.post(`/notebooks/cells/p4/run`, { notebook: sid, wait: true }, { signal, timeoutMs: 35_000 });
     eq(

@@ -12,8 +12,8 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { eq, fail } from '../assert';
 import { BridgeClient } from '../http';
-import { screenshot } from './access';
-import { type CheckContext, checkRun, context, findBridge, setContext, skipped } from './context';
+import { screenshot } from '../screenshots';
+import { checkRun, context, findBridge, setContext, skipped, suiteState } from './context';
 import { scriptsDir } from './scripts';
 import { sleep } from '../../src/core/sleep';
 
@@ -36,8 +36,7 @@ export function terminalChecks(): void {
   const script = scripts && path.join(scripts, 'execute-code.sh');
   if (!script || !fs.existsSync(script))
     return skipped(Object.values(NAMES), scripts ? `no execute-code.sh in ${scripts}` : 'MARIMO_PAIR_SCRIPTS is not set');
-  let ctx: CheckContext;
-  before(() => (ctx = context()));
+  const ctx = suiteState();
 
   /** Opens a new terminal and types the script into it; what the terminal printed, read back from a file. */
   const runInTerminal = async (name: string, note: (m: string) => void): Promise<{ out: string; url: string }> => {
@@ -80,7 +79,7 @@ export function terminalChecks(): void {
     note(`the bridge moved from ${before.url} to ${advert.url}`);
     // The checks after this one talk to the bridge where it is now.
     const registryFile = path.join(ctx.registryDir, `127.0.0.1_${advert.port}.json`);
-    setContext((ctx = { ...ctx, advert, client: new BridgeClient(advert.url, advert.token), registryFile }));
+    setContext({ ...context(), advert, client: new BridgeClient(advert.url, advert.token), registryFile });
     const { out, url } = await runInTerminal('restarted', note);
     eq(url, advert.url, "the new terminal's AGENT_BRIDGE_URL");
     eq(out.trim(), '42', 'what the script printed');

@@ -10,8 +10,8 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { deepEq, eq, includes, ok, show } from '../assert';
 import { BridgeClient } from '../http';
-import { MARKER_VAR, REPO_ROOT } from '../vscode';
-import { type BridgeAdvert, type CheckContext, checkRun, context, findBridge, skipped } from './context';
+import { REPO_ROOT } from '../vscode';
+import { type BridgeAdvert, checkRun, findBridge, skipped, callerEnv, suiteState } from './context';
 import { runScript, scriptsDir } from './scripts';
 
 const NAMES = [
@@ -27,7 +27,7 @@ export function twoWindowChecks(): void {
     return skipped(NAMES, dir ? `no execute-code.sh in ${dir}` : 'MARIMO_PAIR_SCRIPTS is not set');
   const discover = path.join(dir, 'discover-servers.sh');
   const execute = path.join(dir, 'execute-code.sh');
-  let ctx: CheckContext;
+  const ctx = suiteState();
   let page2: Page | undefined;
   let second: BridgeAdvert;
   let client2: BridgeClient;
@@ -36,10 +36,7 @@ export function twoWindowChecks(): void {
 
   before('open a second window on another folder and a notebook in it', async function () {
     this.timeout(240_000);
-    ctx = context();
-    env = { ...process.env, HOME: ctx.sandbox.dirs.home, XDG_STATE_HOME: ctx.sandbox.dirs.stateHome };
-    delete env[MARKER_VAR];
-    delete env['MARIMO_TOKEN'];
+    env = callerEnv(ctx.sandbox.dirs);
     const folder = fs.realpathSync(fs.mkdtempSync(path.join(ctx.sandbox.dirs.tmp, 'window2-')));
     notebook2 = path.join(folder, 'analysis.ipynb');
     fs.copyFileSync(path.join(REPO_ROOT, 'sandbox-test', 'fixtures', 'analysis.ipynb'), notebook2);

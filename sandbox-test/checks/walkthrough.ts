@@ -3,11 +3,8 @@
  * would ("Welcome: Open Walkthrough..."), its steps read from the page, a screenshot saved to
  * sandbox-results/ (look at it).
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { fail, includes } from '../assert';
-import { REPO_ROOT } from '../vscode';
-import { RESULTS_DIR } from './access';
+import { screenshot } from '../screenshots';
 import { checkRun, context } from './context';
 
 const TITLE = 'Connect an agent to your notebooks';
@@ -46,10 +43,7 @@ export function walkthroughChecks(): void {
     includes(text, TITLE, 'the walkthrough page');
     for (const step of STEPS) includes(text, step, 'a step of the walkthrough');
     await page.waitForTimeout(800); // the step's markdown renders in a webview
-    fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const file = path.join(RESULTS_DIR, 'walkthrough.png');
-    await page.screenshot({ path: file });
-    note(`screenshot ${path.relative(REPO_ROOT, file)}`);
+    await screenshot(page, 'walkthrough.png', note);
     // Leave the workbench as the other checks expect it: the notebooks in front. (Ctrl+W would
     // be the browser's, closing the page.)
     const tab = page.getByRole('tab', { name: /Welcome/ }).first();
