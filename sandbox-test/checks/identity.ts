@@ -331,7 +331,12 @@ export function identityChecks(): void {
     const now = (await cellsOf(nb, signal)).map((c) => c.code);
     note(`${now.length - before.length} of the 1,000 cells were applied before the kill`);
     ok(now.length < before.length + 1000, 'the whole batch was applied before the kill');
-    const audit = fs.readFileSync(storageFile('agent-activity.jsonl')!, 'utf8').split('\n');
+    // The whole log: a full run's earlier checks may have rotated the line into agent-activity.1.jsonl.
+    const dir = path.dirname(storageFile('agent-activity.jsonl')!);
+    const audit = fs
+      .readdirSync(dir)
+      .filter((f) => /^agent-activity(\.\d+)?\.jsonl$/.test(f))
+      .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n'));
     ok(
       audit.some((l) => l.includes('"outcome":"applying"') && l.includes(`cut_${tag}_0 = 0`)),
       'no "applying" line of the batch in the audit log',
