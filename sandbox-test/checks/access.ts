@@ -288,10 +288,10 @@ export function accessChecks(): void {
     const r = await ctx.client.run(ctx.sid, 'print("seen in the view")', { headers, signal });
     eq(r.status, 200, 'execute status');
     await openAgentBridge(ctx.page);
-    // The record's rows (the agents at work now come first, as "Now: ..." rows: the presence suite reads them).
+    // The record's rows (the agents present come first, as "Now: ..." and "Recently: ..." rows: the presence suite reads them).
     const rows = ctx.page
       .locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row')
-      .filter({ hasNotText: /^\s*Now: / });
+      .filter({ hasNotText: /^\s*(Now|Recently): / });
     await rows
       .first()
       .waitFor({ state: 'visible', timeout: 10_000 })

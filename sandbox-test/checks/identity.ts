@@ -9,6 +9,7 @@
  * runs after every suite that needs this host's kernels, and leaves the context pointing at the
  * new bridge. Screenshots of the Agent Changes rows go to sandbox-results/ (look at them).
  */
+import { auditFiles } from '../../src/access/auditLog';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -331,7 +332,11 @@ export function identityChecks(): void {
     const now = (await cellsOf(nb, signal)).map((c) => c.code);
     note(`${now.length - before.length} of the 1,000 cells were applied before the kill`);
     ok(now.length < before.length + 1000, 'the whole batch was applied before the kill');
-    const audit = fs.readFileSync(storageFile('agent-activity.jsonl')!, 'utf8').split('\n');
+    // The whole log: a full run's earlier checks may have rotated the line into agent-activity.1.jsonl.
+    const dir = path.dirname(storageFile('agent-activity.jsonl')!);
+    const audit = auditFiles(dir)
+      .filter((f) => fs.existsSync(f))
+      .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'));
     ok(
       audit.some((l) => l.includes('"outcome":"applying"') && l.includes(`cut_${tag}_0 = 0`)),
       'no "applying" line of the batch in the audit log',

@@ -169,8 +169,13 @@ export function presenceChecks(): void {
     const reading = statusItem('presence_read', READER, 'reading');
     const runningItem = statusItem('time.sleep(8)', RUNNER, 'running');
     const now = ctx.page.locator('[id="workbench.view.extension.agentBridge"] .monaco-list-row', { hasText: 'Now:' });
-    for (const end = Date.now() + 3_000; Date.now() < end; await sleep(300)) {
-      if ((await reading.count()) && (await runningItem.count()) && (await now.count()) >= 2) break;
+    // Agents of earlier checks may still have rows of their own: wait for these two agents' rows.
+    const bothRows = async () => {
+      const rows = await now.allInnerTexts();
+      return rows.some((t) => t.includes(RUNNER)) && rows.some((t) => t.includes(READER));
+    };
+    for (const end = Date.now() + 5_000; Date.now() < end; await sleep(300)) {
+      if ((await reading.count()) && (await runningItem.count()) && (await bothRows())) break;
       await get(cells[1]!.id, READER, signal);
     }
     ok(await runningItem.count(), `no "Running · ${RUNNER}" item in the page`);

@@ -93,8 +93,11 @@ export class AuditLog {
   private write(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    // A drain under way writes what was queued meanwhile before it ends.
-    this.writing ??= this.drain();
+    // A drain under way writes what was queued meanwhile before it ends. Never a drain of nothing:
+    // it would end before `writing` is set, leaving a settled promise there that flushed() awaits
+    // forever (a microtask loop that froze the extension host).
+    if (this.writing || !this.queue.length) return;
+    this.writing = this.drain();
   }
 
   /**

@@ -75,19 +75,25 @@ export class PresenceMarks implements vscode.NotebookCellStatusBarItemProvider, 
       });
   }
 
-  /** One activity-view row per agent active in an open notebook: who, what, which cell, where. */
+  /**
+   * One activity-view row per agent active in an open notebook: who, what, which cell, where.
+   * Agents at work now come first ("Now:"), then the recently idle ("Recently:"), newest first:
+   * a long list is cut by the view's height, and what is going on now must not be below it.
+   */
   rows(): vscode.TreeItem[] {
-    return vscode.workspace.notebookDocuments.flatMap((notebook) =>
-      this.presence.agents(notebook.uri.toString()).map((agent) => {
-        const row = new vscode.TreeItem(`Now: ${agent.name}`);
-        row.id = `presence:${notebook.uri.toString()}:${agent.key}`;
-        row.description = `${this.doing(notebook, agent)} · ${this.fileName(notebook)}`;
-        row.iconPath = new vscode.ThemeIcon(agent.now ? ICONS[agent.verb] : 'circle-outline');
-        row.tooltip = `${agent.name} is active in ${this.notebooks.label(notebook)}: ${this.doing(notebook, agent)}`;
-        row.command = { title: 'Show the cell', command: SHOW_AGENTS_HERE, arguments: [notebook, agent.cell] };
-        return row;
-      }),
+    const present = vscode.workspace.notebookDocuments.flatMap((notebook) =>
+      this.presence.agents(notebook.uri.toString()).map((agent) => ({ notebook, agent })),
     );
+    present.sort((a, b) => Number(b.agent.now) - Number(a.agent.now) || a.agent.secondsAgo - b.agent.secondsAgo);
+    return present.map(({ notebook, agent }) => {
+      const row = new vscode.TreeItem(`${agent.now ? 'Now' : 'Recently'}: ${agent.name}`);
+      row.id = `presence:${notebook.uri.toString()}:${agent.key}`;
+      row.description = `${this.doing(notebook, agent)} · ${this.fileName(notebook)}`;
+      row.iconPath = new vscode.ThemeIcon(agent.now ? ICONS[agent.verb] : 'circle-outline');
+      row.tooltip = `${agent.name} is active in ${this.notebooks.label(notebook)}: ${this.doing(notebook, agent)}`;
+      row.command = { title: 'Show the cell', command: SHOW_AGENTS_HERE, arguments: [notebook, agent.cell] };
+      return row;
+    });
   }
 
   /** A forced write over the person's typing is never silent: they are told who, where, and how to take it back. */

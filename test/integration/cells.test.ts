@@ -206,8 +206,9 @@ describe('cell routes in VS Code', function () {
       const [read] = await cellsOf(session);
       assert.deepEqual([read.outputs, read.execution], [answered.outputs, answered.execution], 'a read right after the run');
     }
-    // The person saves at once: the file has the last run's outputs and count.
-    assert.equal(await doc.save(), true);
+    // The person saves at once: the file has the last run's outputs and count. (code-server's
+    // default auto-save may have saved it a moment before: then save() finds nothing to do.)
+    assert.ok((await doc.save()) || !doc.isDirty, 'the save failed and the notebook is still dirty');
     const saved = JSON.parse(fs.readFileSync(doc.uri.fsPath, 'utf8')).cells[0];
     assert.equal(saved.execution_count, 3, JSON.stringify(saved));
     assert.deepEqual(

@@ -43,6 +43,20 @@ describe('audit log (JSON Lines file)', () => {
   beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-'))));
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+  it('a line appended while a write is under way leaves the log idle once written (flushed() cannot spin)', async () => {
+    const log = new AuditLog(dir, () => null, silentLog);
+    log.append(entry('a = 1'));
+    const first = log.flushed(); // a write starts
+    log.append(entry('b = 2')); // queued while it runs: taken by that write, and a timer set
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 250)); // the timer fires with nothing left to write
+    // With a drain of nothing, \`writing\` stayed a settled promise and flushed() looped on it forever.
+    assert.equal((log as unknown as { writing: unknown }).writing, undefined);
+    await log.flushed();
+    log.dispose();
+    assert.equal(fs.readFileSync(path.join(dir, AUDIT_FILE), 'utf8').trim().split('\n').length, 2);
+  });
+
   it('writes one line per action with its hash and outcome, and never the token', async () => {
     const log = new AuditLog(dir, () => TOKEN, silentLog);
     log.append(entry('print(1)'));
