@@ -475,7 +475,7 @@ const PROBE_EVERY_MS = 10;
  * loop, over a few connections): a stall of the host counts against every probe due during it,
  * not only against the one in flight, as one probe after another would.
  */
-async function probeHealth(ctx: Ctx, going: () => boolean): Promise<number[]> {
+export async function probeHealth(ctx: Ctx, going: () => boolean): Promise<number[]> {
   const free = Array.from({ length: 8 }, () => new BenchClient(ctx.url, ctx.token));
   const all = [...free];
   const waiters: ((c: BenchClient) => void)[] = [];

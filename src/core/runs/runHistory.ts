@@ -10,6 +10,7 @@ import type { ActionEnd, ActionOutcome, ActivitySink, AgentAction } from '../age
 import type { Caller } from '../agents/clients';
 import { BridgeError } from '../bridgeError';
 import type { RiskReport } from '../model/riskScan';
+import { filesOf, type RunFiles, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
 
 /** How many runs are kept, and how many characters they hold at most in all (~10 MB). */
 export const KEPT_RUNS = 500;
@@ -46,28 +47,6 @@ export interface AgentRun {
   readonly files?: RunFiles;
 }
 
-/** A file under the workspace a run created or changed. */
-export interface ChangedFile {
-  readonly path: string;
-  readonly change: 'created' | 'changed';
-  readonly bytes: number;
-  /** ISO time it was last modified. */
-  readonly modifiedAt: string;
-}
-
-/** The files a run created or changed, newest first and bounded. */
-export interface RunFiles {
-  readonly files: readonly ChangedFile[];
-  /** Why the list may be incomplete (a walk cut short, more files than are listed, no workspace); absent: it is not. */
-  readonly incomplete?: string;
-}
-
-/**
- * Notes the workspace's files as a run starts (`sinceMs`: its start); the function it returns
- * lists what the run created or changed by its end. The editor side walks the folders.
- */
-export type FileWatch = (sinceMs: number) => () => Promise<RunFiles>;
-
 /** A run in a list: all but its code and output. */
 export type RunSummary = Omit<AgentRun, 'code' | 'output' | 'owner' | 'files'>;
 
@@ -83,41 +62,36 @@ export const runIdOf = (action: Pick<AgentAction, 'id' | 'startedAt'>) => `run_$
 const sizeOf = (run: AgentRun) =>
   run.code.length + run.output.length + run.detail.length + 500 + (run.files?.files.length ?? 0) * 200;
 
-/** Kinds of action that may run code: the workspace's files are noted as they start. */
-const runsCode = (action: AgentAction) =>
-  [action.kind, ...(action.also ?? [])].some((kind) => kind === 'execute' || kind === 'run');
+/** The workspace's walks for the runs' files, and whether the person wants them recorded. */
+export interface RunFileWalks {
+  readonly schedule: Pick<WalkSchedule, 'soon' | 'now'>;
+  readonly on: () => boolean;
+}
+
+const NONE: RunFiles = { files: [], complete: true };
 
 export class RunHistory implements ActivitySink {
   private readonly runs: AgentRun[];
   private chars: number;
-  /** Runs under way, by id: what lists the files they changed once they end. */
-  private readonly watching = new Map<string, () => Promise<RunFiles>>();
-  /** Runs ended whose files are being listed, by id. */
-  private readonly listing = new Map<string, Promise<void>>();
 
-  /** `watch`: absent, no run's files are listed. */
+  /** `walks`: absent, no run's files are listed. */
   constructor(
     private readonly file: RunFile,
-    private readonly watch?: FileWatch,
+    private readonly walks?: RunFileWalks,
   ) {
     this.runs = file.load().filter((r) => typeof r?.id === 'string' && typeof r.code === 'string');
     this.chars = this.runs.reduce((n, r) => n + sizeOf(r), 0);
     this.trim();
   }
 
-  started(action: AgentAction): void {
-    if (this.watch && runsCode(action)) this.watching.set(runIdOf(action), this.watch(action.startedAt));
-  }
+  started(): void {}
 
   /** Records an action that ran code (or was refused running it). */
   ended(action: AgentAction, end: ActionEnd): void {
-    const id = runIdOf(action);
-    const changes = this.watching.get(id);
-    this.watching.delete(id);
     if (end.ran === undefined) return;
     const code = end.ran.slice(0, CODE_CHARS);
     const run: AgentRun = {
-      id,
+      id: runIdOf(action),
       client: action.client,
       owner: action.owner ?? null,
       transport: action.transport,
@@ -132,20 +106,52 @@ export class RunHistory implements ActivitySink {
       detail: end.detail,
       output: end.output,
       risk: end.risk ?? null,
+      ...this.filesAtEnd(end),
     };
     this.runs.push(run);
     this.chars += sizeOf(run);
     this.trim();
     this.file.save(this.runs);
-    // A refused run ran nothing: its files are not walked for.
-    if (changes && end.outcome !== 'refused') this.listFiles(id, changes);
+    // Worked out by a walk after it, in the background (one walk for a burst of runs).
+    if (!run.files)
+      this.walks?.schedule.soon().then(
+        (snapshot) => this.settle(snapshot),
+        () => undefined,
+      );
   }
 
-  /** The files one of the caller's runs created or changed (waiting for the list if the run just ended). */
+  /** The files one of the caller's runs created or changed: once listed, as listed; else by a walk made now. */
   async files(caller: Pick<Caller, 'owner'>, id: string): Promise<RunFiles> {
-    this.get(caller, id);
-    await this.listing.get(id);
-    return this.get(caller, id).files ?? { files: [], incomplete: 'The files this run changed were not recorded' };
+    const run = this.get(caller, id);
+    if (run.files) return run.files;
+    if (!this.walks) return { files: [], complete: false, reason: 'the files runs change are not recorded here' };
+    try {
+      this.settle(await this.walks.schedule.now());
+    } catch (error) {
+      return { files: [], complete: false, reason: `the workspace could not be walked: ${String(error)}` };
+    }
+    return this.get(caller, id).files ?? { files: [], complete: false, reason: 'the run was let go meanwhile' };
+  }
+
+  /** What a run's record says of its files as it ends: nothing yet (a walk will say), or why none. */
+  private filesAtEnd(end: ActionEnd): { files?: RunFiles } {
+    if (end.outcome === 'refused') return { files: NONE }; // it ran nothing
+    if (!this.walks) return {};
+    return this.walks.on() ? {} : { files: { files: [], complete: false, reason: 'agentBridge.runs.recordFiles was off' } };
+  }
+
+  /** Lists the files of every run not yet listed that ended before `snapshot`'s walk began. */
+  private settle(snapshot: WorkspaceSnapshot): void {
+    let changed = false;
+    this.runs.forEach((run, at) => {
+      const start = Date.parse(run.startedAt);
+      if (run.files || start + run.durationMs > snapshot.startedAt) return;
+      const listed = { ...run, files: filesOf(snapshot, start, start + run.durationMs) };
+      this.chars += sizeOf(listed) - sizeOf(run);
+      this.runs[at] = listed;
+      changed = true;
+    });
+    if (changed) this.file.save(this.runs);
   }
 
   /** The caller's runs, newest first, of one notebook if named (a caller without an owner has none). */
@@ -171,21 +177,6 @@ export class RunHistory implements ActivitySink {
   /** Every run kept, newest first (the person's view). */
   all(): readonly AgentRun[] {
     return [...this.runs].reverse();
-  }
-
-  private listFiles(id: string, changes: () => Promise<RunFiles>): void {
-    const listed = changes()
-      .catch((e: unknown): RunFiles => ({ files: [], incomplete: `The workspace could not be read: ${String(e)}` }))
-      .then((files) => {
-        const at = this.runs.findIndex((r) => r.id === id);
-        if (at < 0) return; // trimmed meanwhile
-        const run = { ...this.runs[at]!, files };
-        this.chars += sizeOf(run) - sizeOf(this.runs[at]!);
-        this.runs[at] = run;
-        this.file.save(this.runs);
-      })
-      .finally(() => this.listing.delete(id));
-    this.listing.set(id, listed);
   }
 
   private trim(): void {

@@ -1,0 +1,148 @@
+/**
+ * The workspace files a run created or changed, read off one walk of the workspace made after it
+ * ended: those whose modification (or creation) time falls within the run. No walk as a run
+ * starts, and none that its answer waits for: walks happen in the background once runs pause
+ * (one walk answers every run ended before it began), or when a run's files are asked for. No vscode.
+ */
+
+/** A file under the workspace a run created or changed. */
+export interface ChangedFile {
+  readonly path: string;
+  /** `written`: created or changed; the file system keeps no creation time to tell which. */
+  readonly change: 'created' | 'changed' | 'written';
+  readonly bytes: number;
+  /** ISO time it was last modified. */
+  readonly modifiedAt: string;
+}
+
+/** The files a run created or changed, newest first and bounded. */
+export interface RunFiles {
+  readonly files: readonly ChangedFile[];
+  /** False when some may be missing; `reason` says why (a walk cut short, more files than are listed, no workspace). */
+  readonly complete: boolean;
+  readonly reason?: string;
+}
+
+/** A file as a walk saw it (milliseconds since the epoch; `bornMs` 0: the file system keeps no creation time). */
+export interface SeenFile {
+  readonly mtimeMs: number;
+  readonly bornMs: number;
+  readonly size: number;
+}
+
+/** What one walk of the workspace saw. */
+export interface WorkspaceSnapshot {
+  /** When the walk began: it answers for runs that ended by then. */
+  readonly startedAt: number;
+  readonly files: ReadonlyMap<string, SeenFile>;
+  /** Why it stopped before it saw everything; absent: it saw every file it walks. */
+  readonly cut?: string;
+}
+
+/** A walk of the workspace folders (the editor side makes it: it reads the file system). */
+export type WorkspaceWalk = () => Promise<WorkspaceSnapshot>;
+
+/** Files listed per run at most. */
+export const LISTED_FILES = 200;
+/**
+ * A file's times are the kernel's coarse clock (up to a tick behind the precise one); a run's
+ * start is taken before the code is sent. So much earlier still counts as within the run.
+ */
+const CLOCK_SLACK_MS = 20;
+
+/** The files `snapshot` saw written between `startMs` and `endMs`, newest first, at most `listed`. */
+export function filesOf(snapshot: WorkspaceSnapshot, startMs: number, endMs: number, listed = LISTED_FILES): RunFiles {
+  const within = (t: number) => t >= startMs - CLOCK_SLACK_MS && t <= endMs + CLOCK_SLACK_MS;
+  const found: (ChangedFile & { at: number })[] = [];
+  for (const [path, seen] of snapshot.files) {
+    // A file copied with its times kept (shutil.copy2, tar) has an old mtime, but a new birth.
+    const born = seen.bornMs > 0 && within(seen.bornMs);
+    if (!born && !within(seen.mtimeMs)) continue;
+    const change = born ? 'created' : seen.bornMs > 0 ? 'changed' : 'written';
+    found.push({ path, change, bytes: seen.size, modifiedAt: new Date(seen.mtimeMs).toISOString(), at: seen.mtimeMs });
+  }
+  found.sort((a, b) => b.at - a.at);
+  const reasons = [
+    snapshot.cut,
+    found.length > listed && `${found.length - listed} more files were written than the ${listed} listed`,
+  ].filter((r): r is string => Boolean(r));
+  return {
+    files: found.slice(0, listed).map(({ at: _a, ...file }) => file),
+    complete: reasons.length === 0,
+    ...(reasons.length && { reason: reasons.join('; ') }),
+  };
+}
+
+export interface WalkTiming {
+  /** A walk in the background waits until runs have paused this long... */
+  readonly quietMs: number;
+  /** ...but no longer than this after the first run it answers for ended. */
+  readonly latestMs: number;
+}
+
+export const WALK_TIMING: WalkTiming = { quietMs: 1_000, latestMs: 10_000 };
+
+interface Queued {
+  readonly snapshot: Promise<WorkspaceSnapshot>;
+  readonly start: () => void;
+  readonly firstAskedAt: number;
+  timer?: ReturnType<typeof setTimeout>;
+  /** Starts as soon as no walk is under way (asked for now, or its wait is over). */
+  due?: boolean;
+}
+
+/**
+ * The walks: one at a time, each shared by all who asked for one while it was waiting. `soon()`
+ * (a run ended) waits for runs to pause; `now()` (someone asks for a run's files) starts as soon
+ * as the walk under way, if any, is done. Either answers with a walk begun after it was called.
+ */
+export class WalkSchedule {
+  private running: Promise<unknown> | undefined;
+  private queued: Queued | undefined;
+
+  constructor(
+    private readonly walk: WorkspaceWalk,
+    private readonly timing: WalkTiming = WALK_TIMING,
+  ) {}
+
+  soon(): Promise<WorkspaceSnapshot> {
+    const queued = this.queue();
+    if (!queued.due) {
+      clearTimeout(queued.timer);
+      const wait = Math.min(this.timing.quietMs, queued.firstAskedAt + this.timing.latestMs - Date.now());
+      queued.timer = setTimeout(() => this.begin(), Math.max(0, wait));
+      queued.timer.unref?.();
+    }
+    return queued.snapshot;
+  }
+
+  now(): Promise<WorkspaceSnapshot> {
+    const queued = this.queue();
+    this.begin();
+    return queued.snapshot;
+  }
+
+  private queue(): Queued {
+    if (this.queued) return this.queued;
+    let start!: () => void;
+    const snapshot = new Promise<void>((resolve) => (start = resolve)).then(() => this.walk());
+    return (this.queued = { snapshot, start, firstAskedAt: Date.now() });
+  }
+
+  /** Starts the queued walk, or marks it to start when the one under way is done. */
+  private begin(): void {
+    const queued = this.queued;
+    if (!queued) return;
+    clearTimeout(queued.timer);
+    queued.due = true;
+    if (this.running) return;
+    this.queued = undefined;
+    queued.start();
+    this.running = queued.snapshot
+      .catch(() => undefined)
+      .finally(() => {
+        this.running = undefined;
+        if (this.queued?.due) this.begin();
+      });
+  }
+}
