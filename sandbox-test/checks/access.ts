@@ -4,6 +4,7 @@
  * view's rows read from the DOM, and a marked cell's status bar item. Screenshots of the view, a
  * marked cell and the ask prompt go to sandbox-results/ (what the person sees; look at them).
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -227,16 +228,24 @@ export function accessChecks(): void {
     const wrote = await ctx.client.run(ctx.sid, write, { headers, signal });
     eq(wrote.stdout, 'wrote\n', `the run that writes (${show(wrote.raw, 300)})`);
     const mine = { ...headers, 'x-agent-bridge-credential': String(wrote.headers['x-agent-bridge-credential']) };
-    const newest = async () => {
-      const listed = await ctx.client.get(`/notebooks/runs?notebook=${ctx.sid}&limit=1`, { headers: mine, signal });
-      return (JSON.parse(listed.text) as { runs: { id: string }[] }).runs[0]!.id;
+    /** The id of the caller's run of `code` (its record lands as its answer ends: waited for). */
+    const runOf = async (code: string) => {
+      const hash = createHash('sha256').update(code).digest('hex');
+      for (const t0 = Date.now(); Date.now() < t0 + 10_000; await sleep(100)) {
+        const listed = await ctx.client.get(`/notebooks/runs?notebook=${ctx.sid}&limit=5`, { headers: mine, signal });
+        const run = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string }[] }).runs.find(
+          (r) => r.codeHash === hash,
+        );
+        if (run) return run.id;
+      }
+      return fail(`no run of ${code} in GET /notebooks/runs`);
     };
     type Files = { files: { path: string; change: string; bytes: number }[]; complete: boolean; reason?: string };
     const filesOf = async (id: string, as: Record<string, string>) => {
       const r = await ctx.client.get(`/notebooks/runs/${id}/files`, { headers: as, signal, timeoutMs: 30_000 });
       return { status: r.status, text: r.text, body: r.status === 200 ? (JSON.parse(r.text) as Files) : undefined };
     };
-    const writer = await newest();
+    const writer = await runOf(write);
     const written = await filesOf(writer, mine);
     note(`GET /notebooks/runs/${writer}/files: ${show(written.text, 800)}`);
     eq(written.status, 200, `GET files (${show(written.text, 300)})`);
@@ -249,7 +258,11 @@ export function accessChecks(): void {
 
     const quiet = await ctx.client.run(ctx.sid, 'print(2)', { headers: mine, signal });
     eq(quiet.stdout, '2\n', 'the run that writes nothing');
-    const none = await filesOf(await newest(), mine);
+    const quietId = await runOf('print(2)');
+    const none = await filesOf(quietId, mine);
+    note(
+      `the run that wrote nothing: ${show((await ctx.client.get(`/notebooks/runs/${quietId}`, { headers: mine, signal })).text, 600)}`,
+    );
     eq(none.text, JSON.stringify({ files: [], complete: true }), 'the files of a run that wrote nothing');
 
     // Another agent, with a credential of its own, and the same name without the credential.

@@ -334,10 +334,12 @@ export function kernelSandboxChecks(): void {
     const findings = (JSON.parse(dry.text) as { risk: { findings: { pattern: string; kind: string }[] } }).risk.findings;
     note(`findings: ${show(JSON.stringify(findings), 400)}`);
     eq(findings[0]?.pattern, 'subprocess.run', 'the sandboxed scan read the code');
-    const scans = descendants(hostPid()).filter((pid) => cmdline(pid).includes('risk_scan.py'));
-    eq(scans.length, 1, `risk_scan.py processes under the extension host (${scans.join(', ')})`);
+    const program = (pid: number) => path.basename(cmdline(pid).split('\0')[0] ?? '');
+    // The Python reading risk_scan.py (bubblewrap's own processes name it among their arguments too).
+    const scans = descendants(hostPid()).filter((pid) => cmdline(pid).includes('risk_scan.py') && program(pid) !== 'bwrap');
+    eq(scans.length, 1, `risk_scan.py Pythons under the extension host (${scans.map(program).join(', ')})`);
     const [scan] = scans as [number];
-    const chain = ancestors(scan, hostPid()).map((pid) => path.basename(cmdline(pid).split('\0')[0] ?? ''));
+    const chain = ancestors(scan, hostPid()).map(program);
     note(`risk_scan.py is pid ${scan}; from it up to the extension host: ${chain.join(' ← ')}`);
     ok(chain.includes('bwrap'), `the risk scan runs under bubblewrap (${chain.join(' ← ')})`);
     const netns = (pid: number) => fs.readlinkSync(`/proc/${pid}/ns/net`);

@@ -134,7 +134,7 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
         ['/w/old', seen(500)],
       ]),
     };
-    const { files, complete, reason } = filesOf(snapshot, 1_000, 1_500, 2);
+    const { files, complete, reason } = filesOf(snapshot, { startMs: 1_000, endMs: 1_500 }, [], 2);
     assert.deepEqual(
       files.map((f) => f.path),
       ['/w/b', '/w/c'],
@@ -142,7 +142,15 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
     assert.deepEqual([complete, reason], [false, '1 more files were written than the 2 listed']);
     // A file system that keeps no creation time: written, not said to be created or changed.
     const plain: WorkspaceSnapshot = { startedAt: 2_000, files: new Map([['/w/x', { mtimeMs: 1_100, bornMs: 0, size: 1 }]]) };
-    assert.equal(filesOf(plain, 1_000, 1_500).files[0]?.change, 'written');
+    assert.equal(filesOf(plain, { startMs: 1_000, endMs: 1_500 }).files[0]?.change, 'written');
+  });
+
+  it('a file timed a clock tick before a run’s start is the run’s, unless another run was going on then', () => {
+    const snapshot: WorkspaceSnapshot = { startedAt: 2_000, files: new Map([['/w/a', { mtimeMs: 995, bornMs: 995, size: 1 }]]) };
+    const run = { startMs: 1_000, endMs: 1_500 };
+    assert.equal(filesOf(snapshot, run).files.length, 1);
+    assert.equal(filesOf(snapshot, run, [{ startMs: 900, endMs: 996 }]).files.length, 0);
+    assert.equal(filesOf(snapshot, { startMs: 1_020, endMs: 1_500 }).files.length, 0);
   });
 });
 

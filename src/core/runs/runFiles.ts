@@ -45,14 +45,31 @@ export type WorkspaceWalk = () => Promise<WorkspaceSnapshot>;
 /** Files listed per run at most. */
 export const LISTED_FILES = 200;
 /**
- * A file's times are the kernel's coarse clock (up to a tick behind the precise one); a run's
- * start is taken before the code is sent. So much earlier still counts as within the run.
+ * A file's times come from the operating system's coarse clock, up to a tick (4 ms at 250 Hz,
+ * 10 ms at 100 Hz) behind the precise one a run's start is read from: so much before a run's
+ * start still counts as the run's, unless another run was going on then.
  */
-const CLOCK_SLACK_MS = 20;
+const CLOCK_TICK_MS = 10;
 
-/** The files `snapshot` saw written between `startMs` and `endMs`, newest first, at most `listed`. */
-export function filesOf(snapshot: WorkspaceSnapshot, startMs: number, endMs: number, listed = LISTED_FILES): RunFiles {
-  const within = (t: number) => t >= startMs - CLOCK_SLACK_MS && t <= endMs + CLOCK_SLACK_MS;
+/** When a run went on (milliseconds since the epoch). */
+export interface RunWindow {
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/**
+ * The files `snapshot` saw written while `run` went on, newest first, at most `listed`; `others`:
+ * the other runs kept, whose time just before this run's start is theirs.
+ */
+export function filesOf(
+  snapshot: WorkspaceSnapshot,
+  run: RunWindow,
+  others: readonly RunWindow[] = [],
+  listed = LISTED_FILES,
+): RunFiles {
+  const during = (w: RunWindow, t: number) => t >= w.startMs && t <= w.endMs;
+  const within = (t: number) =>
+    during(run, t) || (t >= run.startMs - CLOCK_TICK_MS && t < run.startMs && !others.some((o) => during(o, t)));
   const found: (ChangedFile & { at: number })[] = [];
   for (const [path, seen] of snapshot.files) {
     // A file copied with its times kept (shutil.copy2, tar) has an old mtime, but a new birth.

@@ -10,7 +10,7 @@ import type { ActionEnd, ActionOutcome, ActivitySink, AgentAction } from '../age
 import type { Caller } from '../agents/clients';
 import { BridgeError } from '../bridgeError';
 import type { RiskReport } from '../model/riskScan';
-import { filesOf, type RunFiles, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
+import { filesOf, type RunFiles, type RunWindow, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
 
 /** How many runs are kept, and how many characters they hold at most in all (~10 MB). */
 export const KEPT_RUNS = 500;
@@ -143,10 +143,18 @@ export class RunHistory implements ActivitySink {
   /** Lists the files of every run not yet listed that ended before `snapshot`'s walk began. */
   private settle(snapshot: WorkspaceSnapshot): void {
     let changed = false;
+    const windows = this.runs.map(windowOf);
     this.runs.forEach((run, at) => {
-      const start = Date.parse(run.startedAt);
-      if (run.files || start + run.durationMs > snapshot.startedAt) return;
-      const listed = { ...run, files: filesOf(snapshot, start, start + run.durationMs) };
+      const window = windows[at]!;
+      if (run.files || window.endMs > snapshot.startedAt) return;
+      const listed = {
+        ...run,
+        files: filesOf(
+          snapshot,
+          window,
+          windows.filter((w) => w !== window),
+        ),
+      };
       this.chars += sizeOf(listed) - sizeOf(run);
       this.runs[at] = listed;
       changed = true;
@@ -183,6 +191,11 @@ export class RunHistory implements ActivitySink {
     while (this.runs.length > KEPT_RUNS || (this.chars > KEPT_CHARS && this.runs.length > 1))
       this.chars -= sizeOf(this.runs.shift()!);
   }
+}
+
+function windowOf(run: AgentRun): RunWindow {
+  const startMs = Date.parse(run.startedAt);
+  return { startMs, endMs: startMs + run.durationMs };
 }
 
 function summary(run: AgentRun): RunSummary {
