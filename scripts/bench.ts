@@ -305,7 +305,7 @@ async function main(): Promise<number> {
     if (opts.wants('listing')) await sections.listing(ctx);
     if (opts.wants('presence')) rows.push(...(await presenceCost(say)));
     if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
-    if (opts.wants('runfiles')) await runFilesCost(ctx, ws.dir, path.join(sandbox.dirs.userData, 'User', 'settings.json'));
+    if (opts.wants('runfiles')) await runFilesCost(ctx, ws.dir, sandbox.dirs.userData);
     if (jupyter && opts.wants('jupyter')) await sections.jupyterKernel(ctx);
     if (opts.wants('memory')) await batchMemory(ctx); // last: it leaves a 7,001-cell notebook open
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));

@@ -2,16 +2,17 @@
  * What recording a run's files costs (agentBridge.runs.recordFiles), in a workspace holding a
  * node_modules-like tree of 20,000 files under a folder the walk does not leave out
  * (`packages/`, the worst case: under `node_modules` it would not be walked at all). Recording
- * on and off alternate in blocks (off, on, off, on), the setting changed in the person's settings
- * file as they would: print(1) back to back (walks wait for runs to pause), print(1) each with a
+ * on and off alternate in blocks (off, on, off, on), the setting changed in the Settings editor as
+ * the person would: print(1) back to back (walks wait for runs to pause), print(1) each with a
  * walk under way (the previous run's files asked for at the same moment: the worst case), the
  * walk as `GET /notebooks/runs/:id/files` sees it, and GET /health probed during walks. Then the
- * same walk in this process, with the event loop's longest block during it.
+ * same walk in this process, with the event loop's gaps during it.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { workspaceWalk } from '../../src/access/workspaceWalk';
 import { sleep } from '../../src/core/sleep';
+import { setBoolean } from '../../sandbox-test/settingsEditor';
 import { BenchClient } from './client';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row } from './report';
@@ -23,6 +24,7 @@ const FILES = PACKAGES * 2 * FILES_PER_FOLDER;
 const BACK_TO_BACK = 60;
 const WITH_WALK = 8;
 const SETTING = 'agentBridge.runs.recordFiles';
+const PROBE_MS = 3_000;
 
 /** A tree shaped like node_modules: packages, each with two folders of small files. */
 function makeTree(root: string): void {
@@ -34,23 +36,24 @@ function makeTree(root: string): void {
     }
 }
 
-/** The event loop's longest block while `work` runs (the longest gap between 1 ms ticks), and how long it took. */
-async function loopBlock(work: () => Promise<unknown>): Promise<{ ms: number; longest: number }> {
+/** The gaps between 1 ms ticks of the event loop while `work` runs (a block shows as a long gap), and how long it took. */
+async function loopGaps(work: () => Promise<unknown>): Promise<{ ms: number; gaps: number[] }> {
   let last = performance.now();
-  let longest = 0;
+  const gaps: number[] = [];
   const tick = setInterval(() => {
     const now = performance.now();
-    longest = Math.max(longest, now - last);
+    gaps.push(now - last);
     last = now;
   }, 1);
   const start = performance.now();
   await work();
   const ms = performance.now() - start;
   clearInterval(tick);
-  return { ms, longest: Math.max(longest, performance.now() - last) };
+  gaps.push(performance.now() - last);
+  return { ms, gaps };
 }
 
-export async function runFilesCost(ctx: Ctx, workspace: string, userSettings: string): Promise<void> {
+export async function runFilesCost(ctx: Ctx, workspace: string, userData: string): Promise<void> {
   const tree = path.join(workspace, 'runfiles-bench');
   ctx.say(`run files: a tree of ${FILES.toLocaleString('en-US')} files; recording off and on in alternate blocks`);
   makeTree(tree);
@@ -73,10 +76,9 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userSettings: st
     if (r.status !== 200) fail(`GET files: ${r.status} ${r.text.slice(0, 200)}`);
     return { ms: r.ms, answer: JSON.parse(r.text) as { files: unknown[]; complete: boolean; reason?: string } };
   };
-  /** Sets the setting in the person's settings file, and waits until a run's record shows it. */
+  /** Sets the setting in the Settings editor as the person would, and waits until a run's record shows it. */
   const recording = async (on: boolean) => {
-    const settings = JSON.parse(fs.readFileSync(userSettings, 'utf8')) as Record<string, unknown>;
-    fs.writeFileSync(userSettings, JSON.stringify({ ...settings, [SETTING]: on }, null, 2));
+    await setBoolean(ctx.page, userData, SETTING, on, undefined, true);
     for (const until = Date.now() + 30_000; Date.now() < until; await sleep(200)) {
       await print();
       const { answer } = await filesOf(await newestRun());
@@ -103,14 +105,13 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userSettings: st
         s.files.push(files.ms);
         if (on) seen = { listed: files.answer.files.length, complete: files.answer.complete, reason: files.answer.reason ?? '' };
       }
-      // GET /health every 10 ms while the files of fresh runs are asked for one after another.
-      let walking = true;
-      const probes = probeHealth(ctx, () => walking);
-      for (let i = 0; i < 3; i++) {
+      // GET /health every 10 ms for PROBE_MS, while the files of fresh runs are asked for one after another.
+      const until = Date.now() + PROBE_MS;
+      const probes = probeHealth(ctx, () => Date.now() < until);
+      while (Date.now() < until) {
         await print();
         await filesOf(await newestRun());
       }
-      walking = false;
       s.health.push(...(await probes));
     }
     const id = await newestRun();
@@ -119,16 +120,19 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userSettings: st
     await agent.close();
   }
 
-  // The same walk in this process: the event loop's longest block, against an idle loop as long.
+  // The same walk in this process: the event loop's gaps, against an idle loop as long. The first
+  // walk (cold caches) is not counted.
   const walk = workspaceWalk(() => [workspace]);
-  const walks: { ms: number; longest: number }[] = [];
-  for (let i = 0; i < 5; i++) walks.push(await loopBlock(walk));
-  const idle = await loopBlock(() => sleep(p50(walks.map((w) => w.ms))));
+  await walk();
+  const walks: { ms: number; gaps: number[] }[] = [];
+  for (let i = 0; i < 5; i++) walks.push(await loopGaps(walk));
+  const idle = await loopGaps(() => sleep(p50(walks.map((w) => w.ms))));
+  const gaps = walks.flatMap((w) => w.gaps);
   const counted = (await walk()).files.size;
   fs.rmSync(tree, { recursive: true, force: true });
 
   const { on, off } = samples;
-  const longest = Math.max(...walks.map((w) => w.longest));
+  const longest = Math.max(...gaps);
   ctx.rows.push(
     row('runfiles', 'print(1) back to back, recording on, p50', p50(on.back), 'ms', {
       baseline: base('recording off', p50(off.back)),
@@ -148,13 +152,13 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userSettings: st
     }),
     row(
       'runfiles',
-      `event loop's longest block during a walk (this process, ${counted.toLocaleString('en-US')} files)`,
+      `event loop: longest gap between 1 ms ticks during a walk (this process, ${counted.toLocaleString('en-US')} files)`,
       longest,
       'ms',
       {
-        baseline: base('idle loop as long', idle.longest),
+        baseline: base('idle loop as long', Math.max(...idle.gaps)),
         target: goal('≤ 10 ms', longest <= 10),
-        note: `the longest gap between 1 ms ticks over 5 walks`,
+        note: `over 5 warm walks; p99 of the gaps ${percentile(gaps, 99).toFixed(1)} ms (idle ${percentile(idle.gaps, 99).toFixed(1)} ms); a busy process on a loaded machine also waits for a CPU, which shows as a gap`,
       },
     ),
     row('runfiles', 'a walk in this process, p50', p50(walks.map((w) => w.ms)), 'ms'),
