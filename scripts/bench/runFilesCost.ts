@@ -16,7 +16,7 @@ import { setBoolean } from '../../sandbox-test/settingsEditor';
 import { BenchClient } from './client';
 import { writeNotebook } from './notebooks';
 import { base, goal, p50, percentile, row } from './report';
-import { probeHealth, type Ctx } from './sections';
+import { cpuPerRun, probeHealth, type Ctx } from './sections';
 
 const PACKAGES = 400;
 const FILES_PER_FOLDER = 25;
@@ -25,6 +25,7 @@ const BACK_TO_BACK = 60;
 const WITH_WALK = 8;
 const SETTING = 'agentBridge.runs.recordFiles';
 const PROBE_MS = 3_000;
+const CPU_WALKS = 10;
 
 /** A tree shaped like node_modules: packages, each with two folders of small files. */
 function makeTree(root: string): void {
@@ -87,7 +88,13 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
     throw new Error(`${SETTING}: ${on} never took effect`);
   };
 
-  const block = () => ({ back: [] as number[], walking: [] as number[], files: [] as number[], health: [] as number[] });
+  const block = () => ({
+    back: [] as number[],
+    walking: [] as number[],
+    files: [] as number[],
+    health: [] as number[],
+    cpu: [] as number[],
+  });
   const samples = { on: block(), off: block() };
   const single: number[] = [];
   let seen = { listed: -1, complete: false, reason: '' };
@@ -113,6 +120,13 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
         await filesOf(await newestRun());
       }
       s.health.push(...(await probes));
+      // The extension host's CPU per run and its files asked for (a walk each, when on).
+      s.cpu.push(
+        await cpuPerRun(ctx.pid, CPU_WALKS, async () => {
+          await print();
+          return (await filesOf(await newestRun())).ms;
+        }),
+      );
     }
     const id = await newestRun();
     single.push((await agent.request('GET', `/notebooks/runs/${id}`)).ms);
@@ -125,7 +139,10 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
   const walk = workspaceWalk(() => [workspace]);
   await walk();
   const walks: { ms: number; gaps: number[] }[] = [];
+  const cpuBefore = process.cpuUsage();
   for (let i = 0; i < 5; i++) walks.push(await loopGaps(walk));
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuPerWalk = (cpu.user + cpu.system) / 1000 / walks.length;
   const idle = await loopGaps(() => sleep(p50(walks.map((w) => w.ms))));
   const gaps = walks.flatMap((w) => w.gaps);
   const counted = (await walk()).files.size;
@@ -161,6 +178,12 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
         note: `over 5 warm walks; p99 of the gaps ${percentile(gaps, 99).toFixed(1)} ms (idle ${percentile(idle.gaps, 99).toFixed(1)} ms); a busy process on a loaded machine also waits for a CPU, which shows as a gap`,
       },
     ),
-    row('runfiles', 'a walk in this process, p50', p50(walks.map((w) => w.ms)), 'ms'),
+    row('runfiles', 'extension host CPU per run and its files asked for (a walk), recording on', p50(on.cpu), 'ms', {
+      baseline: base('recording off', p50(off.cpu)),
+      note: `${CPU_WALKS} in a row, twice each way (p50 of ${on.cpu.map((c) => c.toFixed(0)).join(', ')} vs ${off.cpu.map((c) => c.toFixed(0)).join(', ')} ms); /proc's CPU times less the host's idle rate`,
+    }),
+    row('runfiles', 'a walk in this process: wall time, p50', p50(walks.map((w) => w.ms)), 'ms', {
+      note: `CPU ${cpuPerWalk.toFixed(0)} ms per walk`,
+    }),
   );
 }
