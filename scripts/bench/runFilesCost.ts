@@ -105,8 +105,8 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
       for (let i = 0; i < BACK_TO_BACK; i++) s.back.push(await print());
       for (let i = 0; i < WITH_WALK; i++) {
         await print();
+        // Its files not listed yet (the background walk waits for runs to pause): asked for, a walk starts now.
         const previous = await newestRun();
-        await sleep(1_200); // runs paused: the walk in the background (on) is done, the next one is asked for
         const [ms, files] = await Promise.all([print(), filesOf(previous)]);
         s.walking.push(ms);
         s.files.push(files.ms);
@@ -134,9 +134,10 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
     await agent.close();
   }
 
-  // The same walk in this process: the event loop's gaps, against an idle loop as long. The first
-  // walk (cold caches) is not counted.
-  const walk = workspaceWalk(() => [workspace]);
+  // The same walk in this process, keeping what a run just made would (nothing: the tree is older):
+  // the event loop's gaps, against an idle loop as long. The first walk (cold caches) is not counted.
+  const walkAll = workspaceWalk(() => [workspace]);
+  const walk = () => walkAll(Date.now());
   await walk();
   const walks: { ms: number; gaps: number[] }[] = [];
   const cpuBefore = process.cpuUsage();
@@ -145,7 +146,7 @@ export async function runFilesCost(ctx: Ctx, workspace: string, userData: string
   const cpuPerWalk = (cpu.user + cpu.system) / 1000 / walks.length;
   const idle = await loopGaps(() => sleep(p50(walks.map((w) => w.ms))));
   const gaps = walks.flatMap((w) => w.gaps);
-  const counted = (await walk()).files.size;
+  const counted = (await walkAll(0)).files.size;
   fs.rmSync(tree, { recursive: true, force: true });
 
   const { on, off } = samples;

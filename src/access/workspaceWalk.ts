@@ -45,19 +45,21 @@ const SKIPPED = new Set([
 /** A directory holding one of these is a Python environment, whatever its name. */
 const ENVIRONMENT_MARKS = new Set(['pyvenv.cfg', 'conda-meta']);
 
-/** Walks the folders `roots` names (absolute paths) when called. */
+/** Walks the folders `roots` names (absolute paths) when called, keeping the files written since `sinceMs`. */
 export function workspaceWalk(roots: () => readonly string[], limits: WalkLimits = WALK_LIMITS): WorkspaceWalk {
-  return async () => {
+  return async (sinceMs) => {
     const startedAt = Date.now();
     const files = new Map<string, SeenFile>();
     const folders = roots();
-    if (!folders.length) return { startedAt, files, cut: 'no workspace folder is open' };
-    const cut = await walk(folders, files, { left: limits.entries, until: startedAt + limits.ms, limits });
-    return { startedAt, files, ...(cut && { cut }) };
+    if (!folders.length) return { startedAt, sinceMs, files, cut: 'no workspace folder is open' };
+    const cut = await walk(folders, files, { left: limits.entries, until: startedAt + limits.ms, limits, sinceMs });
+    return { startedAt, sinceMs, files, ...(cut && { cut }) };
   };
 }
 
 interface Budget {
+  /** Files written before are not kept. */
+  readonly sinceMs: number;
   /** Entries still to be read. */
   left: number;
   readonly until: number;
@@ -86,7 +88,8 @@ async function walk(roots: readonly string[], files: Map<string, SeenFile>, budg
       } catch {
         continue; // not ours to read
       }
-      if (seen?.isFile()) files.set(path, { mtimeMs: seen.mtimeMs, bornMs: seen.birthtimeMs, size: seen.size });
+      if (seen?.isFile() && (seen.mtimeMs >= budget.sinceMs || seen.birthtimeMs >= budget.sinceMs))
+        files.set(path, { mtimeMs: seen.mtimeMs, bornMs: seen.birthtimeMs, size: seen.size });
     }
   }
   return undefined;

@@ -127,6 +127,7 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
     const seen = (mtimeMs: number) => ({ mtimeMs, bornMs: mtimeMs, size: 1 });
     const snapshot: WorkspaceSnapshot = {
       startedAt: 2_000,
+      sinceMs: 0,
       files: new Map([
         ['/w/a', seen(1_100)],
         ['/w/b', seen(1_300)],
@@ -141,12 +142,20 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
     );
     assert.deepEqual([complete, reason], [false, '1 more files were written than the 2 listed']);
     // A file system that keeps no creation time: written, not said to be created or changed.
-    const plain: WorkspaceSnapshot = { startedAt: 2_000, files: new Map([['/w/x', { mtimeMs: 1_100, bornMs: 0, size: 1 }]]) };
+    const plain: WorkspaceSnapshot = {
+      startedAt: 2_000,
+      sinceMs: 0,
+      files: new Map([['/w/x', { mtimeMs: 1_100, bornMs: 0, size: 1 }]]),
+    };
     assert.equal(filesOf(plain, { startMs: 1_000, endMs: 1_500 }).files[0]?.change, 'written');
   });
 
   it('a file timed a clock tick before a run’s start is the run’s, unless another run was going on then', () => {
-    const snapshot: WorkspaceSnapshot = { startedAt: 2_000, files: new Map([['/w/a', { mtimeMs: 995, bornMs: 995, size: 1 }]]) };
+    const snapshot: WorkspaceSnapshot = {
+      startedAt: 2_000,
+      sinceMs: 0,
+      files: new Map([['/w/a', { mtimeMs: 995, bornMs: 995, size: 1 }]]),
+    };
     const run = { startMs: 1_000, endMs: 1_500 };
     assert.equal(filesOf(snapshot, run).files.length, 1);
     assert.equal(filesOf(snapshot, run, [{ startMs: 900, endMs: 996 }]).files.length, 0);
@@ -157,14 +166,15 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
 describe('the workspace walks for the runs’ files', () => {
   /** A walk that takes `ms` and counts how many ran, and how many at once. */
   const counting = (ms: number) => {
-    const seen = { walks: 0, atOnce: 0, most: 0 };
-    const walk = async (): Promise<WorkspaceSnapshot> => {
+    const seen = { walks: 0, atOnce: 0, most: 0, since: [] as number[] };
+    const walk = async (sinceMs: number): Promise<WorkspaceSnapshot> => {
       const startedAt = Date.now();
       seen.walks++;
+      seen.since.push(sinceMs);
       seen.most = Math.max(seen.most, ++seen.atOnce);
       await sleep(ms);
       seen.atOnce--;
-      return { startedAt, files: new Map() };
+      return { startedAt, sinceMs, files: new Map() };
     };
     return { seen, walk };
   };
@@ -175,31 +185,32 @@ describe('the workspace walks for the runs’ files', () => {
     const asked = Date.now();
     const answers: Promise<WorkspaceSnapshot>[] = [];
     for (let i = 0; i < 10; i++) {
-      answers.push(schedule.soon());
+      answers.push(schedule.soon(1_000_000 - i));
       await sleep(5);
     }
     const snapshots = await Promise.all(answers);
     assert.equal(seen.walks, 1);
+    assert.deepEqual(seen.since, [1_000_000 - 9 - 10]); // the earliest run's start, a clock tick before
     assert.ok(snapshots.every((s) => s === snapshots[0] && s.startedAt >= asked + 50));
   });
 
   it('a walk asked for now waits only for the one under way, which it does not share', async () => {
     const { seen, walk } = counting(40);
     const schedule = new WalkSchedule(walk, { quietMs: 10_000, latestMs: 10_000 });
-    const first = schedule.now();
+    const first = schedule.now(0);
     await sleep(10);
     const askedAt = Date.now();
-    const [a, b, c] = await Promise.all([first, schedule.now(), schedule.soon()]);
+    const [a, b, c] = await Promise.all([first, schedule.now(0), schedule.soon(0)]);
     assert.deepEqual([seen.walks, seen.most], [2, 1]);
     assert.ok(b.startedAt >= askedAt && b === c && a !== b);
   });
 
   it('a run’s end never waits for a walk', async () => {
     let walked = false;
-    const schedule = new WalkSchedule(async () => {
+    const schedule = new WalkSchedule(async (sinceMs) => {
       walked = true;
       await sleep(10);
-      return { startedAt: Date.now(), files: new Map() };
+      return { startedAt: Date.now(), sinceMs, files: new Map() };
     });
     const history = new RunHistory({ load: () => [], save: () => undefined }, { schedule, on: () => true });
     const action = { id: 1, startedAt: Date.now(), kind: 'execute', owner: 'o', client: 'c' } as unknown as AgentAction;

@@ -34,13 +34,15 @@ export interface SeenFile {
 export interface WorkspaceSnapshot {
   /** When the walk began: it answers for runs that ended by then. */
   readonly startedAt: number;
+  /** It holds the files modified or created since then only (so a walk keeps little). */
+  readonly sinceMs: number;
   readonly files: ReadonlyMap<string, SeenFile>;
   /** Why it stopped before it saw everything; absent: it saw every file it walks. */
   readonly cut?: string;
 }
 
-/** A walk of the workspace folders (the editor side makes it: it reads the file system). */
-export type WorkspaceWalk = () => Promise<WorkspaceSnapshot>;
+/** A walk of the workspace folders keeping the files written since `sinceMs` (the editor side makes it: it reads the file system). */
+export type WorkspaceWalk = (sinceMs: number) => Promise<WorkspaceSnapshot>;
 
 /** Files listed per run at most. */
 export const LISTED_FILES = 200;
@@ -50,6 +52,10 @@ export const LISTED_FILES = 200;
  * start still counts as the run's, unless another run was going on then.
  */
 const CLOCK_TICK_MS = 10;
+
+/** Whether `snapshot` holds every file `run` may have written (its walk kept them since early enough). */
+export const answersFor = (snapshot: WorkspaceSnapshot, run: RunWindow) =>
+  run.endMs <= snapshot.startedAt && run.startMs - CLOCK_TICK_MS >= snapshot.sinceMs;
 
 /** When a run went on (milliseconds since the epoch). */
 export interface RunWindow {
@@ -100,9 +106,11 @@ export interface WalkTiming {
 export const WALK_TIMING: WalkTiming = { quietMs: 1_000, latestMs: 10_000 };
 
 interface Queued {
-  readonly snapshot: Promise<WorkspaceSnapshot>;
+  snapshot: Promise<WorkspaceSnapshot>;
   readonly start: () => void;
   readonly firstAskedAt: number;
+  /** The earliest start of the runs it answers for. */
+  sinceMs: number;
   timer?: ReturnType<typeof setTimeout>;
   /** Starts as soon as no walk is under way (asked for now, or its wait is over). */
   due?: boolean;
@@ -111,7 +119,8 @@ interface Queued {
 /**
  * The walks: one at a time, each shared by all who asked for one while it was waiting. `soon()`
  * (a run ended) waits for runs to pause; `now()` (someone asks for a run's files) starts as soon
- * as the walk under way, if any, is done. Either answers with a walk begun after it was called.
+ * as the walk under way, if any, is done. Either answers with a walk begun after it was called,
+ * holding the files written since `sinceMs` (a clock tick before: see CLOCK_TICK_MS).
  */
 export class WalkSchedule {
   private running: Promise<unknown> | undefined;
@@ -122,8 +131,8 @@ export class WalkSchedule {
     private readonly timing: WalkTiming = WALK_TIMING,
   ) {}
 
-  soon(): Promise<WorkspaceSnapshot> {
-    const queued = this.queue();
+  soon(sinceMs: number): Promise<WorkspaceSnapshot> {
+    const queued = this.queue(sinceMs);
     if (!queued.due) {
       clearTimeout(queued.timer);
       const wait = Math.min(this.timing.quietMs, queued.firstAskedAt + this.timing.latestMs - Date.now());
@@ -133,17 +142,22 @@ export class WalkSchedule {
     return queued.snapshot;
   }
 
-  now(): Promise<WorkspaceSnapshot> {
-    const queued = this.queue();
+  now(sinceMs: number): Promise<WorkspaceSnapshot> {
+    const queued = this.queue(sinceMs);
     this.begin();
     return queued.snapshot;
   }
 
-  private queue(): Queued {
-    if (this.queued) return this.queued;
+  private queue(sinceMs: number): Queued {
+    if (this.queued) {
+      this.queued.sinceMs = Math.min(this.queued.sinceMs, sinceMs);
+      return this.queued;
+    }
     let start!: () => void;
-    const snapshot = new Promise<void>((resolve) => (start = resolve)).then(() => this.walk());
-    return (this.queued = { snapshot, start, firstAskedAt: Date.now() });
+    const started = new Promise<void>((resolve) => (start = resolve));
+    const queued: Queued = { snapshot: Promise.resolve() as never, start, firstAskedAt: Date.now(), sinceMs };
+    queued.snapshot = started.then(() => this.walk(queued.sinceMs - CLOCK_TICK_MS));
+    return (this.queued = queued);
   }
 
   /** Starts the queued walk, or marks it to start when the one under way is done. */

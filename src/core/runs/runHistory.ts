@@ -10,7 +10,7 @@ import type { ActionEnd, ActionOutcome, ActivitySink, AgentAction } from '../age
 import type { Caller } from '../agents/clients';
 import { BridgeError } from '../bridgeError';
 import type { RiskReport } from '../model/riskScan';
-import { filesOf, type RunFiles, type RunWindow, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
+import { answersFor, filesOf, type RunFiles, type RunWindow, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
 
 /** How many runs are kept, and how many characters they hold at most in all (~10 MB). */
 export const KEPT_RUNS = 500;
@@ -114,7 +114,7 @@ export class RunHistory implements ActivitySink {
     this.file.save(this.runs);
     // Worked out by a walk after it, in the background (one walk for a burst of runs).
     if (!run.files)
-      this.walks?.schedule.soon().then(
+      this.walks?.schedule.soon(this.unlistedSince()).then(
         (snapshot) => this.settle(snapshot),
         () => undefined,
       );
@@ -126,7 +126,7 @@ export class RunHistory implements ActivitySink {
     if (run.files) return run.files;
     if (!this.walks) return { files: [], complete: false, reason: 'the files runs change are not recorded here' };
     try {
-      this.settle(await this.walks.schedule.now());
+      this.settle(await this.walks.schedule.now(this.unlistedSince()));
     } catch (error) {
       return { files: [], complete: false, reason: `the workspace could not be walked: ${String(error)}` };
     }
@@ -140,13 +140,18 @@ export class RunHistory implements ActivitySink {
     return this.walks.on() ? {} : { files: { files: [], complete: false, reason: 'agentBridge.runs.recordFiles was off' } };
   }
 
-  /** Lists the files of every run not yet listed that ended before `snapshot`'s walk began. */
+  /** The earliest start of the runs not yet listed (a walk keeps the files written since). */
+  private unlistedSince(): number {
+    return Math.min(...this.runs.filter((r) => !r.files).map((r) => windowOf(r).startMs));
+  }
+
+  /** Lists the files of every run not yet listed that `snapshot` answers for (it ended before the walk began). */
   private settle(snapshot: WorkspaceSnapshot): void {
     let changed = false;
     const windows = this.runs.map(windowOf);
     this.runs.forEach((run, at) => {
       const window = windows[at]!;
-      if (run.files || window.endMs > snapshot.startedAt) return;
+      if (run.files || !answersFor(snapshot, window)) return;
       const listed = {
         ...run,
         files: filesOf(
