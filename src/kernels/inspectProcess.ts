@@ -8,23 +8,26 @@ import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 const IDLE_MS = 60_000;
 /** A query unanswered this long stops the process: it is stuck. */
 const ANSWER_MS = 20_000;
+/** Peak memory (KiB) past which the process exits after its answer, for the next query to start another. */
+const MAX_RSS_KB = 256 * 1024;
 
 export interface InspectProcessOptions {
   /**
-   * `python kernel_inspect.py --serve` as it starts now: in the builtin kernel's sandbox while that
-   * is on. Asked before each query; a process started another way (the sandbox turned on or off,
-   * another Python) is stopped first, so none outlives the way it should run.
+   * `python kernel_inspect.py` followed by `args` as it starts now: in the builtin kernel's
+   * sandbox while that is on. Asked before each query; a process started another way (the sandbox
+   * turned on or off, another Python) is stopped first, so none outlives the way it should run.
    */
-  command: () => KernelCommand;
+  command: (args: readonly string[]) => KernelCommand;
   log: Log;
   idleMs?: number;
   answerMs?: number;
+  maxRssKb?: number;
 }
 
 interface Query {
   readonly line: string;
   readonly settle: (answer: unknown) => void;
-  /** Sent once already, to a process that ended before answering. */
+  /** Sent once already, to a process that ended while answering it. */
   retried: boolean;
   timer?: NodeJS.Timeout;
 }
@@ -72,7 +75,7 @@ export class InspectProcess {
 
   private send(query: Query): void {
     clearTimeout(this.idle);
-    const command = this.options.command();
+    const command = this.options.command(['--serve', String(this.options.maxRssKb ?? MAX_RSS_KB)]);
     const key = JSON.stringify([command.command, command.args, command.env]);
     if (this.running && this.running.key !== key) this.stop();
     const running = (this.running ??= this.start(command, key));
@@ -142,23 +145,26 @@ export class InspectProcess {
     this.ended(running, true);
   }
 
-  /** It stopped or ended: the queries it had not answered are sent once more (`retry`), to a new process. */
+  /**
+   * It stopped or ended: the queries it had not answered go to a new process (`retry`). The one it
+   * was answering goes once only (it may be what ended it); those behind it were not read yet.
+   */
   private ended(running: Running, retry: boolean): void {
     if (this.running === running) this.running = undefined;
     running.over = true;
     hold(running.child, false);
     const queries = running.queries.splice(0);
-    for (const query of queries) {
+    queries.forEach((query, at) => {
       clearTimeout(query.timer);
-      if (retry && !query.retried && !this.disposed) {
-        query.retried = true;
+      if (retry && !this.disposed && (at > 0 || !query.retried)) {
+        query.retried ||= at === 0;
         this.send(query);
       } else {
         const said = running.stderr.trim();
         this.options.log.warn(`the Python code check gave no answer${said ? `: ${said}` : ''}`);
         query.settle(undefined);
       }
-    }
+    });
   }
 }
 

@@ -2,7 +2,7 @@ import type { CellAnalysis, CodeAnalyzer } from '../core/model/codeChecks';
 import type { Kernel } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
 import type { KernelCommand } from './builtin/kernelCommand';
-import { InspectProcess } from './inspectProcess';
+import { InspectProcess, type InspectProcessOptions } from './inspectProcess';
 
 /**
  * Analyses kept, by code (the analysis of a text never changes): at most this many characters of
@@ -33,8 +33,8 @@ export interface PythonAnalyzerOptions {
   /** The program as it starts: in the builtin kernel's sandbox while that is on (its Python is the kernel's). */
   wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
   log: Log;
-  /** How long the kept Python waits for a next query before it stops (inspectProcess.ts). */
-  idleMs?: number;
+  /** The kept Python's bounds (inspectProcess.ts): its idle time, its memory. */
+  process?: Pick<InspectProcessOptions, 'idleMs' | 'maxRssKb'>;
 }
 
 /**
@@ -52,12 +52,12 @@ export class PythonAnalyzer implements CodeAnalyzer {
 
   constructor(private readonly options: PythonAnalyzerOptions) {
     this.process = new InspectProcess({
-      command: () => {
-        const argv = [options.python(), options.script, '--serve'];
+      command: (args) => {
+        const argv = [options.python(), options.script, ...args];
         return options.wrap?.(argv, process.env) ?? { command: argv[0]!, args: argv.slice(1) };
       },
       log: options.log,
-      ...(options.idleMs !== undefined && { idleMs: options.idleMs }),
+      ...options.process,
     });
   }
 

@@ -17,6 +17,7 @@ describe('checks before code is written into a cell', function () {
   this.timeout(30_000);
   let server: RunningServer;
   let docs: FakeNotebooks;
+  let analyzer: PythonAnalyzer;
   let ids: string[];
 
   const api = (method: string, route: string, body?: unknown) => jsonRequest(server.port, TEST_TOKEN, method, route, body);
@@ -25,10 +26,13 @@ describe('checks before code is written into a cell', function () {
   beforeEach(async () => {
     docs = new FakeNotebooks();
     ids = docs.add(NOTEBOOK_A, [{ code: 'x = 1' }, { code: 'y = x + 1' }, { kind: 'markup', code: '# notes' }]);
-    const analyzer = inspectAnalyzer();
+    analyzer = inspectAnalyzer();
     server = await startTestServer({ notebooks: docs, analyzer });
   });
-  afterEach(() => server.close());
+  afterEach(() => {
+    analyzer.dispose();
+    return server.close();
+  });
 
   it('treats marimo\'s mo-python cells as Python: checked, and an agent\'s "python" there becomes mo-python', async () => {
     const marimo = {
@@ -131,6 +135,40 @@ describe('the code-check cache', () => {
     assert.ok(asked.length === 1 && asked[0] === text(0), 'the first text (48 M characters ago) was let go, and analysed again');
     await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
     assert.equal(asked.length, 1, 'and is kept again');
+  });
+});
+
+describe('the code check of an edit', () => {
+  it('sends the edited cell alone, and hands out the same analysis objects for the cells it knows', async () => {
+    const asked: string[][] = [];
+    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
+    const kernel = {
+      kind: 'builtin',
+      executeScratchpad: () => Promise.reject(new Error('not used')),
+      status: () => ({ state: 'idle' as const }),
+      inspect: (query: InspectQuery) => {
+        const cells = query.kind === 'analyze' ? query.cells : [];
+        asked.push(cells.map((c) => c.code));
+        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
+      },
+    };
+    const analyzer = new PythonAnalyzer({
+      python: () => 'python3',
+      script: 'unused',
+      builtinKernel: async () => kernel,
+      log: silentLog,
+    });
+    const codes = Array.from({ length: 500 }, (_, i) => `x${i} = ${i}`);
+    const cells = () => codes.map((code, i) => ({ id: `c${i}`, code }));
+    const opened = (await analyzer.analyze('file:///nb.ipynb', cells()))!;
+    assert.equal(asked.length, 1);
+    codes[7] = 'x7 = 700';
+    const edited = (await analyzer.analyze('file:///nb.ipynb', cells()))!;
+    assert.deepEqual(asked[1], ['x7 = 700'], 'the edit sent its cell alone');
+    assert.ok(
+      edited.every((a, i) => (i === 7 ? a !== opened[i] : a === opened[i])),
+      'the other cells got the analyses handed out before',
+    );
   });
 });
 

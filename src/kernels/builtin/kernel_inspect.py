@@ -28,8 +28,8 @@ Used three ways:
 - as `python kernel_inspect.py`, reading one query from stdin and writing the answer to stdout;
   with `--serve`, a query a line, each answered on a line of its own until stdin ends (the
   analysis, for notebooks whose kernel is not ours, by a process the bridge keeps while it is
-  used). It exits after an answer once it has used SERVE_MAX_RSS_KB of memory: the bridge starts
-  another for the next query.
+  used). `--serve KIB` exits after an answer once the process has used KIB KiB of memory (peak
+  resident): the bridge starts another for the next query.
 """
 
 import ast
@@ -52,7 +52,6 @@ MAX_VARIABLES = 500
 MAX_COLUMNS = 200
 SLOW_PARTS = 1000  # (type, part) pairs remembered as too slow to read again
 SLOW_SKIP_SECONDS = 60.0  # ... for this long: a repr slow once on a loaded machine is tried again later
-SERVE_MAX_RSS_KB = 256 * 1024  # peak memory of a `--serve` process past which it exits after answering
 _LARGEST = 2 ** 63  # numbers past it are left out (JSON readers, and Python's own int-to-text limit)
 # Names IPython binds in every namespace: neither variables nor dependencies between cells.
 _IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "display"}
@@ -843,7 +842,7 @@ def _peak_rss_kb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 
-def _serve_stdin():
+def _serve_stdin(max_rss_kb):
     """Answers a query a line until stdin ends, or until an answer leaves it past its memory bound."""
     for line in iter(sys.stdin.buffer.readline, b""):
         try:
@@ -851,13 +850,13 @@ def _serve_stdin():
         except ValueError as e:
             query = {"kind": "unreadable query: %s" % _cut(_safe_str(e), NAME_CHARS)}
         _print_answer(query, {})
-        if _peak_rss_kb() > SERVE_MAX_RSS_KB:
+        if max_rss_kb and _peak_rss_kb() > max_rss_kb:
             return
 
 
 if "_agent_bridge_query" in globals():  # exec'd in another kernel
     _print_answer(json.loads(globals()["_agent_bridge_query"]), globals()["_agent_bridge_ns"])
-elif __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
-    _serve_stdin()
+elif __name__ == "__main__" and sys.argv[1:2] == ["--serve"]:
+    _serve_stdin(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
 elif __name__ == "__main__":
     _print_answer(json.load(sys.stdin), {})
