@@ -108,26 +108,33 @@ describe('checks before code is written into a cell', function () {
   });
 });
 
+/**
+ * A PythonAnalyzer over a fake of the builtin kernel's inspect channel: each cell analysed defines
+ * nothing; `asked` gets the texts of each query.
+ */
+function fakeKernelAnalyzer(asked: (codes: string[]) => void): PythonAnalyzer {
+  const kernel = {
+    kind: 'builtin',
+    executeScratchpad: () => Promise.reject(new Error('not used')),
+    status: () => ({ state: 'idle' as const }),
+    inspect: (query: InspectQuery) => {
+      const cells = query.kind === 'analyze' ? query.cells : [];
+      asked(cells.map((c) => c.code));
+      return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
+    },
+  };
+  return new PythonAnalyzer({
+    python: () => 'python3',
+    script: path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py'),
+    builtinKernel: async () => kernel,
+    log: silentLog,
+  });
+}
+
 describe('the code-check cache', () => {
   it('is bounded in characters: texts past the bound are analysed again, not kept', async () => {
     const asked: string[] = [];
-    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
-    const kernel = {
-      kind: 'builtin',
-      executeScratchpad: () => Promise.reject(new Error('not used')),
-      status: () => ({ state: 'idle' as const }),
-      inspect: (query: InspectQuery) => {
-        const cells = query.kind === 'analyze' ? query.cells : [];
-        asked.push(...cells.map((c) => c.code));
-        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
-      },
-    };
-    const analyzer = new PythonAnalyzer({
-      python: () => 'python3',
-      script: path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py'),
-      builtinKernel: async () => kernel,
-      log: silentLog,
-    });
+    const analyzer = fakeKernelAnalyzer((codes) => asked.push(...codes));
     const text = (k: number) => `x_${k} = ${'1 + '.repeat(1_000_000)}1`; // 4 M characters each
     for (let k = 0; k < 12; k++) await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(k) }]);
     asked.length = 0;
@@ -136,28 +143,10 @@ describe('the code-check cache', () => {
     await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
     assert.equal(asked.length, 1, 'and is kept again');
   });
-});
 
-describe('the code check of an edit', () => {
-  it('sends the edited cell alone, and hands out the same analysis objects for the cells it knows', async () => {
+  it('an edit sends the edited cell alone, and the cells it knows get the same analysis objects as before', async () => {
     const asked: string[][] = [];
-    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
-    const kernel = {
-      kind: 'builtin',
-      executeScratchpad: () => Promise.reject(new Error('not used')),
-      status: () => ({ state: 'idle' as const }),
-      inspect: (query: InspectQuery) => {
-        const cells = query.kind === 'analyze' ? query.cells : [];
-        asked.push(cells.map((c) => c.code));
-        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
-      },
-    };
-    const analyzer = new PythonAnalyzer({
-      python: () => 'python3',
-      script: 'unused',
-      builtinKernel: async () => kernel,
-      log: silentLog,
-    });
+    const analyzer = fakeKernelAnalyzer((codes) => asked.push(codes));
     const codes = Array.from({ length: 500 }, (_, i) => `x${i} = ${i}`);
     const cells = () => codes.map((code, i) => ({ id: `c${i}`, code }));
     const opened = (await analyzer.analyze('file:///nb.ipynb', cells()))!;
