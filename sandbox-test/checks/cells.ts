@@ -12,7 +12,7 @@ import { deepEq, eq, fail, includes, match, ok, show } from '../assert';
 import { PrintGate } from '../printGate';
 import type { HttpResult, RequestOptions } from '../http';
 import { REPO_ROOT } from '../stack';
-import { checkRun, readJson, suiteState } from './context';
+import { checkRun, readJson, suiteState, workspaceSettings } from './context';
 import { screenshot } from '../screenshots';
 import { sleep } from '../../src/core/sleep';
 import { randomHex } from '../../src/core/ids';
@@ -508,10 +508,40 @@ export function cellChecks(): void {
     deepEq(onDisk.metadata.tags, ['parameters'], 'tags in the file');
   });
 
-  it('cells: 50 saves right after an edit, under CPU load from a second process, all answer 200 (no false "changed on disk")', async function () {
+  it('cells: 50 saves right after an edit, under CPU load from a second process and with the editor auto-saving after 20 ms, all answer 200 (no false "changed on disk")', async function () {
     this.timeout(240_000);
     const { signal, note } = checkRun();
     const cell = await create(`save_loop_${tag} = 0`, signal);
+    // The editor's own saves race the agent's: VS Code says one is done only after it wrote the file.
+    workspaceSettings(ctx, { 'files.autoSave': 'afterDelay', 'files.autoSaveDelay': 20 });
+    try {
+      await autoSaved(cell, signal, note);
+      await saveLoop(cell, signal, note);
+    } finally {
+      workspaceSettings(ctx, undefined);
+    }
+  });
+
+  /** Waits until an edit reaches the file with no save asked for: the editor auto-saves. */
+  async function autoSaved(cell: Cell, signal: AbortSignal, note: (line: string) => void): Promise<void> {
+    const code = `save_loop_${tag} = -1`;
+    const edit = await call(
+      'PATCH',
+      `/notebooks/cells/${cell.id}`,
+      { notebook: ctx.sid, code, version: cell.version },
+      { signal },
+    );
+    eq(edit.status, 200, `edit status (body ${show(edit.text, 300)})`);
+    cell.version = edit.json<{ cell: Cell }>().cell.version;
+    const t0 = Date.now();
+    while (!fs.readFileSync(ctx.analysis.path, 'utf8').includes(code)) {
+      if (Date.now() - t0 > 15_000) fail('the editor did not auto-save the edit within 15 s of files.autoSaveDelay 20');
+      await sleep(50);
+    }
+    note(`auto-saved ${Date.now() - t0} ms after the edit`);
+  }
+
+  async function saveLoop(cell: Cell, signal: AbortSignal, note: (line: string) => void): Promise<void> {
     // One busy loop per CPU in another process: VS Code's save event then comes late, after the next edit.
     const load = Array.from({ length: os.availableParallelism() }, () =>
       spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
@@ -542,7 +572,7 @@ export function cellChecks(): void {
     );
     const source = Array.isArray(onDisk?.source) ? onDisk.source.join('') : onDisk?.source;
     eq(source, `save_loop_${tag} = 50`, 'the last edit is in the file');
-  });
+  }
 
   it('cells: the curl examples of SKILL.md run as written (placeholder ids replaced)', async () => {
     const { signal } = checkRun();

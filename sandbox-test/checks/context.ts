@@ -119,6 +119,18 @@ export function endCheck(): string[] {
   return run?.notes ?? [];
 }
 
+/** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
+export function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {
+  const dir = path.join(ctx.workspace, '.vscode');
+  const file = path.join(dir, 'settings.json');
+  if (!settings) {
+    fs.rmSync(file, { force: true });
+    return;
+  }
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(settings, null, 2));
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- checks read arbitrary JSON and assert on it
 export function readJson<T = any>(file: string): T {
   const text = fs.readFileSync(file, 'utf8');

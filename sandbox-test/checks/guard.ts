@@ -9,21 +9,9 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { deepEq, eq, fail, includes, ok, show } from '../assert';
 import { pickMode, runCommand } from './access';
-import { auditLines, type CheckContext, checkRun, readJson, suiteState } from './context';
+import { auditLines, checkRun, readJson, suiteState, workspaceSettings } from './context';
 import { sleep } from '../../src/core/sleep';
 import { guardLoadChecks } from './guardLoad';
-
-/** Writes the workspace's `.vscode/settings.json` (as an agent with a shell could); undefined removes it. */
-function workspaceSettings(ctx: CheckContext, settings: Record<string, unknown> | undefined): void {
-  const dir = path.join(ctx.workspace, '.vscode');
-  const file = path.join(dir, 'settings.json');
-  if (!settings) {
-    fs.rmSync(file, { force: true });
-    return;
-  }
-  fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(settings, null, 2));
-}
 
 /** Python: a thread that outlives its run and every second makes and runs a cell naming `tag` and the time it was made. */
 const lingeringThread = (tag: string) => `import threading, time, agent_bridge

@@ -17,20 +17,34 @@ interface Stamp {
  * notebook whose file changed). A file whose bytes differ from that, under a dirty notebook,
  * was changed by someone else: saving would overwrite their work. The modification time alone
  * is only a shortcut (unchanged: nothing to read); a newer one with the same bytes is no change.
+ *
+ * The editor's own saves (auto-save, the person's Ctrl+S) announce themselves before they write
+ * (the will-save event, which the workbench awaits before writing), but say they are done only
+ * later, and on a busy window after the next edit. Bytes that differ while such a save is under
+ * way are the editor's: the comparison waits for its end rather than report a change on disk.
  */
 export class FileStamps implements vscode.Disposable {
   private readonly stamps = new Map<string, Promise<Stamp | undefined>>();
+  /** Saves the editor announced and has not said were done, per notebook: settled by the save event. */
+  private readonly saving = new Map<string, { done: Promise<void>; settle: () => void }>();
   private readonly subscriptions: vscode.Disposable[];
 
   constructor() {
     for (const notebook of vscode.workspace.notebookDocuments) this.note(notebook);
     this.subscriptions = [
       vscode.workspace.onDidOpenNotebookDocument((n) => this.note(n)),
-      vscode.workspace.onDidSaveNotebookDocument((n) => this.note(n)),
+      vscode.workspace.onWillSaveNotebookDocument((e) => this.willSave(e.notebook)),
+      vscode.workspace.onDidSaveNotebookDocument((n) => {
+        this.note(n);
+        this.saveEnded(n);
+      }),
       vscode.workspace.onDidChangeNotebookDocument((e) => {
         if (!e.notebook.isDirty) this.note(e.notebook);
       }),
-      vscode.workspace.onDidCloseNotebookDocument((n) => this.stamps.delete(n.uri.toString())),
+      vscode.workspace.onDidCloseNotebookDocument((n) => {
+        this.stamps.delete(n.uri.toString());
+        this.saveEnded(n);
+      }),
     ];
   }
 
@@ -39,6 +53,14 @@ export class FileStamps implements vscode.Disposable {
    * modification times and hash heads); undefined when they did not.
    */
   async changedOnDisk(notebook: vscode.NotebookDocument): Promise<string | undefined> {
+    const changed = await this.compare(notebook);
+    const saving = this.saving.get(notebook.uri.toString());
+    if (!changed || !saving) return changed;
+    await saving.done;
+    return this.compare(notebook);
+  }
+
+  private async compare(notebook: vscode.NotebookDocument): Promise<string | undefined> {
     const known = await this.stamps.get(notebook.uri.toString());
     if (!known) return undefined;
     const now = await stampOf(notebook, known);
@@ -47,10 +69,62 @@ export class FileStamps implements vscode.Disposable {
     return `known: ${show(known)}; on disk: ${show(now)}`;
   }
 
+  /**
+   * Whether the editor holds no unsaved change once the saves under way have ended: asked when
+   * our save answered false. A save that meets one of the editor's own (an auto-save) waits for
+   * it or cancels it, and can answer false though the file is written a moment later. Waits until
+   * the notebook is clean, or no announced save is left and CLEAN_WAIT_MS passed.
+   */
+  async savedMeanwhile(notebook: vscode.NotebookDocument): Promise<boolean> {
+    const key = notebook.uri.toString();
+    const quiet = (async () => {
+      await sleep(CLEAN_WAIT_MS);
+      while (this.saving.has(key)) await this.saving.get(key)!.done;
+    })();
+    const subs: vscode.Disposable[] = [];
+    const clean = new Promise<void>((resolve) => {
+      const check = () => !notebook.isDirty && resolve();
+      subs.push(
+        vscode.workspace.onDidChangeNotebookDocument((e) => e.notebook === notebook && check()),
+        vscode.workspace.onDidSaveNotebookDocument((n) => n === notebook && check()),
+      );
+      check();
+    });
+    try {
+      await Promise.race([clean, quiet]);
+    } finally {
+      for (const sub of subs) sub.dispose();
+    }
+    if (!notebook.isDirty) await this.saved(notebook);
+    return !notebook.isDirty;
+  }
+
   /** The editor just wrote the file (a save of ours resolved). */
   async saved(notebook: vscode.NotebookDocument): Promise<void> {
     this.note(notebook);
     await this.stamps.get(notebook.uri.toString());
+  }
+
+  private willSave(notebook: vscode.NotebookDocument): void {
+    const key = notebook.uri.toString();
+    if (this.saving.has(key)) return;
+    let settle = () => {};
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    // A save that fails says nothing: it is not waited for longer than a slow save takes.
+    const timer = setTimeout(() => this.saveEnded(notebook), SAVE_WAIT_MS);
+    this.saving.set(key, {
+      done,
+      settle: () => {
+        clearTimeout(timer);
+        settle();
+      },
+    });
+  }
+
+  private saveEnded(notebook: vscode.NotebookDocument): void {
+    const key = notebook.uri.toString();
+    this.saving.get(key)?.settle();
+    this.saving.delete(key);
   }
 
   private note(notebook: vscode.NotebookDocument): void {
@@ -65,8 +139,15 @@ export class FileStamps implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
+    for (const { settle } of this.saving.values()) settle();
+    this.saving.clear();
   }
 }
+
+/** Longest wait for the end of a save the editor announced. */
+const SAVE_WAIT_MS = 10_000;
+/** How long a notebook is given to show itself saved after a save that answered false, once no save is under way. */
+const CLEAN_WAIT_MS = 1_000;
 
 /** Reads of a file that keeps changing under them before a stamp is given up on. */
 const STABLE_READ_TRIES = 5;
