@@ -104,6 +104,7 @@ export class InspectProcess {
   private read(running: Running, data: string): void {
     if (running.over) return;
     running.stdout += data;
+    if (!data.includes('\n')) return; // a large answer comes in many pieces: each is searched once
     let end: number;
     while ((end = running.stdout.indexOf('\n')) >= 0) {
       const line = running.stdout.slice(0, end);
