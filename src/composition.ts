@@ -228,9 +228,9 @@ function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks
   return { rules, checkpoints, risk, presence };
 }
 
-/** Python's compiler for the cells' code checks: the notebook's builtin kernel when it runs, else a short-lived Python. */
-function codeAnalyzer({ log, settings }: CompositionDeps, kernels: Kernels) {
-  return new PythonAnalyzer({
+/** Python's compiler for the cells' code checks: the notebook's builtin kernel when it runs, else a Python kept while it is used. */
+function codeAnalyzer({ context, log, settings }: CompositionDeps, kernels: Kernels) {
+  const analyzer = new PythonAnalyzer({
     python: () => settings.current.pythonPath,
     script: kernels.inspectFile,
     builtinKernel: async (uri) => {
@@ -241,6 +241,8 @@ function codeAnalyzer({ log, settings }: CompositionDeps, kernels: Kernels) {
     wrap: kernels.wrap,
     log,
   });
+  context.subscriptions.push(analyzer);
+  return analyzer;
 }
 
 /** The risk scan of the code agents run, in a Python process of its own (in the kernel's sandbox while that is on). */

@@ -20,6 +20,7 @@ import { setBoolean, setText } from '../settingsEditor';
 import { checkRun, skipped, suiteState } from './context';
 import { sleep } from '../../src/core/sleep';
 import { MARKER_VAR } from '../stack';
+import { listProcs, signal as sendSignal } from '../records';
 
 const NAMES = {
   on: 'kernel sandbox: turned on in the Settings editor, the status bar says so and the kernel restarts under bubblewrap',
@@ -292,10 +293,15 @@ export function kernelSandboxChecks(): void {
 
   it(NAMES.codeCheck, async () => {
     const { signal, note } = checkRun();
-    // The code check of a notebook without a running kernel is `python kernel_inspect.py` with the
-    // kernel's Python: the virtualenv's, whose .pth says where it ran.
+    // The code check of a notebook without a running kernel is `python kernel_inspect.py --serve`
+    // with the kernel's Python: the virtualenv's, whose .pth says where it ran. The bridge keeps
+    // that process between checks: one an earlier check left is ended first (as if it died), so
+    // the one started again reads the .pth.
     const marker = path.join(ctx.workspace, 'code-check-ran');
     fs.rmSync(marker, { force: true });
+    const kept = listProcs().filter((p) => p.ppid === hostPid() && p.cmdline.includes('kernel_inspect.py'));
+    note(`kept code checks ended first: ${kept.map((p) => p.pid).join(', ') || 'none'}`);
+    for (const p of kept) sendSignal(p.pid, 'SIGKILL');
     const probe = `import os; "kernel_inspect" in open("/proc/self/cmdline").read() and open(${py(marker)}, "a").write("pid %d, extension host visible: %s\\n" % (os.getpid(), os.path.exists("/proc/${hostPid()}")))\n`;
     fs.writeFileSync(path.join(sitePackages(), 'zz_code_check_probe.pth'), probe);
     const file = path.join(ctx.workspace, 'sandbox-code-check.ipynb');

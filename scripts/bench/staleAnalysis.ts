@@ -3,8 +3,8 @@
  * edited cell (the others' analyses are kept by their text) and the dependency graph of all 500
  * cells, as the bridge works them out for an edit's answer, a list of the cells and the editor's
  * marks. The analysis is answered two ways: by the notebook's running builtin kernel (over its
- * pipe, beside the runs), and by a short-lived `python kernel_inspect.py` where the kernel is not
- * ours (Jupyter, marimo, or none started yet).
+ * pipe, beside the runs), and by the kept `python kernel_inspect.py --serve` where the kernel is
+ * not ours (Jupyter, marimo, or none started yet).
  */
 import { cellGraph, staleDownstream, type GraphCell } from '../../src/core/model/cellGraph';
 import type { Kernel } from '../../src/core/model/kernelPort';
@@ -75,7 +75,7 @@ export async function staleAnalysis(ctx: Ctx, inspectPy: string): Promise<void> 
       builtinKernel,
       log: { debug() {}, info() {}, warn: (m) => ctx.problems.push(m), error: (m) => ctx.problems.push(m) },
     });
-    const samples = await timeEdits(analyzer, codes);
+    const samples = await timeEdits(analyzer, codes).finally(() => analyzer.dispose());
     const median = p50(samples);
     ctx.rows.push(
       row('stale', `edit of a ${CELLS}-cell notebook: analysis + graph, ${how}, p50`, median, 'ms', {

@@ -1,9 +1,8 @@
-import type { Readable, Writable } from 'node:stream';
 import type { CellAnalysis, CodeAnalyzer } from '../core/model/codeChecks';
 import type { Kernel } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
-import { INSPECT_MARKER, parseInspectOutput } from '../core/runs/variables';
-import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
+import type { KernelCommand } from './builtin/kernelCommand';
+import { InspectProcess, type InspectProcessOptions } from './inspectProcess';
 
 /**
  * Analyses kept, by code (the analysis of a text never changes): at most this many characters of
@@ -11,9 +10,18 @@ import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
  * limit each, so a count alone would let a few thousand large cells take gigabytes.
  */
 const CACHED_CHARS = 16 * 1024 * 1024;
-const SUBPROCESS_TIMEOUT_MS = 20_000;
+
+/** Cells named per text kept: the analyses handed out are the same objects each time (cellGraph.ts keeps what it made of them). */
+const NAMED_PER_TEXT = 8;
 
 type Analysis = Omit<CellAnalysis, 'id'>;
+
+interface Kept {
+  readonly analysis: Analysis;
+  readonly chars: number;
+  /** The analysis as handed out, by cell id. */
+  readonly named: Map<string, CellAnalysis>;
+}
 
 export interface PythonAnalyzerOptions {
   /** The Python of the builtin kernel (setting agentBridge.pythonPath). */
@@ -25,49 +33,65 @@ export interface PythonAnalyzerOptions {
   /** The program as it starts: in the builtin kernel's sandbox while that is on (its Python is the kernel's). */
   wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
   log: Log;
+  /** The kept Python's bounds (inspectProcess.ts): its idle time, its memory. */
+  process?: Pick<InspectProcessOptions, 'idleMs' | 'maxRssKb'>;
 }
 
 /**
  * Python's own compiler and symbol tables for the cells of a notebook (the extension host has
- * no Python parser): the notebook's running builtin kernel answers, else a short-lived
- * `python kernel_inspect.py` does, in the kernel's sandbox when that is on (the Python is the
- * kernel's, whose files a sandboxed run may have changed). IPython syntax is accepted where
+ * no Python parser): the notebook's running builtin kernel answers, else `python kernel_inspect.py
+ * --serve`, kept running while it is used (inspectProcess.ts), in the kernel's sandbox when that
+ * is on (the Python is the kernel's, whose files a sandboxed run may have changed). Only the cells
+ * whose text has no analysis kept are sent: an edit sends one. IPython syntax is accepted where
  * IPython is importable.
  */
 export class PythonAnalyzer implements CodeAnalyzer {
-  private readonly cache = new Map<string, { analysis: Analysis; chars: number }>();
+  private readonly cache = new Map<string, Kept>();
   private cachedChars = 0;
+  private readonly process: InspectProcess;
 
-  constructor(private readonly options: PythonAnalyzerOptions) {}
+  constructor(private readonly options: PythonAnalyzerOptions) {
+    this.process = new InspectProcess({
+      command: (args) => {
+        const argv = [options.python(), options.script, ...args];
+        return options.wrap?.(argv, process.env) ?? { command: argv[0]!, args: argv.slice(1) };
+      },
+      log: options.log,
+      ...options.process,
+    });
+  }
+
+  /** Stops the kept Python. */
+  dispose(): void {
+    this.process.dispose();
+  }
 
   async analyze(notebookUri: string, cells: readonly { id: string; code: string }[]): Promise<CellAnalysis[] | undefined> {
-    const known = new Map<string, Analysis>();
+    const known = new Map<string, Kept>();
     for (const { code } of cells) {
       const hit = this.cache.get(code);
-      if (hit) known.set(code, hit.analysis);
+      if (hit) known.set(code, hit);
     }
     const missing = [...new Set(cells.map((c) => c.code).filter((code) => !known.has(code)))];
     if (missing.length) {
       const query = { kind: 'analyze' as const, cells: missing.map((code, i) => ({ id: String(i), code })), ipython: true };
       // The kernel may answer without cells (its inspector is stuck): the subprocess answers then.
-      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.fromSubprocess(query));
+      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.process.ask(query));
       if (!analysed) return undefined;
-      for (const { id, ...analysis } of analysed) {
-        known.set(missing[Number(id)]!, analysis);
-        this.keep(missing[Number(id)]!, analysis);
-      }
+      for (const { id, ...analysis } of analysed) known.set(missing[Number(id)]!, this.keep(missing[Number(id)]!, analysis));
     }
-    return cells.map((c) => ({ id: c.id, ...known.get(c.code) }));
+    return cells.map((c) => named(known.get(c.code), c.id));
   }
 
   /** Keeps `analysis` as the newest entry, letting the oldest go past CACHED_CHARS (a text over it is not kept). */
-  private keep(code: string, analysis: Analysis): void {
+  private keep(code: string, analysis: Analysis): Kept {
     this.forget(code);
-    const chars = code.length + JSON.stringify(analysis).length;
-    if (chars > CACHED_CHARS) return;
-    this.cache.set(code, { analysis, chars });
-    this.cachedChars += chars;
+    const kept = { analysis, chars: code.length + JSON.stringify(analysis).length, named: new Map() };
+    if (kept.chars > CACHED_CHARS) return kept;
+    this.cache.set(code, kept);
+    this.cachedChars += kept.chars;
     while (this.cachedChars > CACHED_CHARS) this.forget(this.cache.keys().next().value!);
+    return kept;
   }
 
   private forget(code: string): void {
@@ -81,34 +105,18 @@ export class PythonAnalyzer implements CodeAnalyzer {
     const kernel = await this.options.builtinKernel(notebookUri);
     return kernel?.inspect ? kernel.inspect(query as never).catch(() => undefined) : undefined;
   }
+}
 
-  private fromSubprocess(query: object): Promise<unknown> {
-    return new Promise((resolve) => {
-      const python = this.options.python();
-      const plain = { command: python, args: [this.options.script] };
-      const child = spawnCommand(this.options.wrap?.([python, this.options.script], process.env) ?? plain, {
-        stdio: ['pipe', 'pipe', 'pipe'],
-        env: process.env,
-        timeout: SUBPROCESS_TIMEOUT_MS,
-      });
-      const [input, output, errors] = child.stdio as unknown as [Writable, Readable, Readable];
-      let stdout = '';
-      let stderr = '';
-      output.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      errors.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));
-      child.on('error', (error) => {
-        this.options.log.warn(`the Python code check could not start ${python}: ${error.message}`);
-        resolve(undefined);
-      });
-      child.on('close', () => {
-        const answer = stdout.includes(INSPECT_MARKER) ? parseInspectOutput(stdout) : undefined;
-        if (answer === undefined) this.options.log.warn(`the Python code check gave no answer: ${stderr.trim()}`);
-        resolve(answer);
-      });
-      input.on('error', () => undefined);
-      input.end(JSON.stringify(query));
-    });
+/** `kept`'s analysis for cell `id`: the object handed out for it before, while there is one. */
+function named(kept: Kept | undefined, id: string): CellAnalysis {
+  if (!kept) return { id };
+  let analysis = kept.named.get(id);
+  if (!analysis) {
+    analysis = { id, ...kept.analysis };
+    kept.named.set(id, analysis);
+    if (kept.named.size > NAMED_PER_TEXT) kept.named.delete(kept.named.keys().next().value!);
   }
+  return analysis;
 }
 
 function cellsOf(answer: unknown): CellAnalysis[] | undefined {

@@ -31,6 +31,16 @@ describe('cell dependencies and staleness', () => {
     assert.deepEqual(graph.get('b')?.dataflow, { from: 'code', reads: ['x'] });
   });
 
+  it('worked out again with the same analyses, follows what changed: a run record applies until the cell is edited', () => {
+    const record: RunDataflow = { reads: [], defines: ['x', 'w'], mutates: [] };
+    let graph = cellGraph([cell('a', 1, false, record), cell('b', 2)], code);
+    assert.deepEqual(graph.get('a')?.dataflow, { from: 'run' });
+    graph = cellGraph([cell('a', 1, true, record), cell('b', 2)], code);
+    assert.deepEqual(graph.get('a')?.dataflow, { from: 'code' }, 'the edit: the record is of other code');
+    graph = cellGraph([cell('a', 1, false, { ...record, reads: ['v'] }), cell('b', 2)], code);
+    assert.deepEqual(graph.get('a')?.dataflow, { from: 'run', reads: ['v'] }, 'a new run record');
+  });
+
   it('an edit makes the cell and everything downstream stale, with the reason; the rest stay fresh', () => {
     const cells = [cell('a', 1, true), cell('b', 2), cell('c', 3), cell('d', 4)];
     const graph = cellGraph(cells, code);

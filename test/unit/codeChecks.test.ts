@@ -17,6 +17,7 @@ describe('checks before code is written into a cell', function () {
   this.timeout(30_000);
   let server: RunningServer;
   let docs: FakeNotebooks;
+  let analyzer: PythonAnalyzer;
   let ids: string[];
 
   const api = (method: string, route: string, body?: unknown) => jsonRequest(server.port, TEST_TOKEN, method, route, body);
@@ -25,10 +26,13 @@ describe('checks before code is written into a cell', function () {
   beforeEach(async () => {
     docs = new FakeNotebooks();
     ids = docs.add(NOTEBOOK_A, [{ code: 'x = 1' }, { code: 'y = x + 1' }, { kind: 'markup', code: '# notes' }]);
-    const analyzer = inspectAnalyzer();
+    analyzer = inspectAnalyzer();
     server = await startTestServer({ notebooks: docs, analyzer });
   });
-  afterEach(() => server.close());
+  afterEach(() => {
+    analyzer.dispose();
+    return server.close();
+  });
 
   it('treats marimo\'s mo-python cells as Python: checked, and an agent\'s "python" there becomes mo-python', async () => {
     const marimo = {
@@ -104,26 +108,33 @@ describe('checks before code is written into a cell', function () {
   });
 });
 
+/**
+ * A PythonAnalyzer over a fake of the builtin kernel's inspect channel: each cell analysed defines
+ * nothing; `asked` gets the texts of each query.
+ */
+function fakeKernelAnalyzer(asked: (codes: string[]) => void): PythonAnalyzer {
+  const kernel = {
+    kind: 'builtin',
+    executeScratchpad: () => Promise.reject(new Error('not used')),
+    status: () => ({ state: 'idle' as const }),
+    inspect: (query: InspectQuery) => {
+      const cells = query.kind === 'analyze' ? query.cells : [];
+      asked(cells.map((c) => c.code));
+      return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
+    },
+  };
+  return new PythonAnalyzer({
+    python: () => 'python3',
+    script: path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py'),
+    builtinKernel: async () => kernel,
+    log: silentLog,
+  });
+}
+
 describe('the code-check cache', () => {
   it('is bounded in characters: texts past the bound are analysed again, not kept', async () => {
     const asked: string[] = [];
-    // A fake of the builtin kernel's inspect channel: each cell analysed defines nothing.
-    const kernel = {
-      kind: 'builtin',
-      executeScratchpad: () => Promise.reject(new Error('not used')),
-      status: () => ({ state: 'idle' as const }),
-      inspect: (query: InspectQuery) => {
-        const cells = query.kind === 'analyze' ? query.cells : [];
-        asked.push(...cells.map((c) => c.code));
-        return Promise.resolve({ cells: cells.map((c) => ({ id: c.id, defines: [], uses: [] })) });
-      },
-    };
-    const analyzer = new PythonAnalyzer({
-      python: () => 'python3',
-      script: path.resolve(__dirname, '../../src/kernels/builtin/kernel_inspect.py'),
-      builtinKernel: async () => kernel,
-      log: silentLog,
-    });
+    const analyzer = fakeKernelAnalyzer((codes) => asked.push(...codes));
     const text = (k: number) => `x_${k} = ${'1 + '.repeat(1_000_000)}1`; // 4 M characters each
     for (let k = 0; k < 12; k++) await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(k) }]);
     asked.length = 0;
@@ -131,6 +142,22 @@ describe('the code-check cache', () => {
     assert.ok(asked.length === 1 && asked[0] === text(0), 'the first text (48 M characters ago) was let go, and analysed again');
     await analyzer.analyze('file:///nb.ipynb', [{ id: 'a', code: text(0) }]);
     assert.equal(asked.length, 1, 'and is kept again');
+  });
+
+  it('an edit sends the edited cell alone, and the cells it knows get the same analysis objects as before', async () => {
+    const asked: string[][] = [];
+    const analyzer = fakeKernelAnalyzer((codes) => asked.push(codes));
+    const codes = Array.from({ length: 500 }, (_, i) => `x${i} = ${i}`);
+    const cells = () => codes.map((code, i) => ({ id: `c${i}`, code }));
+    const opened = (await analyzer.analyze('file:///nb.ipynb', cells()))!;
+    assert.equal(asked.length, 1);
+    codes[7] = 'x7 = 700';
+    const edited = (await analyzer.analyze('file:///nb.ipynb', cells()))!;
+    assert.deepEqual(asked[1], ['x7 = 700'], 'the edit sent its cell alone');
+    assert.ok(
+      edited.every((a, i) => (i === 7 ? a !== opened[i] : a === opened[i])),
+      'the other cells got the analyses handed out before',
+    );
   });
 });
 

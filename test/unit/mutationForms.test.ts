@@ -76,6 +76,7 @@ describe('changes in place count as new versions of a name (a table of forms)', 
       'file:///forms.ipynb',
       codes.map((code, i) => ({ id: String(i), code })),
     );
+    analyzer.dispose();
     assert.ok(found, 'the analysis answered');
     for (const [i, code] of codes.entries()) analyzed.set(code, found[i]!);
   });

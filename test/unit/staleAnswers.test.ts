@@ -7,6 +7,7 @@ import type { RunningServer } from '../../src/server/app';
 import { startTestServer, TEST_TOKEN } from './fakes/app';
 import { jsonRequest } from './fakes/http';
 import { FakeNotebooks, NOTEBOOK_A } from './fakes/notebooks';
+import type { PythonAnalyzer } from '../../src/kernels/pythonAnalyzer';
 import { inspectAnalyzer } from './support/kernelRuns';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are read loosely
@@ -23,6 +24,7 @@ describe('answers that name the stale cells they caused', function () {
   this.timeout(30_000);
   let server: RunningServer;
   let docs: FakeNotebooks;
+  let analyzer: PythonAnalyzer;
   let ids: string[];
 
   const api = (method: string, route: string, body?: unknown) => jsonRequest(server.port, TEST_TOKEN, method, route, body);
@@ -35,13 +37,16 @@ describe('answers that name the stale cells they caused', function () {
       NOTEBOOK_A,
       CODES.map((code) => ({ code })),
     );
-    const analyzer = inspectAnalyzer();
+    analyzer = inspectAnalyzer();
     server = await startTestServer({ notebooks: docs, analyzer });
     const ran = await api('POST', '/notebooks/run', { all: true, wait: true });
     assert.equal(ran.body.status, 'succeeded');
     assert.deepEqual(ran.body.stale, [], 'a run of all leaves nothing stale');
   });
-  afterEach(() => server.close());
+  afterEach(() => {
+    analyzer.dispose();
+    return server.close();
+  });
 
   it('an edit answers with the cells it left stale (id, index, reason): the changed cell and its readers', async () => {
     const [, change, show] = ids;

@@ -84,6 +84,8 @@ interface Flow {
   readonly reads: readonly string[];
   readonly writes: ReadonlyMap<string, Write>;
   readonly imports: readonly string[];
+  /** As answers show it (shared by every answer that shows this flow: read, never changed). */
+  readonly dataflow: CellDataflow;
 }
 
 interface Version {
@@ -97,13 +99,22 @@ interface Version {
   what?: string;
 }
 
+/**
+ * Flows made, by the analysis they were made from and the run record they used: a notebook's
+ * graph is worked out again for every edit and list, and its analyses (kept by their text,
+ * pythonAnalyzer.ts) and run records are mostly the same objects as the last time.
+ */
+const flowsMade = new WeakMap<CellAnalysis, { run: RunDataflow | undefined; flow: Flow }>();
+
 /** What one cell of `cells` reads and writes: from its run when recorded for its current code, else from its code. */
 function flowOf(cell: GraphCell, analysis: CellAnalysis | undefined): Flow | undefined {
   if (!cell.python || !analysis || analysis.error) return undefined;
+  const run = cell.endedAt !== null && !cell.editedSinceRun ? cell.run : undefined;
+  const made = flowsMade.get(analysis);
+  if (made && made.run === run) return made.flow;
   const forms = analysis.mutates ?? [];
   const form = (name: string) => (forms.length ? forms.find((m) => m.name === name) : undefined);
   const writes = new Map<string, Write>();
-  const run = cell.endedAt !== null && !cell.editedSinceRun ? cell.run : undefined;
   for (const name of run?.defines ?? analysis.defines ?? [])
     writes.set(name, { inPlace: false, how: form(name)?.how, method: false });
   for (const name of run?.mutates ?? forms.map((m) => m.name)) {
@@ -111,7 +122,11 @@ function flowOf(cell: GraphCell, analysis: CellAnalysis | undefined): Flow | und
     const found = form(name);
     writes.set(name, { inPlace: true, how: found?.how, method: !run && found?.method === true });
   }
-  return { from: run ? 'run' : 'code', reads: run?.reads ?? analysis.uses ?? [], writes, imports: analysis.imports ?? [] };
+  const from: FactSource = run ? 'run' : 'code';
+  const reads = run?.reads ?? analysis.uses ?? [];
+  const flow = { from, reads, writes, imports: analysis.imports ?? [], dataflow: dataflowOf(from, reads, writes) };
+  flowsMade.set(analysis, { run, flow });
+  return flow;
 }
 
 function describe(v: Version): string {
@@ -121,12 +136,27 @@ function describe(v: Version): string {
 }
 
 interface Entry {
-  /** Upstream cell -> what it wrote that this cell reads. */
-  dependsOn: Map<string, string[]>;
-  dependents: string[];
+  readonly cell: GraphCell;
+  readonly index: number;
+  readonly flow: Flow | undefined;
+  /** Upstream cells, in the order found, and what each wrote that this cell reads (a cell has few: arrays cost less than a map). */
+  readonly dependsOn: string[];
+  readonly what: string[][];
+  readonly dependents: string[];
   stale: { reason: string; from: FactSource } | null;
   /** The first cause of a staleness that came down the graph: "cell a (index 0): its code was edited…". */
   cause: string;
+}
+
+/** `entry` depends on version `v` of a name (a cell does not depend on itself). */
+function link(entry: Entry, v: Version): void {
+  if (v.cell === entry.cell.id) return;
+  const what = (v.what ??= describe(v));
+  const at = entry.dependsOn.indexOf(v.cell);
+  if (at < 0) {
+    entry.dependsOn.push(v.cell);
+    entry.what.push([what]);
+  } else if (!entry.what[at]!.includes(what)) entry.what[at]!.push(what);
 }
 
 export function cellGraph(
@@ -134,42 +164,44 @@ export function cellGraph(
   analyses: ReadonlyMap<string, CellAnalysis>,
   options: GraphOptions = {},
 ): Map<string, CellDependencies> {
-  const index = new Map(cells.map((c, i) => [c.id, i]));
-  const label = (id: string) => `cell ${id} (index ${index.get(id)})`;
-  const flows = new Map(cells.map((c) => [c.id, flowOf(c, analyses.get(c.id))]));
+  const graph = new Map<string, Entry>();
+  for (let index = 0; index < cells.length; index++) {
+    const cell = cells[index]!;
+    graph.set(cell.id, {
+      cell,
+      index,
+      flow: flowOf(cell, analyses.get(cell.id)),
+      dependsOn: [],
+      what: [],
+      dependents: [],
+      stale: null,
+      cause: '',
+    });
+  }
+  const label = (id: string) => `cell ${id} (index ${graph.get(id)!.index})`;
   // marimo: the one cell binding each name, wherever it is.
   const binder = new Map<string, Version>();
   if (options.boundAnywhere)
-    for (const cell of cells) {
-      const flow = flows.get(cell.id);
+    for (const { cell, flow } of graph.values())
       for (const [name, write] of flow?.writes ?? [])
         if (!write.inPlace && !binder.has(name))
           binder.set(name, { cell: cell.id, name, write, reads: false, imported: flow!.imports.includes(name) });
-    }
 
   const versions = new Map<string, Version[]>(); // name -> its versions so far, in notebook order
-  const graph = new Map<string, Entry>();
-  for (const cell of cells) {
-    const flow = flows.get(cell.id);
-    const dependsOn = new Map<string, string[]>();
-    const link = (v: Version) => {
-      if (v.cell === cell.id) return;
-      const what = (v.what ??= describe(v));
-      const names = dependsOn.get(v.cell);
-      if (!names) dependsOn.set(v.cell, [what]);
-      else if (!names.includes(what)) names.push(what);
-    };
-    for (const name of flow?.reads ?? []) {
+  for (const entry of graph.values()) {
+    const { cell, flow } = entry;
+    if (!flow) continue;
+    for (const name of flow.reads) {
       const list = versions.get(name);
       let i = (list?.length ?? 0) - 1;
       for (; i >= 0; i--) {
-        link(list![i]!);
+        link(entry, list![i]!);
         if (!list![i]!.reads) break;
       }
-      const bound = binder.get(name);
-      if (i < 0 && bound) link(bound);
+      const bound = i < 0 ? binder.get(name) : undefined;
+      if (bound) link(entry, bound);
     }
-    for (const [name, write] of flow?.writes ?? []) {
+    for (const [name, write] of flow.writes) {
       const list = versions.get(name);
       const latest = list?.[list.length - 1] ?? binder.get(name);
       if (write.method && latest?.imported) continue; // `np.append(a, 1)` calls a module's function
@@ -177,58 +209,57 @@ export function cellGraph(
         cell: cell.id,
         name,
         write,
-        reads: write.inPlace || flow!.reads.includes(name),
-        imported: !write.inPlace && flow!.imports.includes(name),
+        reads: write.inPlace || flow.reads.includes(name),
+        imported: !write.inPlace && flow.imports.includes(name),
       };
       if (list) list.push(version);
       else versions.set(name, [version]);
     }
-    graph.set(cell.id, { dependsOn, dependents: [], stale: null, cause: '' });
   }
 
-  const byId = new Map(cells.map((c) => [c.id, c]));
-  for (const cell of cells) {
-    const entry = graph.get(cell.id)!;
-    for (const up of entry.dependsOn.keys()) graph.get(up)!.dependents.push(cell.id);
+  for (const entry of graph.values()) {
+    const { cell } = entry;
+    for (const up of entry.dependsOn) graph.get(up)!.dependents.push(cell.id);
     if (cell.endedAt === null) continue;
     if (cell.editedSinceRun) {
       entry.stale = { reason: 'its code was edited after it last ran', from: 'code' };
       entry.cause = `${label(cell.id)}: its code was edited after it last ran`;
       continue;
     }
-    for (const [up, names] of entry.dependsOn) {
-      const upstream = byId.get(up)!;
-      const what = `${label(up)}, which ${names.join(', ')}`;
-      const from: FactSource = flows.get(cell.id)?.from === 'run' && flows.get(up)?.from === 'run' ? 'run' : 'code';
+    for (let k = 0; k < entry.dependsOn.length; k++) {
+      const up = entry.dependsOn[k]!;
       const above = graph.get(up)!;
-      if (upstream.endedAt === null) {
+      const upstream = above.cell;
+      const why =
+        upstream.endedAt === null ? 'not run' : upstream.endedAt > cell.endedAt ? 'ran again' : above.stale ? 'stale' : undefined;
+      if (!why) continue;
+      const what = `${label(up)}, which ${entry.what[k]!.join(', ')}`;
+      const from: FactSource = entry.flow?.from === 'run' && above.flow?.from === 'run' ? 'run' : 'code';
+      if (why === 'not run') {
         entry.stale = { reason: `it needs ${what}, and that cell has not run in this kernel`, from };
         entry.cause = `${label(cell.id)}: it needs ${label(up)}, which has not run in this kernel`;
-      } else if (upstream.endedAt > cell.endedAt) {
+      } else if (why === 'ran again') {
         entry.stale = { reason: `${what}, ran again after this cell last ran`, from };
         entry.cause = `${label(up)} ran again after ${label(cell.id)}`;
-      } else if (above.stale) {
+      } else {
         entry.stale = { reason: `${what}, is stale (${above.cause})`, from };
         entry.cause = above.cause;
       }
-      if (entry.stale) break;
+      break;
     }
   }
   const answer = new Map<string, CellDependencies>();
-  for (const [id, e] of graph) {
-    const flow = flows.get(id);
-    const entry = { dependsOn: [...e.dependsOn.keys()], dependents: e.dependents, stale: e.stale };
-    answer.set(id, flow ? { ...entry, dataflow: dataflowOf(flow) } : entry);
-  }
+  for (const [id, { flow, dependsOn, dependents, stale }] of graph)
+    answer.set(id, flow ? { dependsOn, dependents, stale, dataflow: flow.dataflow } : { dependsOn, dependents, stale });
   return answer;
 }
 
-function dataflowOf(flow: Flow): CellDataflow {
+function dataflowOf(from: FactSource, reads: readonly string[], writes: ReadonlyMap<string, Write>): CellDataflow {
   const changes: string[] = [];
-  for (const [name, write] of flow.writes) if (write.inPlace) changes.push(name);
+  for (const [name, write] of writes) if (write.inPlace) changes.push(name);
   return {
-    from: flow.from,
-    ...(flow.reads.length && { reads: [...flow.reads].sort() }),
+    from,
+    ...(reads.length && { reads: [...reads].sort() }),
     ...(changes.length && { changes }),
   };
 }

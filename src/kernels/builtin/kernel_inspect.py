@@ -25,8 +25,11 @@ Used three ways:
 - as a program exec'd in another kernel (Jupyter, marimo) through its scratchpad, with
   `_agent_bridge_query` (the query as JSON text) and `_agent_bridge_ns` in its globals: it
   prints MARKER + the JSON answer;
-- as `python kernel_inspect.py`, reading one query from stdin and writing the answer to stdout
-  (the analysis, for notebooks whose kernel is not ours).
+- as `python kernel_inspect.py`, reading one query from stdin and writing the answer to stdout;
+  with `--serve`, a query a line, each answered on a line of its own until stdin ends (the
+  analysis, for notebooks whose kernel is not ours, by a process the bridge keeps while it is
+  used). `--serve KIB` exits after an answer once the process has used KIB KiB of memory (peak
+  resident): the bridge starts another for the next query.
 """
 
 import ast
@@ -831,7 +834,29 @@ def _print_answer(query, ns):
     sys.stdout.flush()
 
 
+def _peak_rss_kb():
+    try:
+        import resource
+    except ImportError:  # not on this platform: no bound
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
+def _serve_stdin(max_rss_kb):
+    """Answers a query a line until stdin ends, or until an answer leaves it past its memory bound."""
+    for line in iter(sys.stdin.buffer.readline, b""):
+        try:
+            query = json.loads(line)
+        except ValueError as e:
+            query = {"kind": "unreadable query: %s" % _cut(_safe_str(e), NAME_CHARS)}
+        _print_answer(query, {})
+        if max_rss_kb and _peak_rss_kb() > max_rss_kb:
+            return
+
+
 if "_agent_bridge_query" in globals():  # exec'd in another kernel
     _print_answer(json.loads(globals()["_agent_bridge_query"]), globals()["_agent_bridge_ns"])
+elif __name__ == "__main__" and sys.argv[1:2] == ["--serve"]:
+    _serve_stdin(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
 elif __name__ == "__main__":
     _print_answer(json.load(sys.stdin), {})
