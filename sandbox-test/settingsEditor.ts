@@ -56,20 +56,24 @@ async function close(page: Page): Promise<void> {
   if (await editor.isVisible()) throw new Error('the Settings editor did not close on Escape');
 }
 
-/** Sets a boolean setting's checkbox to `on`; `shot` runs before the editor closes (a screenshot). */
+/**
+ * Sets a boolean setting's checkbox to `on`; `shot` runs before the editor closes (a screenshot).
+ * `byDefault`: the setting's default (VS Code drops a setting set back to it from the file).
+ */
 export async function setBoolean(
   page: Page,
   userData: string,
   key: string,
   on: boolean,
   shot?: () => Promise<void>,
+  byDefault = false,
 ): Promise<void> {
   const row = await openSetting(page, key);
   const checkbox = row.locator('.setting-value-checkbox');
   const want = String(on);
   if ((await checkbox.getAttribute('aria-checked')) !== want) await checkbox.click();
   await row.locator(`.setting-value-checkbox[aria-checked="${want}"]`).waitFor({ timeout: 10_000 });
-  await saved(userData, key, on, false);
+  await saved(userData, key, on, byDefault);
   await shot?.();
   await close(page);
 }

@@ -9,7 +9,8 @@
  * cell runs, Run All side by side (scripts/bench/runAll.ts: it starts a second sandbox without
  * our extension), insert vs edit with its split (scripts/bench/editSplit.ts), stalled reader,
  * agents, another agent amid a flood of sockets and waits (scripts/bench/lockout.ts), listing, the
- * stale marks' analysis per edit (scripts/bench/staleAnalysis.ts); then the Jupyter row, memory
+ * stale marks' analysis per edit (scripts/bench/staleAnalysis.ts), the cost of recording runs'
+ * files (scripts/bench/runFilesCost.ts); then the Jupyter row, memory
  * after the largest batches (lockout.ts), activation and sizes. Prints
  * a table and writes bench-results/<time>.json. The Jupyter row runs when the Jupyter extension is
  * given by path (SANDBOX_EXTENSIONS or --extension, as for the harness: sandbox-test/extensions.ts). Targets print as met/MISSED and fail nothing:
@@ -40,6 +41,7 @@ import { goal, renderTable, row, type Row, writeResults } from './bench/report';
 import { runAllSideBySide } from './bench/runAll';
 import { presenceCost } from './bench/presenceCost';
 import { staleAnalysis } from './bench/staleAnalysis';
+import { runFilesCost } from './bench/runFilesCost';
 import * as sections from './bench/sections';
 import { errorMessage } from '../src/core/errorMessage';
 import { progressLog } from '../sandbox-test/progress';
@@ -57,6 +59,7 @@ const SECTIONS = [
   'listing',
   'presence',
   'stale',
+  'runfiles',
   'jupyter',
   'memory',
   'activation',
@@ -220,7 +223,7 @@ async function main(): Promise<number> {
     const unused = { path: '', sid: '' };
     const openIf = (wanted: boolean, file: string) => (wanted ? open(path.join(ws.dir, file), 'builtin') : unused);
     const agentsWanted = SECTIONS.some(
-      (s) => !['runall', 'edits', 'stale', 'activation', 'presence'].includes(s) && opts.wants(s),
+      (s) => !['runall', 'edits', 'stale', 'activation', 'presence', 'runfiles'].includes(s) && opts.wants(s),
     );
     const notebooks = {
       agents: [] as sections.Opened[],
@@ -302,6 +305,7 @@ async function main(): Promise<number> {
     if (opts.wants('listing')) await sections.listing(ctx);
     if (opts.wants('presence')) rows.push(...(await presenceCost(say)));
     if (opts.wants('stale')) await staleAnalysis(ctx, path.join(installed, 'kernel_inspect.py'));
+    if (opts.wants('runfiles')) await runFilesCost(ctx, ws.dir, sandbox.dirs.userData);
     if (jupyter && opts.wants('jupyter')) await sections.jupyterKernel(ctx);
     if (opts.wants('memory')) await batchMemory(ctx); // last: it leaves a 7,001-cell notebook open
     if (opts.wants('activation')) rows.push(...activationRows(sandbox, advert, installed, opts.vsix));

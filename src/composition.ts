@@ -30,6 +30,8 @@ import { PythonAnalyzer } from './kernels/pythonAnalyzer';
 import { PythonRiskScanner } from './kernels/riskScanner';
 import { RiskChecks } from './core/cells/riskChecks';
 import { RunHistory, type AgentRun } from './core/runs/runHistory';
+import { workspaceWalk } from './access/workspaceWalk';
+import { WalkSchedule } from './core/runs/runFiles';
 import { lazyMcp } from './mcp/lazy';
 import { McpAdvertiser } from './mcpAdvertiser';
 import { EditorNotebooks } from './notebooks/editorNotebooks';
@@ -182,7 +184,7 @@ function wireNotebooks({ context, log, settings }: CompositionDeps, kernels: Ker
 function wireCells(deps: CompositionDeps, kernels: Kernels, notebooks: Notebooks, later: CellCallees) {
   const { context, log, settings } = deps;
   const analyzer = codeAnalyzer(deps, kernels);
-  const risk = riskChecks(deps, notebooks, later.gate);
+  const risk = riskChecks(deps, kernels, notebooks, later.gate);
   const checkpointFile = new JsonListFile<Checkpoint>(
     join(storageDir(context), 'agent-changes.json'),
     'agent changes to review',
@@ -243,13 +245,15 @@ function codeAnalyzer({ context, log, settings }: CompositionDeps, kernels: Kern
   return analyzer;
 }
 
-/** The risk scan of the code agents run, in a Python process of its own. */
-function riskChecks({ context, log, settings }: CompositionDeps, notebooks: Notebooks, gate: () => Gate) {
+/** The risk scan of the code agents run, in a Python process of its own (in the kernel's sandbox while that is on). */
+function riskChecks({ context, log, settings }: CompositionDeps, kernels: Kernels, notebooks: Notebooks, gate: () => Gate) {
   const scanner = new PythonRiskScanner({
     python: () => settings.current.pythonPath,
     script: context.asAbsolutePath(join('dist', 'risk_scan.py')),
-    roots: () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    roots: workspaceFolders,
     home: homedir(),
+    wrap: kernels.wrap,
+    sandboxed: () => settings.current.kernelSandbox,
     log,
   });
   // The gate exists by the time an agent runs anything.
@@ -269,7 +273,10 @@ function wireAccess(deps: CompositionDeps, kernels: Kernels, notebooks: Notebook
   identities.ownsChanges = (owner) => cells.checkpoints.owns(owner);
   const bearer = new BearerCheck();
   const runFile = new JsonListFile<AgentRun>(join(storageDir(context), 'agent-runs.json'), 'agent runs', log);
-  const history = new RunHistory(runFile);
+  const history = new RunHistory(runFile, {
+    schedule: new WalkSchedule(workspaceWalk(workspaceFolders)),
+    on: () => settings.current.recordRunFiles,
+  });
   const access = createAgentAccess({
     identities,
     history,
@@ -406,4 +413,9 @@ async function serve(
 /** Where this workspace's state is kept (the window's global storage without a workspace). */
 function storageDir(context: vscode.ExtensionContext): string {
   return (context.storageUri ?? context.globalStorageUri).fsPath;
+}
+
+/** The workspace folders on this machine's disk (absolute paths). */
+function workspaceFolders(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
 }

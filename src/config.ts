@@ -20,6 +20,8 @@ export interface BridgeConfig {
   askTimeoutMs: number;
   /** Longest agent run before it is interrupted; 0: no limit. */
   maxRunMs: number;
+  /** Record the workspace files each agent run created or changed (`agentBridge.runs.recordFiles`). */
+  recordRunFiles: boolean;
 }
 
 /** The settings a running server was built with: a change to any of them restarts it. The only such list. */
@@ -41,6 +43,7 @@ function readConfig(): BridgeConfig {
     accessMode: oneOf(ACCESS_MODES, own<string>('access.mode', 'full'), 'full'),
     askTimeoutMs: Math.max(5, own<number>('access.askTimeoutSeconds', 60)) * 1000,
     maxRunMs: Math.max(0, own<number>('access.maxRunSeconds', 0)) * 1000,
+    recordRunFiles: own<boolean>('runs.recordFiles', true),
   };
 }
 

@@ -17,6 +17,7 @@ export const PERSONAL_SETTINGS = [
   'access.mode',
   'access.askTimeoutSeconds',
   'access.maxRunSeconds',
+  'runs.recordFiles',
 ] as const;
 
 /** The person's own value of an `agentBridge.*` setting: user settings, else the declared default. */

@@ -4,6 +4,9 @@
  * view's rows read from the DOM, and a marked cell's status bar item. Screenshots of the view, a
  * marked cell and the ask prompt go to sandbox-results/ (what the person sees; look at them).
  */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { eq, fail, includes, ok, show } from '../assert';
 import { checkRun, suiteState } from './context';
@@ -213,6 +216,65 @@ export function accessChecks(): void {
     } finally {
       await mcp.close();
     }
+  }).timeout(60_000);
+
+  it('access: GET /notebooks/runs/:id/files lists out/a.csv a run wrote as created, nothing for a run that wrote nothing, and nothing to another agent', async () => {
+    const { note, signal } = checkRun();
+    const outDir = path.join(ctx.workspace, 'out');
+    const target = path.join(outDir, 'a.csv');
+    fs.rmSync(outDir, { recursive: true, force: true });
+    const py = (text: string) => JSON.stringify(text);
+    const write = `import os\nos.makedirs(${py(outDir)}, exist_ok=True)\nopen(${py(target)}, "w").write("x,y\\n1,2\\n")\nprint("wrote")`;
+    const wrote = await ctx.client.run(ctx.sid, write, { headers, signal });
+    eq(wrote.stdout, 'wrote\n', `the run that writes (${show(wrote.raw, 300)})`);
+    const mine = { ...headers, 'x-agent-bridge-credential': String(wrote.headers['x-agent-bridge-credential']) };
+    /** The id of the caller's run of `code` (its record lands as its answer ends: waited for). */
+    const runOf = async (code: string) => {
+      const hash = createHash('sha256').update(code).digest('hex');
+      for (const t0 = Date.now(); Date.now() < t0 + 10_000; await sleep(100)) {
+        const listed = await ctx.client.get(`/notebooks/runs?notebook=${ctx.sid}&limit=5`, { headers: mine, signal });
+        const run = (JSON.parse(listed.text) as { runs: { id: string; codeHash: string }[] }).runs.find(
+          (r) => r.codeHash === hash,
+        );
+        if (run) return run.id;
+      }
+      return fail(`no run of ${code} in GET /notebooks/runs`);
+    };
+    type Files = { files: { path: string; change: string; bytes: number }[]; complete: boolean; reason?: string };
+    const filesOf = async (id: string, as: Record<string, string>) => {
+      const r = await ctx.client.get(`/notebooks/runs/${id}/files`, { headers: as, signal, timeoutMs: 30_000 });
+      return { status: r.status, text: r.text, body: r.status === 200 ? (JSON.parse(r.text) as Files) : undefined };
+    };
+    const writer = await runOf(write);
+    const written = await filesOf(writer, mine);
+    note(`GET /notebooks/runs/${writer}/files: ${show(written.text, 800)}`);
+    eq(written.status, 200, `GET files (${show(written.text, 300)})`);
+    eq(
+      JSON.stringify(written.body?.files.map((f) => [f.path, f.change, f.bytes])),
+      JSON.stringify([[target, 'created', 8]]),
+      'the files listed',
+    );
+    eq(written.body?.complete, true, 'complete');
+
+    const quiet = await ctx.client.run(ctx.sid, 'print(2)', { headers: mine, signal });
+    eq(quiet.stdout, '2\n', 'the run that writes nothing');
+    const quietId = await runOf('print(2)');
+    const none = await filesOf(quietId, mine);
+    note(
+      `the run that wrote nothing: ${show((await ctx.client.get(`/notebooks/runs/${quietId}`, { headers: mine, signal })).text, 600)}`,
+    );
+    eq(none.text, JSON.stringify({ files: [], complete: true }), 'the files of a run that wrote nothing');
+
+    // Another agent, with a credential of its own, and the same name without the credential.
+    const other = { 'x-agent-bridge-client': 'another-agent' };
+    const theirs = await ctx.client.run(ctx.sid, 'print(3)', { headers: other, signal });
+    const otherWithCredential = { ...other, 'x-agent-bridge-credential': String(theirs.headers['x-agent-bridge-credential']) };
+    for (const as of [otherWithCredential, headers, {}]) {
+      const stolen = await filesOf(writer, as);
+      eq(stolen.status, 404, `another client reads the run's files (${JSON.stringify(as)}): ${show(stolen.text, 300)}`);
+      ok(!stolen.text.includes('a.csv'), 'the refusal names no file');
+    }
+    fs.rmSync(outDir, { recursive: true, force: true });
   }).timeout(60_000);
 
   it('access: "Open Agent Runs as a Notebook" writes the chosen runs as an .ipynb that opens, and its cells run', async () => {

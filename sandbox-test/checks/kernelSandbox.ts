@@ -36,6 +36,8 @@ const NAMES = {
   pth: 'kernel sandbox: a .pth file planted in the virtualenv the kernel runs, then a restart, runs nothing on the host',
   codeCheck:
     'kernel sandbox: the code check of a notebook whose kernel is not running runs sandboxed too (seen through a marker)',
+  riskScan:
+    'kernel sandbox: the risk scan runs sandboxed too (its process under bubblewrap, in a network namespace of its own) and still finds subprocess.run',
   refused:
     "kernel sandbox: a Python whose prefix holds the workspace folder does not start; the run's error and the status bar say why",
   off: 'kernel sandbox: turned off again, the kernel runs with the network back',
@@ -47,6 +49,44 @@ const PYTHON_PATH = 'agentBridge.pythonPath';
 const py = (text: string) => JSON.stringify(text);
 /** The interpreter the virtualenv is made from: Debian's, with pandas, as setup installs it. */
 const SYSTEM_PYTHON = '/usr/bin/python3';
+
+/** A process's command line, its arguments NUL-separated ('' once it is gone). */
+const cmdline = (pid: number) => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+};
+const parentOf = (pid: number) => {
+  try {
+    // "pid (comm) state ppid ...": the name may hold spaces and parentheses, so from the last ')'.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+/** Every process below `root`, as /proc shows them now. */
+function descendants(root: number): number[] {
+  const pids = fs
+    .readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number);
+  const below = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const pid of pids) if (!below.has(pid) && below.has(parentOf(pid))) grew = below.add(pid).size > 0;
+  }
+  below.delete(root);
+  return [...below];
+}
+/** `pid`, its parent, and so on up to (not including) `root`. */
+function ancestors(pid: number, root: number): number[] {
+  const chain: number[] = [];
+  for (let p = pid; p > 1 && p !== root && chain.length < 50; p = parentOf(p)) chain.push(p);
+  return chain;
+}
 
 /** The `kernel sandbox` suite's checks. */
 export function kernelSandboxChecks(): void {
@@ -287,6 +327,30 @@ export function kernelSandboxChecks(): void {
       fs.rmSync(marker, { force: true });
     }
   }).timeout(90_000);
+
+  it(NAMES.riskScan, async () => {
+    const { signal, note } = checkRun();
+    // A scan only (dryRun): the scan's process starts (again) with the sandbox on.
+    const dry = await ctx.client.post(
+      '/api/kernel/execute',
+      { code: 'import subprocess\nsubprocess.run(["true"])', dryRun: true },
+      { headers: { 'marimo-session-id': ctx.sid }, signal, timeoutMs: 30_000 },
+    );
+    eq(dry.status, 200, `dryRun (${show(dry.text, 300)})`);
+    const findings = (JSON.parse(dry.text) as { risk: { findings: { pattern: string; kind: string }[] } }).risk.findings;
+    note(`findings: ${show(JSON.stringify(findings), 400)}`);
+    eq(findings[0]?.pattern, 'subprocess.run', 'the sandboxed scan read the code');
+    const program = (pid: number) => path.basename(cmdline(pid).split('\0')[0] ?? '');
+    // The Python reading risk_scan.py (bubblewrap's own processes name it among their arguments too).
+    const scans = descendants(hostPid()).filter((pid) => cmdline(pid).includes('risk_scan.py') && program(pid) !== 'bwrap');
+    eq(scans.length, 1, `risk_scan.py Pythons under the extension host (${scans.map(program).join(', ')})`);
+    const [scan] = scans as [number];
+    const chain = ancestors(scan, hostPid()).map(program);
+    note(`risk_scan.py is pid ${scan}; from it up to the extension host: ${chain.join(' ← ')}`);
+    ok(chain.includes('bwrap'), `the risk scan runs under bubblewrap (${chain.join(' ← ')})`);
+    const netns = (pid: number) => fs.readlinkSync(`/proc/${pid}/ns/net`);
+    ok(netns(scan) !== netns(hostPid()), `the risk scan has a network namespace of its own (${netns(scan)})`);
+  });
 
   it(NAMES.refused, async () => {
     const { signal, note } = checkRun();

@@ -8,6 +8,7 @@
 import { createParser } from 'eventsource-parser';
 import { Client } from 'undici';
 import { errorMessage } from '../../src/core/errorMessage';
+import { CREDENTIAL_HEADER } from '../../src/core/agents/clients';
 
 export interface Reply {
   status: number;
@@ -32,12 +33,25 @@ export interface ExecResult {
 
 export class BenchClient {
   private readonly client: Client;
-  private readonly auth: Record<string, string>;
+  private auth: Record<string, string>;
 
-  /** `name`: the client's name (X-Agent-Bridge-Client), which tells agents apart. */
-  constructor(baseUrl: string, token: string | null, name?: string) {
+  /**
+   * `name`: the client's name (X-Agent-Bridge-Client), which tells agents apart. `keepCredential`:
+   * send back the credential the bridge answers with, as an agent does to see its own runs.
+   */
+  constructor(
+    baseUrl: string,
+    token: string | null,
+    name?: string,
+    private readonly keepCredential = false,
+  ) {
     this.client = new Client(baseUrl, { pipelining: 1, keepAliveTimeout: 60_000 });
     this.auth = { ...(token && { authorization: `Bearer ${token}` }), ...(name && { 'x-agent-bridge-client': name }) };
+  }
+
+  private heard(headers: Record<string, string | string[] | undefined>): void {
+    const credential = headers[CREDENTIAL_HEADER];
+    if (this.keepCredential && typeof credential === 'string') this.auth = { ...this.auth, [CREDENTIAL_HEADER]: credential };
   }
 
   /** A JSON request (GET when `json` is undefined); resolves with the whole body. */
@@ -51,6 +65,7 @@ export class BenchClient {
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
+    this.heard(res.headers);
     const text = await res.body.text();
     return { status: res.statusCode, text, ms: performance.now() - start };
   }
@@ -80,6 +95,7 @@ export class BenchClient {
         bodyTimeout: timeoutMs,
       });
       r.status = res.statusCode;
+      this.heard(res.headers);
       const decoder = new TextDecoder();
       for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
         const chunk = decoder.decode(bytes, { stream: true });

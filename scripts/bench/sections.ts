@@ -254,7 +254,7 @@ export async function bigPrint(ctx: Ctx): Promise<void> {
  * CPU ms that process `pid` spends per run of `step`, beyond what it spends idle over as long
  * (measured for a second just before). CPU time swings far less than wall time on a busy machine.
  */
-async function cpuPerRun(pid: number, runs: number, step: () => Promise<number>): Promise<number> {
+export async function cpuPerRun(pid: number, runs: number, step: () => Promise<number>): Promise<number> {
   const idleFrom = cpuMs(pid);
   await sleep(1_000);
   const idlePerMs = (cpuMs(pid) - idleFrom) / 1_000;
@@ -475,7 +475,7 @@ const PROBE_EVERY_MS = 10;
  * loop, over a few connections): a stall of the host counts against every probe due during it,
  * not only against the one in flight, as one probe after another would.
  */
-async function probeHealth(ctx: Ctx, going: () => boolean): Promise<number[]> {
+export async function probeHealth(ctx: Ctx, going: () => boolean): Promise<number[]> {
   const free = Array.from({ length: 8 }, () => new BenchClient(ctx.url, ctx.token));
   const all = [...free];
   const waiters: ((c: BenchClient) => void)[] = [];

@@ -6,7 +6,8 @@ import type { CellService } from '../core/model/cellService';
 import type { Log } from '../core/log';
 import { readAudit, type AuditLog } from './auditLog';
 import { renderSession, runSteps, sessionSteps, type ExportFormat } from './export';
-import type { RunHistory } from '../core/runs/runHistory';
+import type { AgentRun, RunHistory } from '../core/runs/runHistory';
+import { MARIMO_NOTEBOOK_TYPE } from '../kernels/marimoKernels';
 import { writeFileAtomic } from '../fsAtomic';
 import { BUILTIN_CONTROLLER_ID } from '../kernels/builtin/controller';
 import type { Settings } from '../config';
@@ -59,6 +60,16 @@ export interface ControlDeps {
   log: Log;
   /** The access mode in force. */
   mode: () => AccessMode;
+}
+
+/** Whether every run is of a marimo notebook: one open as such, or a marimo file (`.py`) named by path or uri. */
+async function ofMarimo(cells: CellService, runs: readonly AgentRun[]): Promise<boolean> {
+  const open = await cells.notebooks().catch(() => []);
+  return runs.every((r) => {
+    if (r.notebook === null) return false;
+    const known = open.find((n) => r.notebook === n.sessionId || r.notebook === n.uri || r.notebook === n.path);
+    return known ? known.notebookType === MARIMO_NOTEBOOK_TYPE : r.notebook.endsWith('.py');
+  });
 }
 
 type StopDeps = Pick<ControlDeps, 'gate' | 'cells' | 'log' | 'interruptAgentRuns'>;
@@ -137,7 +148,15 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
             )
           )?.map((p) => p.run);
       if (!chosen?.length) return undefined;
-      const file = path.join(deps.auditDir, 'agent-runs', `agent-runs-${new Date().toISOString().replace(/[:.]/g, '-')}.ipynb`);
+      const stem = path.join(deps.auditDir, 'agent-runs', `agent-runs-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      if (await ofMarimo(deps.cells, chosen)) {
+        // A marimo notebook's runs, as a marimo app (marimo's editor or `marimo run` runs it again).
+        const file = `${stem}.py`;
+        writeFileAtomic(file, renderSession(runSteps(chosen), 'marimo', 'agent runs'));
+        await vscode.commands.executeCommand('vscode.open', vscode.Uri.file(file));
+        return file;
+      }
+      const file = `${stem}.ipynb`;
       writeFileAtomic(file, renderSession(runSteps(chosen), 'ipynb', 'agent runs'));
       const editor = await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(vscode.Uri.file(file)));
       // Ready to run again: in the builtin kernel, as the notebook's own.

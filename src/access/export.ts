@@ -2,7 +2,8 @@ import type { AuditRecord } from './auditLog';
 import type { AgentRun } from '../core/runs/runHistory';
 import { describeFindings } from '../core/model/riskScan';
 
-export type ExportFormat = 'py' | 'ipynb';
+/** `py`: percent-format script; `ipynb`: Jupyter; `marimo`: a marimo app (`.py`), for a marimo notebook's runs. */
+export type ExportFormat = 'py' | 'ipynb' | 'marimo';
 
 /** One re-runnable step: a header saying who did what, and the code (with a note above it and its output, for a run). */
 interface Step {
@@ -50,6 +51,7 @@ export function sessionSteps(records: readonly AuditRecord[], notebookUri: strin
 }
 
 export function renderSession(steps: readonly Step[], format: ExportFormat, title: string): string {
+  if (format === 'marimo') return renderMarimo(steps, title);
   if (format === 'py') {
     const cells = steps.map((s) => `# %% ${s.header}\n${s.note ? `${comment(s.note)}\n` : ''}${s.code}\n`);
     return [`# Agent session on ${title}, exported by Agent Bridge\n`, ...cells].join('\n');
@@ -84,3 +86,30 @@ export function renderSession(steps: readonly Step[], format: ExportFormat, titl
 
 const lines = (text: string) => text.split(/(?<=\n)/);
 const comment = (text: string) => text.replace(/^/gm, '# ');
+
+/**
+ * Steps as a marimo app: a cell importing `mo`, then per step a markdown cell (`mo.md`) with its
+ * note and output, and a cell with its code. Each cell is a function whose body is the code indented,
+ * as marimo writes its own files; marimo works out what cells define and use when it reads the file.
+ */
+function renderMarimo(steps: readonly Step[], title: string): string {
+  const cell = (args: string, body: string, returns = '') =>
+    `@app.cell\ndef _(${args}):\n${indent(body)}\n    return${returns}\n`;
+  const md = (s: Step) => {
+    const text = [s.note ?? s.header, ...(s.output ? ['', '```text', s.output.replace(/\n$/, ''), '```'] : [])].join('\n');
+    // As marimo writes markdown: a raw triple-quoted string, indented (it dedents it); text holding
+    // `"""`, which a raw one cannot, is escaped instead.
+    const raw = !text.includes('"""');
+    return cell('mo', `mo.md(${raw ? 'r' : ''}"""\n${raw ? text : text.replace(/[\\"]/g, '\\$&')}\n""")`);
+  };
+  return [
+    'import marimo\n',
+    `app = marimo.App()\n# Agent runs on ${title.replace(/\n/g, ' ')}, exported by Agent Bridge\n`,
+    cell('', 'import marimo as mo', ' (mo,)'),
+    ...steps.flatMap((s) => [md(s), ...(s.code.trim() ? [cell('', s.code.trimEnd())] : [])]),
+    'if __name__ == "__main__":\n    app.run()\n',
+  ].join('\n\n');
+}
+
+/** Code as a function body: every non-blank line four spaces in (blank lines stay blank). */
+const indent = (code: string) => code.replace(/^(?=.*\S)/gm, '    ');

@@ -16,7 +16,7 @@ import {
 import { KernelUnavailable } from './kernelProvider';
 
 const MARIMO_ID = 'marimo-team.vscode-marimo';
-const NOTEBOOK_TYPE = 'marimo-notebook';
+export const MARIMO_NOTEBOOK_TYPE = 'marimo-notebook';
 /** Picking a kernel and starting it (marimo's first start of a venv can take a while). */
 const START_TIMEOUT_MS = 120_000;
 
@@ -30,7 +30,7 @@ export function marimoPythonLanguage(): string {
 /** Whether an extension's manifest contributes the marimo notebook type. */
 function servesMarimoNotebooks(extension: vscode.Extension<unknown>): boolean {
   const notebooks = field(field(extension.packageJSON, 'contributes'), 'notebooks');
-  return Array.isArray(notebooks) && notebooks.some((n) => field(n, 'type') === NOTEBOOK_TYPE);
+  return Array.isArray(notebooks) && notebooks.some((n) => field(n, 'type') === MARIMO_NOTEBOOK_TYPE);
 }
 
 /**
@@ -46,7 +46,7 @@ export const MARIMO_SOURCE: ExtensionKernelSource = {
   name: 'marimo',
   label: 'marimo',
   extensionId: MARIMO_ID,
-  notebookType: NOTEBOOK_TYPE,
+  notebookType: MARIMO_NOTEBOOK_TYPE,
   extension: () => vscode.extensions.getExtension(MARIMO_ID) ?? vscode.extensions.all.find(servesMarimoNotebooks),
   kernels: (exports) => asKernelsApi(field(field(exports, 'experimental'), 'kernels')),
   noKernelHint: 'select a marimo kernel for the notebook (the kernel picker at the top right) and run a cell once',
@@ -121,10 +121,10 @@ export class MarimoKernels extends ExtensionKernels {
    */
   async start(editor: vscode.NotebookEditor): Promise<void> {
     const notebook = editor.notebook;
-    if (notebook.notebookType !== NOTEBOOK_TYPE)
+    if (notebook.notebookType !== MARIMO_NOTEBOOK_TYPE)
       throw new BridgeError(
         'bad_input',
-        `marimo kernels run marimo notebooks (${NOTEBOOK_TYPE}); ${label(notebook)} is a ${notebook.notebookType}`,
+        `marimo kernels run marimo notebooks (${MARIMO_NOTEBOOK_TYPE}); ${label(notebook)} is a ${notebook.notebookType}`,
       );
     const extension = MARIMO_SOURCE.extension();
     if (!extension) throw new BridgeError('conflict', `The marimo extension (${MARIMO_ID}) is not installed in this VS Code`);

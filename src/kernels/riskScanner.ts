@@ -1,8 +1,10 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Log } from '../core/log';
 import { namesOfCell, type RiskFinding, type RiskScanner, type ScanPlace } from '../core/model/riskScan';
 import { errorMessage } from '../core/errorMessage';
+import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 
 /** How long one question may take before the process is taken as stuck (a loaded machine is slow). */
 const ANSWER_MS = 15_000;
@@ -19,20 +21,30 @@ export interface RiskScannerOptions {
   /** The workspace folders (writes inside them are medium, outside critical). */
   roots: () => readonly string[];
   home: string;
+  /** The program as it starts: in the builtin kernel's sandbox while that is on, as the code check's. */
+  wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
+  /** Whether the sandbox is on (a change starts the process again, in or out of it). */
+  sandboxed?: () => boolean;
   log: Log;
 }
+
+/** The scan's process with its pipes. */
+type ScanProcess = ChildProcess & { stdin: Writable; stdout: Readable; stderr: Readable };
 
 /**
  * risk_scan.py in a process of its own, started on the first question and kept: a kernel's state
  * cannot reach it (code run earlier cannot change how later code is read), and no Python starts
  * per run. `-I -S`: no user site, no PYTHON* variables, no site-packages and their `.pth` files.
+ * While agentBridge.kernel.sandbox is on it runs in the kernel's sandbox, as the code check does
+ * (its Python is the kernel's, whose files a sandboxed run may have changed).
  * Questions go one a line, answers come back by id; answers are kept by their question (the
  * same code in the same place reads the same). A scan that cannot be made is a finding
  * ("unscanned"), never a silent pass.
  */
 export class PythonRiskScanner implements RiskScanner {
-  private child: ChildProcessWithoutNullStreams | undefined;
-  private python = '';
+  private child: ScanProcess | undefined;
+  /** What the running process was started as: its Python, and whether in the sandbox. */
+  private startedAs = '';
   private readonly pending = new Map<number, { resolve: (answer: Answer) => void; timer: NodeJS.Timeout }>();
   private nextId = 1;
   private readonly cache = new Map<string, Answer>();
@@ -80,20 +92,23 @@ export class PythonRiskScanner implements RiskScanner {
     });
   }
 
-  /** The running process, started when there is none (or the Python setting changed). */
-  private process(): ChildProcessWithoutNullStreams | undefined {
+  /** The running process, started when there is none (or the Python or the sandbox setting changed). */
+  private process(): ScanProcess | undefined {
     const python = this.options.python();
-    if (this.child && this.python === python) return this.child;
-    if (this.child) this.stop(this.child, 'its Python changed');
-    let child: ChildProcessWithoutNullStreams;
+    const startAs = JSON.stringify([python, this.options.sandboxed?.() ?? false]);
+    if (this.child && this.startedAs === startAs) return this.child;
+    if (this.child) this.stop(this.child, 'its Python or its sandbox changed');
+    const argv = [python, '-I', '-S', this.options.script];
+    let child: ScanProcess;
     try {
-      child = spawn(python, ['-I', '-S', this.options.script], { stdio: 'pipe' });
+      const command = this.options.wrap?.(argv, process.env) ?? { command: python, args: argv.slice(1) };
+      child = spawnCommand(command, { stdio: ['pipe', 'pipe', 'pipe'], env: process.env }) as ScanProcess;
     } catch (error) {
       this.options.log.warn(`the risk scan could not start ${python}: ${errorMessage(error)}`);
       return undefined;
     }
     this.child = child;
-    this.python = python;
+    this.startedAs = startAs;
     const decoder = new StringDecoder('utf8');
     let buffered = '';
     let stderr = '';
@@ -137,7 +152,7 @@ export class PythonRiskScanner implements RiskScanner {
   }
 
   /** Ends `child`; every question still waiting on it is answered as unscanned. */
-  private stop(child: ChildProcessWithoutNullStreams, why: string): void {
+  private stop(child: ScanProcess, why: string): void {
     if (this.child === child) this.child = undefined;
     child.kill();
     for (const [id, waiting] of this.pending) {

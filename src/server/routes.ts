@@ -306,6 +306,11 @@ export const routes: readonly Route<RouteContext>[] = [
     },
   }),
   route({
+    method: 'get',
+    path: '/notebooks/runs/:id/files',
+    handle: ({ params, req }, ctx) => ctx.history.files(httpCaller(ctx.access.identities, req.headers), params['id']!),
+  }),
+  route({
     method: 'post',
     path: '/notebooks/runs/:id/rerun',
     access: 'execute',

@@ -10,6 +10,7 @@ import type { ActionEnd, ActionOutcome, ActivitySink, AgentAction } from '../age
 import type { Caller } from '../agents/clients';
 import { BridgeError } from '../bridgeError';
 import type { RiskReport } from '../model/riskScan';
+import { answersFor, filesOf, type RunFiles, type RunWindow, type WalkSchedule, type WorkspaceSnapshot } from './runFiles';
 
 /** How many runs are kept, and how many characters they hold at most in all (~10 MB). */
 export const KEPT_RUNS = 500;
@@ -42,10 +43,12 @@ export interface AgentRun {
   /** The head of what it printed or returned. */
   readonly output: string;
   readonly risk: RiskReport | null;
+  /** The workspace's files it created or changed, once listed (absent: runs recorded before, or not yet listed). */
+  readonly files?: RunFiles;
 }
 
 /** A run in a list: all but its code and output. */
-export type RunSummary = Omit<AgentRun, 'code' | 'output' | 'owner'>;
+export type RunSummary = Omit<AgentRun, 'code' | 'output' | 'owner' | 'files'>;
 
 /** Where the runs are kept between windows (a 0600 JSON file in the extension's storage). */
 export interface RunFile {
@@ -56,13 +59,26 @@ export interface RunFile {
 /** A run's id: its action's, with its start (action numbers start again in each window). */
 export const runIdOf = (action: Pick<AgentAction, 'id' | 'startedAt'>) => `run_${action.startedAt.toString(36)}_${action.id}`;
 
-const sizeOf = (run: AgentRun) => run.code.length + run.output.length + run.detail.length + 500;
+const sizeOf = (run: AgentRun) =>
+  run.code.length + run.output.length + run.detail.length + 500 + (run.files?.files.length ?? 0) * 200;
+
+/** The workspace's walks for the runs' files, and whether the person wants them recorded. */
+export interface RunFileWalks {
+  readonly schedule: Pick<WalkSchedule, 'soon' | 'now'>;
+  readonly on: () => boolean;
+}
+
+const NONE: RunFiles = { files: [], complete: true };
 
 export class RunHistory implements ActivitySink {
   private readonly runs: AgentRun[];
   private chars: number;
 
-  constructor(private readonly file: RunFile) {
+  /** `walks`: absent, no run's files are listed. */
+  constructor(
+    private readonly file: RunFile,
+    private readonly walks?: RunFileWalks,
+  ) {
     this.runs = file.load().filter((r) => typeof r?.id === 'string' && typeof r.code === 'string');
     this.chars = this.runs.reduce((n, r) => n + sizeOf(r), 0);
     this.trim();
@@ -90,11 +106,65 @@ export class RunHistory implements ActivitySink {
       detail: end.detail,
       output: end.output,
       risk: end.risk ?? null,
+      ...this.filesAtEnd(end),
     };
     this.runs.push(run);
     this.chars += sizeOf(run);
     this.trim();
     this.file.save(this.runs);
+    // Worked out by a walk after it, in the background (one walk for a burst of runs).
+    if (!run.files)
+      this.walks?.schedule.soon(this.unlistedSince()).then(
+        (snapshot) => this.settle(snapshot),
+        () => undefined,
+      );
+  }
+
+  /** The files one of the caller's runs created or changed: once listed, as listed; else by a walk made now. */
+  async files(caller: Pick<Caller, 'owner'>, id: string): Promise<RunFiles> {
+    const run = this.get(caller, id);
+    if (run.files) return run.files;
+    if (!this.walks) return { files: [], complete: false, reason: 'the files runs change are not recorded here' };
+    try {
+      this.settle(await this.walks.schedule.now(this.unlistedSince()));
+    } catch (error) {
+      return { files: [], complete: false, reason: `the workspace could not be walked: ${String(error)}` };
+    }
+    return this.get(caller, id).files ?? { files: [], complete: false, reason: 'the run was let go meanwhile' };
+  }
+
+  /** What a run's record says of its files as it ends: nothing yet (a walk will say), or why none. */
+  private filesAtEnd(end: ActionEnd): { files?: RunFiles } {
+    if (end.outcome === 'refused') return { files: NONE }; // it ran nothing
+    if (!this.walks) return {};
+    return this.walks.on() ? {} : { files: { files: [], complete: false, reason: 'agentBridge.runs.recordFiles was off' } };
+  }
+
+  /** The earliest start of the runs not yet listed (a walk keeps the files written since). */
+  private unlistedSince(): number {
+    return Math.min(...this.runs.filter((r) => !r.files).map((r) => windowOf(r).startMs));
+  }
+
+  /** Lists the files of every run not yet listed that `snapshot` answers for (it ended before the walk began). */
+  private settle(snapshot: WorkspaceSnapshot): void {
+    let changed = false;
+    const windows = this.runs.map(windowOf);
+    this.runs.forEach((run, at) => {
+      const window = windows[at]!;
+      if (run.files || !answersFor(snapshot, window)) return;
+      const listed = {
+        ...run,
+        files: filesOf(
+          snapshot,
+          window,
+          windows.filter((w) => w !== window),
+        ),
+      };
+      this.chars += sizeOf(listed) - sizeOf(run);
+      this.runs[at] = listed;
+      changed = true;
+    });
+    if (changed) this.file.save(this.runs);
   }
 
   /** The caller's runs, newest first, of one notebook if named (a caller without an owner has none). */
@@ -128,7 +198,12 @@ export class RunHistory implements ActivitySink {
   }
 }
 
+function windowOf(run: AgentRun): RunWindow {
+  const startMs = Date.parse(run.startedAt);
+  return { startMs, endMs: startMs + run.durationMs };
+}
+
 function summary(run: AgentRun): RunSummary {
-  const { code: _c, output: _o, owner: _w, ...rest } = run;
+  const { code: _c, output: _o, owner: _w, files: _f, ...rest } = run;
   return rest;
 }

@@ -1,8 +1,8 @@
 /**
  * A Python program as it is started: as it is, or wrapped in the sandbox (kernelSandbox.ts), which
  * brings its own environment, a program to hand bubblewrap on a file descriptor, and its own
- * process group for interrupts. The kernel (kernelChild.ts) and the code check
- * (pythonAnalyzer.ts) both start theirs here.
+ * process group for interrupts. The kernel (kernelChild.ts), the code check (pythonAnalyzer.ts)
+ * and the risk scan (riskScanner.ts) all start theirs here.
  */
 import { spawn, type ChildProcess, type SpawnOptions, type StdioPipe, type StdioNull } from 'node:child_process';
 import type { Writable } from 'node:stream';

@@ -6,7 +6,7 @@ import { checkSandbox, sandboxCommand, type SandboxCheck } from './kernelSandbox
 
 /**
  * The sandbox as this window shapes it (the workspace folders writable, the home folder hidden),
- * for every Python the bridge starts for the builtin kernel: the kernel and the code check. While
+ * for every Python the bridge starts for the builtin kernel: the kernel, the code check and the risk scan. While
  * agentBridge.kernel.sandbox is on, each start goes through `wrap`, and what the sandbox could
  * make of it reaches `show` (the status bar): a sandbox asked for but impossible is never silent.
  */
