@@ -2,12 +2,13 @@ import { strict as assert } from 'node:assert';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { renderSession, runSteps } from '../../src/access/export';
 import type { AgentRun } from '../../src/core/runs/runHistory';
 
 /** The stack's venv (npm run setup), where marimo is pinned; without it, the system's python3. */
-const VENV_PYTHON = join(process.env['AGENT_BRIDGE_STACK'] ?? '.vscode-test', 'venv', 'bin', 'python');
+// Absolute: the app runs with its own folder as the working directory.
+const VENV_PYTHON = resolve(process.env['AGENT_BRIDGE_STACK'] ?? '.vscode-test', 'venv', 'bin', 'python');
 const PYTHON = existsSync(VENV_PYTHON) ? VENV_PYTHON : 'python3';
 
 const run = (id: string, startedAt: string, code: string, output = ''): AgentRun => ({
