@@ -222,6 +222,9 @@ const DEFAULT_SETTINGS: Record<string, unknown> = {
   // auto-forwarding off is not enough while code-server has a tunnel provider; "output" is.
   'remote.autoForwardPorts': false,
   'remote.autoForwardPortsSource': 'output',
+  // A language server's inlay hints (marimo's adds types: `x: LiteralString = ...`) are drawn in
+  // the code's lines, so the text the checks read from the page would not be the cell's.
+  'editor.inlayHints.enabled': 'off',
 };
 
 const CHROMIUM_ARGS = [

@@ -25,8 +25,12 @@ interface Stamp {
  */
 export class FileStamps implements vscode.Disposable {
   private readonly stamps = new Map<string, Promise<Stamp | undefined>>();
-  /** Saves the editor announced and has not said were done, per notebook: settled by the save event. */
-  private readonly saving = new Map<string, { done: Promise<void>; settle: () => void }>();
+  /**
+   * Saves the editor announced and has not said were done, per notebook: one timer each (a save
+   * that fails says nothing, so none is waited for longer than a slow save takes); `done` settles
+   * when the last has ended.
+   */
+  private readonly saving = new Map<string, { timers: NodeJS.Timeout[]; done: Promise<void>; settle: () => void }>();
   private readonly subscriptions: vscode.Disposable[];
 
   constructor() {
@@ -36,14 +40,14 @@ export class FileStamps implements vscode.Disposable {
       vscode.workspace.onWillSaveNotebookDocument((e) => this.willSave(e.notebook)),
       vscode.workspace.onDidSaveNotebookDocument((n) => {
         this.note(n);
-        this.saveEnded(n);
+        this.saveEnded(n.uri.toString());
       }),
       vscode.workspace.onDidChangeNotebookDocument((e) => {
         if (!e.notebook.isDirty) this.note(e.notebook);
       }),
       vscode.workspace.onDidCloseNotebookDocument((n) => {
         this.stamps.delete(n.uri.toString());
-        this.saveEnded(n);
+        this.savesEnded(n.uri.toString());
       }),
     ];
   }
@@ -53,10 +57,10 @@ export class FileStamps implements vscode.Disposable {
    * modification times and hash heads); undefined when they did not.
    */
   async changedOnDisk(notebook: vscode.NotebookDocument): Promise<string | undefined> {
-    const changed = await this.compare(notebook);
-    const saving = this.saving.get(notebook.uri.toString());
-    if (!changed || !saving) return changed;
-    await saving.done;
+    if (!(await this.compare(notebook))) return undefined;
+    // The editor's save under way, or one whose end was told while the file was read: compared
+    // again once it is over, with the stamp its end took.
+    await this.saving.get(notebook.uri.toString())?.done;
     return this.compare(notebook);
   }
 
@@ -107,23 +111,31 @@ export class FileStamps implements vscode.Disposable {
 
   private willSave(notebook: vscode.NotebookDocument): void {
     const key = notebook.uri.toString();
-    if (this.saving.has(key)) return;
-    let settle = () => {};
-    const done = new Promise<void>((resolve) => (settle = resolve));
-    // A save that fails says nothing: it is not waited for longer than a slow save takes.
-    const timer = setTimeout(() => this.saveEnded(notebook), SAVE_WAIT_MS);
-    this.saving.set(key, {
-      done,
-      settle: () => {
-        clearTimeout(timer);
-        settle();
-      },
-    });
+    let saving = this.saving.get(key);
+    if (!saving) {
+      let settle = () => {};
+      const done = new Promise<void>((resolve) => (settle = resolve));
+      saving = { timers: [], done, settle };
+      this.saving.set(key, saving);
+    }
+    const timer: NodeJS.Timeout = setTimeout(() => this.saveEnded(key, timer), SAVE_WAIT_MS);
+    saving.timers.push(timer);
   }
 
-  private saveEnded(notebook: vscode.NotebookDocument): void {
-    const key = notebook.uri.toString();
-    this.saving.get(key)?.settle();
+  /** One announced save ended: the save event (the oldest save's), or its timer. */
+  private saveEnded(key: string, timer?: NodeJS.Timeout): void {
+    const saving = this.saving.get(key);
+    if (!saving) return;
+    const at = timer ? saving.timers.indexOf(timer) : 0;
+    if (at >= 0) clearTimeout(saving.timers.splice(at, 1)[0]);
+    if (!saving.timers.length) this.savesEnded(key);
+  }
+
+  private savesEnded(key: string): void {
+    const saving = this.saving.get(key);
+    if (!saving) return;
+    for (const timer of saving.timers) clearTimeout(timer);
+    saving.settle();
     this.saving.delete(key);
   }
 
@@ -139,8 +151,7 @@ export class FileStamps implements vscode.Disposable {
 
   dispose(): void {
     for (const s of this.subscriptions) s.dispose();
-    for (const { settle } of this.saving.values()) settle();
-    this.saving.clear();
+    for (const key of [...this.saving.keys()]) this.savesEnded(key);
   }
 }
 
