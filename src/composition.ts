@@ -253,7 +253,6 @@ function riskChecks({ context, log, settings }: CompositionDeps, kernels: Kernel
     roots: workspaceFolders,
     home: homedir(),
     wrap: kernels.wrap,
-    sandboxed: () => settings.current.kernelSandbox,
     log,
   });
   // The gate exists by the time an agent runs anything.

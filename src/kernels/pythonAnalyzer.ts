@@ -2,7 +2,8 @@ import type { CellAnalysis, CodeAnalyzer } from '../core/model/codeChecks';
 import type { Kernel } from '../core/model/kernelPort';
 import type { Log } from '../core/log';
 import type { KernelCommand } from './builtin/kernelCommand';
-import { InspectProcess, type InspectProcessOptions } from './inspectProcess';
+import { INSPECT_MARKER, parseInspectOutput } from '../core/runs/variables';
+import { KeptProcess, type KeptProcessOptions } from './keptProcess';
 
 /**
  * Analyses kept, by code (the analysis of a text never changes): at most this many characters of
@@ -10,6 +11,9 @@ import { InspectProcess, type InspectProcessOptions } from './inspectProcess';
  * limit each, so a count alone would let a few thousand large cells take gigabytes.
  */
 const CACHED_CHARS = 16 * 1024 * 1024;
+
+/** Peak memory (KiB) past which the kept kernel_inspect.py exits after its answer, for the next query to start another. */
+const MAX_RSS_KB = 256 * 1024;
 
 /** Cells named per text kept: the analyses handed out are the same objects each time (cellGraph.ts keeps what it made of them). */
 const NAMED_PER_TEXT = 8;
@@ -33,14 +37,14 @@ export interface PythonAnalyzerOptions {
   /** The program as it starts: in the builtin kernel's sandbox while that is on (its Python is the kernel's). */
   wrap?: (argv: readonly string[], env: NodeJS.ProcessEnv) => KernelCommand | undefined;
   log: Log;
-  /** The kept Python's bounds (inspectProcess.ts): its idle time, its memory. */
-  process?: Pick<InspectProcessOptions, 'idleMs' | 'maxRssKb'>;
+  /** The kept Python's bounds (keptProcess.ts): its idle time, its memory (KiB). */
+  process?: Pick<KeptProcessOptions, 'idleMs'> & { maxRssKb?: number };
 }
 
 /**
  * Python's own compiler and symbol tables for the cells of a notebook (the extension host has
  * no Python parser): the notebook's running builtin kernel answers, else `python kernel_inspect.py
- * --serve`, kept running while it is used (inspectProcess.ts), in the kernel's sandbox when that
+ * --serve`, kept running while it is used (keptProcess.ts), in the kernel's sandbox when that
  * is on (the Python is the kernel's, whose files a sandboxed run may have changed). Only the cells
  * whose text has no analysis kept are sent: an edit sends one. IPython syntax is accepted where
  * IPython is importable.
@@ -48,17 +52,26 @@ export interface PythonAnalyzerOptions {
 export class PythonAnalyzer implements CodeAnalyzer {
   private readonly cache = new Map<string, Kept>();
   private cachedChars = 0;
-  private readonly process: InspectProcess;
+  private readonly process: KeptProcess;
 
   constructor(private readonly options: PythonAnalyzerOptions) {
-    this.process = new InspectProcess({
-      command: (args) => {
-        const argv = [options.python(), options.script, ...args];
+    const { maxRssKb = MAX_RSS_KB, ...bounds } = options.process ?? {};
+    this.process = new KeptProcess({
+      what: 'the Python code check',
+      command: () => {
+        const argv = [options.python(), options.script, '--serve', String(maxRssKb)];
         return options.wrap?.(argv, process.env) ?? { command: argv[0]!, args: argv.slice(1) };
       },
+      answers: (line) => line.includes(INSPECT_MARKER),
       log: options.log,
-      ...options.process,
+      ...bounds,
     });
+  }
+
+  /** The kept kernel_inspect.py's answer to `query`; undefined when none came. */
+  private async inspect(query: object): Promise<unknown> {
+    const line = await this.process.ask(JSON.stringify(query));
+    return line === undefined ? undefined : parseInspectOutput(line);
   }
 
   /** Stops the kept Python. */
@@ -76,7 +89,7 @@ export class PythonAnalyzer implements CodeAnalyzer {
     if (missing.length) {
       const query = { kind: 'analyze' as const, cells: missing.map((code, i) => ({ id: String(i), code })), ipython: true };
       // The kernel may answer without cells (its inspector is stuck): the subprocess answers then.
-      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.process.ask(query));
+      const analysed = cellsOf(await this.fromKernel(notebookUri, query)) ?? cellsOf(await this.inspect(query));
       if (!analysed) return undefined;
       for (const { id, ...analysis } of analysed) known.set(missing[Number(id)]!, this.keep(missing[Number(id)]!, analysis));
     }

@@ -1,32 +1,32 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { Log } from '../core/log';
-import { INSPECT_MARKER, parseInspectOutput } from '../core/runs/variables';
 import { spawnCommand, type KernelCommand } from './builtin/kernelCommand';
 
 /** Stopped after this long without a query: a Python kept for an agent at work, not for a window left open. */
 const IDLE_MS = 60_000;
 /** A query unanswered this long stops the process: it is stuck. */
 const ANSWER_MS = 20_000;
-/** Peak memory (KiB) past which the process exits after its answer, for the next query to start another. */
-const MAX_RSS_KB = 256 * 1024;
 
-export interface InspectProcessOptions {
+export interface KeptProcessOptions {
+  /** What it is, for the log ("the Python code check"). */
+  what: string;
   /**
-   * `python kernel_inspect.py` followed by `args` as it starts now: in the builtin kernel's
-   * sandbox while that is on. Asked before each query; a process started another way (the sandbox
-   * turned on or off, another Python) is stopped first, so none outlives the way it should run.
+   * The program as it starts now: in the builtin kernel's sandbox while that is on. Asked before
+   * each query; a process started another way (the sandbox turned on or off, another Python) is
+   * stopped first, so none outlives the way it should run.
    */
-  command: (args: readonly string[]) => KernelCommand;
+  command: () => KernelCommand;
+  /** Whether a line it printed is an answer (lines a .pth or a warning printed are not). */
+  answers: (line: string) => boolean;
   log: Log;
   idleMs?: number;
   answerMs?: number;
-  maxRssKb?: number;
 }
 
 interface Query {
   readonly line: string;
-  readonly settle: (answer: unknown) => void;
+  readonly settle: (answer: string | undefined) => void;
   /** Sent once already, to a process that ended while answering it. */
   retried: boolean;
   timer?: NodeJS.Timeout;
@@ -44,23 +44,24 @@ interface Running {
 }
 
 /**
- * kernel_inspect.py kept running between queries (`--serve`: a JSON query a line, an answer a
- * line), for the analysis of notebooks whose kernel is not ours: a Python start per edit cost
- * more than the analysis. Started on the first query, stopped when idle, on dispose, and when the
- * way it should start changes; one that ended (it exits past its memory bound, or died) is
- * started again for the next query, and the queries it had not answered are sent once more.
+ * A helper program kept running between queries: a query a line on its stdin, an answer a line
+ * on its stdout, in turn. The code check (kernel_inspect.py --serve) and the risk scan
+ * (risk_scan.py) run this way: a Python start per question cost more than the answer. Started
+ * on the first query, stopped when idle, on dispose, and when the way it should start changes;
+ * one that ended (it exits past a memory bound of its own, or died) is started again for the next
+ * query, and the queries it had not answered are sent once more.
  */
-export class InspectProcess {
+export class KeptProcess {
   private running: Running | undefined;
   private idle: NodeJS.Timeout | undefined;
   private disposed = false;
 
-  constructor(private readonly options: InspectProcessOptions) {}
+  constructor(private readonly options: KeptProcessOptions) {}
 
-  /** kernel_inspect.py's answer to `query`; undefined when no process answered. */
-  ask(query: object): Promise<unknown> {
+  /** The answer line to a query line (JSON, without its newline); undefined when no process answered. */
+  ask(query: string): Promise<string | undefined> {
     if (this.disposed) return Promise.resolve(undefined);
-    return new Promise((settle) => this.send({ line: `${JSON.stringify(query)}\n`, settle, retried: false }));
+    return new Promise((settle) => this.send({ line: `${query}\n`, settle, retried: false }));
   }
 
   /** The process's pid while one runs (for tests). */
@@ -75,7 +76,7 @@ export class InspectProcess {
 
   private send(query: Query): void {
     clearTimeout(this.idle);
-    const command = this.options.command(['--serve', String(this.options.maxRssKb ?? MAX_RSS_KB)]);
+    const command = this.options.command();
     const key = JSON.stringify([command.command, command.args, command.env]);
     if (this.running && this.running.key !== key) this.stop();
     const running = (this.running ??= this.start(command, key));
@@ -93,14 +94,14 @@ export class InspectProcess {
     output.setEncoding('utf8').on('data', (d: string) => this.read(running, d));
     errors.setEncoding('utf8').on('data', (d: string) => (running.stderr = (running.stderr + d).slice(-2000)));
     child.on('error', (error) => {
-      this.options.log.warn(`the Python code check could not start ${command.command}: ${error.message}`);
+      this.options.log.warn(`${this.options.what} could not start ${command.command}: ${error.message}`);
       this.ended(running, false);
     });
     child.on('close', () => this.ended(running, true));
     return running;
   }
 
-  /** Each whole line with the marker answers the oldest query (lines a .pth or a warning printed are not answers). */
+  /** Each whole answer line answers the oldest query. */
   private read(running: Running, data: string): void {
     if (running.over) return;
     running.stdout += data;
@@ -109,11 +110,11 @@ export class InspectProcess {
     while ((end = running.stdout.indexOf('\n')) >= 0) {
       const line = running.stdout.slice(0, end);
       running.stdout = running.stdout.slice(end + 1);
-      if (!line.includes(INSPECT_MARKER)) continue;
+      if (!this.options.answers(line)) continue;
       const query = running.queries.shift();
       if (!query) continue;
       clearTimeout(query.timer);
-      query.settle(parseInspectOutput(line));
+      query.settle(line);
     }
     if (!running.queries.length) this.rest(running);
   }
@@ -130,7 +131,7 @@ export class InspectProcess {
     const at = running.queries.indexOf(query);
     if (at < 0) return;
     running.queries.splice(at, 1);
-    this.options.log.warn(`the Python code check gave no answer in ${(this.options.answerMs ?? ANSWER_MS) / 1000} s: stopped`);
+    this.options.log.warn(`${this.options.what} gave no answer in ${(this.options.answerMs ?? ANSWER_MS) / 1000} s: stopped`);
     query.settle(undefined);
     this.kill(running); // the queries behind it go to a new process
   }
@@ -162,7 +163,7 @@ export class InspectProcess {
         this.send(query);
       } else {
         const said = running.stderr.trim();
-        this.options.log.warn(`the Python code check gave no answer${said ? `: ${said}` : ''}`);
+        this.options.log.warn(`${this.options.what} gave no answer${said ? `: ${said}` : ''}`);
         query.settle(undefined);
       }
     });
