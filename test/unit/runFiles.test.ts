@@ -161,6 +161,22 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
     assert.equal(filesOf(snapshot, run, [{ startMs: 900, endMs: 996 }]).files.length, 0);
     assert.equal(filesOf(snapshot, { startMs: 1_020, endMs: 1_500 }).files.length, 0);
   });
+
+  it('a run’s recorded end (its start to the millisecond, its duration rounded) can be a little early: a file it closed then is its own, not the next run’s', () => {
+    // Seen: a run started at 955 for 1 ms created a file at 956 and closed it at 957; the next run started at 964.
+    const snapshot: WorkspaceSnapshot = {
+      startedAt: 2_000,
+      sinceMs: 0,
+      files: new Map([['/w/out/a.csv', { mtimeMs: 957.4, bornMs: 956.2, size: 8 }]]),
+    };
+    const wrote = { startMs: 955, endMs: 956 };
+    const next = { startMs: 964, endMs: 967 };
+    assert.deepEqual(
+      filesOf(snapshot, wrote, [next]).files.map((f) => f.change),
+      ['created'],
+    );
+    assert.deepEqual(filesOf(snapshot, next, [wrote]).files, []);
+  });
 });
 
 describe('the workspace walks for the runs’ files', () => {

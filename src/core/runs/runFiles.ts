@@ -53,6 +53,12 @@ export const LISTED_FILES = 200;
  */
 const CLOCK_TICK_MS = 10;
 
+/**
+ * How much a run's recorded end may fall before its true one: its start is kept to the
+ * millisecond and its duration rounded, so a file it closed as it ended can be timed after it.
+ */
+const RECORDED_END_MS = 2;
+
 /** Whether `snapshot` holds every file `run` may have written (its walk kept them since early enough). */
 export const answersFor = (snapshot: WorkspaceSnapshot, run: RunWindow) =>
   run.endMs <= snapshot.startedAt && run.startMs - CLOCK_TICK_MS >= snapshot.sinceMs;
@@ -73,7 +79,7 @@ export function filesOf(
   others: readonly RunWindow[] = [],
   listed = LISTED_FILES,
 ): RunFiles {
-  const during = (w: RunWindow, t: number) => t >= w.startMs && t <= w.endMs;
+  const during = (w: RunWindow, t: number) => t >= w.startMs && t <= w.endMs + RECORDED_END_MS;
   const within = (t: number) =>
     during(run, t) || (t >= run.startMs - CLOCK_TICK_MS && t < run.startMs && !others.some((o) => during(o, t)));
   const found: (ChangedFile & { at: number })[] = [];
