@@ -177,6 +177,22 @@ describe('the files a run created or changed (GET /notebooks/runs/:id/files)', f
     );
     assert.deepEqual(filesOf(snapshot, next, [wrote]).files, []);
   });
+
+  it('a file timed a tick early is the run’s that began closest after that time, not a run that began a tick later', () => {
+    // Seen: a run began at 41 and wrote a file the clock timed 40; the next run began at 50.
+    const snapshot: WorkspaceSnapshot = {
+      startedAt: 2_000,
+      sinceMs: 0,
+      files: new Map([['/w/out/a.csv', { mtimeMs: 40.2, bornMs: 40.1, size: 8 }]]),
+    };
+    const wrote = { startMs: 41, endMs: 44 };
+    const next = { startMs: 50, endMs: 53 };
+    assert.deepEqual(
+      filesOf(snapshot, wrote, [next]).files.map((f) => f.change),
+      ['created'],
+    );
+    assert.deepEqual(filesOf(snapshot, next, [wrote]).files, []);
+  });
 });
 
 describe('the workspace walks for the runs’ files', () => {

@@ -49,7 +49,7 @@ export const LISTED_FILES = 200;
 /**
  * A file's times come from the operating system's coarse clock, up to a tick (4 ms at 250 Hz,
  * 10 ms at 100 Hz) behind the precise one a run's start is read from: so much before a run's
- * start still counts as the run's, unless another run was going on then.
+ * start still counts as the run's, unless another run was going on then or began closer to it.
  */
 const CLOCK_TICK_MS = 10;
 
@@ -79,9 +79,15 @@ export function filesOf(
   others: readonly RunWindow[] = [],
   listed = LISTED_FILES,
 ): RunFiles {
-  const during = (w: RunWindow, t: number) => t >= w.startMs && t <= w.endMs + RECORDED_END_MS;
-  const within = (t: number) =>
-    during(run, t) || (t >= run.startMs - CLOCK_TICK_MS && t < run.startMs && !others.some((o) => during(o, t)));
+  // How far the file clock must have lagged at `t` for `w` to have written it (undefined: it
+  // could not have). A time is the run's that needs the least lag: the run going on then, else
+  // the one that began soonest after it (a file times its writes up to a tick early).
+  const lag = (w: RunWindow, t: number) =>
+    t > w.endMs + RECORDED_END_MS || t < w.startMs - CLOCK_TICK_MS ? undefined : Math.max(0, w.startMs - t);
+  const within = (t: number) => {
+    const own = lag(run, t);
+    return own !== undefined && others.every((o) => (lag(o, t) ?? Infinity) >= own);
+  };
   const found: (ChangedFile & { at: number })[] = [];
   for (const [path, seen] of snapshot.files) {
     // A file copied with its times kept (shutil.copy2, tar) has an old mtime, but a new birth.
