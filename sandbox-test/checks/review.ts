@@ -239,11 +239,12 @@ export function reviewChecks(): void {
     ok(!shown.includes('Metadata changed'), `no cell's metadata differs (${show(shown, 600)})`);
     // Outputs are drawn in the diff's webviews (slow to come on a loaded machine): the left one has
     // the summary of what the cell showed before.
+    // Only the webviews' frames: the main frame shows both texts in the cells' code from the start.
     let outputs = '';
-    const drawn = () => outputs.includes(`shown_before_${tag}`) && outputs.includes(`shown_after_${tag}`);
+    const drawn = () => outputs.includes(`1 output: stdout "shown_before_${tag}"`) && outputs.includes(`shown_after_${tag}`);
     for (const end = Date.now() + 30_000; !drawn() && Date.now() < end; await sleep(250)) {
       outputs = '';
-      for (const frame of page.frames())
+      for (const frame of page.frames().filter((f) => f !== page.mainFrame()))
         outputs += await frame
           .locator('body')
           .innerText({ timeout: 1_000 })
