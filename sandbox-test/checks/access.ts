@@ -225,6 +225,10 @@ export function accessChecks(): void {
     fs.rmSync(outDir, { recursive: true, force: true });
     const py = (text: string) => JSON.stringify(text);
     const write = `import os\nos.makedirs(${py(outDir)}, exist_ok=True)\nopen(${py(target)}, "w").write("x,y\\n1,2\\n")\nprint("wrote")`;
+    // Files are matched to runs by their times, which the file system takes from a coarse clock:
+    // within a clock tick of a run's start a file cannot be told from the run before (SETUP says so).
+    // The runs here begin more than a tick after the one before them.
+    await sleep(50);
     const wrote = await ctx.client.run(ctx.sid, write, { headers, signal });
     eq(wrote.stdout, 'wrote\n', `the run that writes (${show(wrote.raw, 300)})`);
     const mine = { ...headers, 'x-agent-bridge-credential': String(wrote.headers['x-agent-bridge-credential']) };
@@ -256,6 +260,7 @@ export function accessChecks(): void {
     );
     eq(written.body?.complete, true, 'complete');
 
+    await sleep(50);
     const quiet = await ctx.client.run(ctx.sid, 'print(2)', { headers: mine, signal });
     eq(quiet.stdout, '2\n', 'the run that writes nothing');
     const quietId = await runOf('print(2)');
