@@ -414,8 +414,10 @@ export class EditorNotebooks implements OpenNotebooks, vscode.Disposable {
     // Met the editor's own save (auto-save): answered false, and the file written a moment later.
     if (await this.stamps.savedMeanwhile(notebook)) return;
     // Or ours was cancelled by the one it met, which wrote what the editor held before: once more.
-    if (!(await this.stamps.changedOnDisk(notebook)) && ((await notebook.save()) || (await this.stamps.savedMeanwhile(notebook))))
-      return this.stamps.saved(notebook);
+    if (!(await this.stamps.changedOnDisk(notebook))) {
+      if (await notebook.save()) return this.stamps.saved(notebook);
+      if (await this.stamps.savedMeanwhile(notebook)) return;
+    }
     const writable = await access(notebook.uri.fsPath, constants.W_OK).then(
       () => true,
       () => false,
