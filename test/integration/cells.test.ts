@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { HttpResult } from '../../sandbox-test/http';
 import { sleep } from '../../src/core/sleep';
-import { contents, personStops, personTypes, poll, useBridge } from './support';
+import { contents, personStops, personTypes, poll, saveNow, useBridge } from './support';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are read loosely
 type Json = any;
@@ -111,7 +111,7 @@ describe('cell routes in VS Code', function () {
       { kind: 'markdown', source: '# Notes' },
       { kind: 'code', source: 'b = 2' },
     ]);
-    await doc.save();
+    await saveNow(doc);
     const file = fs.readFileSync(doc.uri.fsPath);
     const [a, notes] = await cellsOf(session);
     const before = { version: doc.version, contents: contents(doc) };
@@ -134,7 +134,7 @@ describe('cell routes in VS Code', function () {
       assert.equal(contents(doc), before.contents);
       assert.equal(doc.isDirty, false);
     }
-    await doc.save();
+    await saveNow(doc);
     assert.ok(fs.readFileSync(doc.uri.fsPath).equals(file), 'the file on disk changed');
   });
 
@@ -206,9 +206,8 @@ describe('cell routes in VS Code', function () {
       const [read] = await cellsOf(session);
       assert.deepEqual([read.outputs, read.execution], [answered.outputs, answered.execution], 'a read right after the run');
     }
-    // The person saves at once: the file has the last run's outputs and count. (code-server's
-    // default auto-save may have saved it a moment before: then save() finds nothing to do.)
-    assert.ok((await doc.save()) || !doc.isDirty, 'the save failed and the notebook is still dirty');
+    // The person saves at once: the file has the last run's outputs and count.
+    await saveNow(doc);
     const saved = JSON.parse(fs.readFileSync(doc.uri.fsPath, 'utf8')).cells[0];
     assert.equal(saved.execution_count, 3, JSON.stringify(saved));
     assert.deepEqual(

@@ -46,6 +46,15 @@ export async function poll<T>(what: string, timeoutMs: number, probe: () => T | 
   }
 }
 
+/**
+ * Saves as the person does, and waits for the file to hold what the editor holds. code-server's
+ * auto-save may be saving at the same moment: then save() answers false, and the editor's own save
+ * writes it (or wrote an older state, and the next save writes the rest).
+ */
+export async function saveNow(doc: vscode.NotebookDocument): Promise<void> {
+  await poll('the notebook saved and clean', 10_000, async () => ((await doc.save()) || !doc.isDirty ? true : undefined));
+}
+
 function readAdvert(): Advert | undefined {
   const file = process.env['AGENT_BRIDGE_DISCOVERY_FILE'];
   assert.ok(file, 'AGENT_BRIDGE_DISCOVERY_FILE is not set in the extension host');
