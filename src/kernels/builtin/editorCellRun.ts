@@ -6,7 +6,7 @@ import { bundleToOutputs, errorOutput } from './editorOutputs';
 import type { KernelOutput, KernelRunResult } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
-import { savedCountCleared } from './savedCounts';
+import { SavedCountWatch } from './savedCounts';
 import { errorMessage } from '../../core/errorMessage';
 import type { RunDataflow } from '../../core/model/cellGraph';
 
@@ -45,6 +45,8 @@ export class EditorCellRun {
   private startTime: number | undefined;
   /** What the run read and changed, from the kernel's result. */
   private dataflow: RunDataflow | undefined;
+  /** Watched from the execution's creation: the change that resets the cell comes a round trip later. */
+  private readonly savedCount: SavedCountWatch;
 
   constructor(
     private readonly execution: vscode.NotebookCellExecution,
@@ -52,6 +54,7 @@ export class EditorCellRun {
     private readonly log: Log,
   ) {
     this.cell = execution.cell;
+    this.savedCount = new SavedCountWatch(this.cell, log);
   }
 
   /** Whether the cell's turn came (a run dropped while queued never started). */
@@ -107,6 +110,7 @@ export class EditorCellRun {
    * as they were), as Jupyter leaves the cells it cancels after a failure.
    */
   drop(): void {
+    this.savedCount.dispose();
     this.execution.end(undefined);
     this.report({ cell: this.cell, phase: 'dropped' });
   }
@@ -123,7 +127,8 @@ export class EditorCellRun {
     if (!started) this.execution.start(startTime);
     // A run dropped before its turn has no count (the execution still holds the cell's last one).
     const order = started ? this.execution.executionOrder : undefined;
-    await savedCountCleared(this.cell, order, this.log);
+    await this.savedCount.cleared(order);
+    this.savedCount.dispose();
     // After its start, so a cell's end times only grow: the editor layer tells its ends apart by them.
     const endTime = Math.max(Date.now(), startTime + 1);
     try {
