@@ -79,22 +79,26 @@ export function identityChecks(): void {
     eq(r.status, 200, `GET /notebooks/changes (${show(r.text, 300)})`);
     return r.json<{ changes: Change[] }>().changes;
   };
-  /** The extension's file in the sandbox's workspace storage (written a moment after a change). */
-  const storageFile = (name: string): string | undefined => {
+  /**
+   * The extension's folders in the sandbox's workspace storage: one a workspace (another check
+   * opens a second window on another folder), so a file is looked for in each.
+   */
+  const storageDirs = (): string[] => {
     const root = path.join(ctx.sandbox.dirs.userData, 'User', 'workspaceStorage');
-    for (const dir of fs.existsSync(root) ? fs.readdirSync(root) : []) {
-      const file = path.join(root, dir, 'agent-bridge.agent-bridge', name);
-      if (fs.existsSync(file)) return file;
-    }
-    return undefined;
+    return (fs.existsSync(root) ? fs.readdirSync(root) : [])
+      .map((dir) => path.join(root, dir, 'agent-bridge.agent-bridge'))
+      .filter((dir) => fs.existsSync(dir));
   };
+  /** Whether one workspace's copy of the extension's file `name` holds `text` (written a moment after a change). */
   const onDisk = (name: string, text: string, signal: AbortSignal, timeoutMs?: number) =>
     ctx.sandbox.waitFor(
       `${name} to hold ${text}`,
       () => {
         signal.throwIfAborted();
-        const file = storageFile(name);
-        return !!file && fs.readFileSync(file, 'utf8').includes(text);
+        return storageDirs().some((dir) => {
+          const file = path.join(dir, name);
+          return fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes(text);
+        });
       },
       timeoutMs,
     );
@@ -332,9 +336,10 @@ export function identityChecks(): void {
     const now = (await cellsOf(nb, signal)).map((c) => c.code);
     note(`${now.length - before.length} of the 1,000 cells were applied before the kill`);
     ok(now.length < before.length + 1000, 'the whole batch was applied before the kill');
-    // The whole log: a full run's earlier checks may have rotated the line into agent-activity.1.jsonl.
-    const dir = path.dirname(storageFile('agent-activity.jsonl')!);
-    const audit = auditFiles(dir)
+    // The whole log of every workspace: a full run's earlier checks may have rotated the line into
+    // agent-activity.1.jsonl, and the second window's check left a log of its own folder.
+    const audit = storageDirs()
+      .flatMap((dir) => auditFiles(dir))
       .filter((f) => fs.existsSync(f))
       .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'));
     ok(
