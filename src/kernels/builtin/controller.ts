@@ -7,6 +7,7 @@ import { EditorCellRun } from './editorCellRun';
 import { KernelProcess, type CallHandler } from './kernelProcess';
 import type { KernelCommand } from './kernelCommand';
 import { BuiltinScratchpad } from './scratchpad';
+import { SavedCounts } from './savedCounts';
 import { errorMessage } from '../../core/errorMessage';
 
 export const BUILTIN_CONTROLLER_ID = 'agent-bridge-python';
@@ -50,8 +51,10 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
   private readonly reports = new vscode.EventEmitter<CellRunReport>();
   readonly onDidReportRun = this.reports.event;
   private readonly disposables: vscode.Disposable[] = [];
+  private readonly savedCounts: SavedCounts;
 
   constructor(private readonly options: BuiltinOptions) {
+    this.savedCounts = new SavedCounts(options.log);
     const controller = vscode.notebooks.createNotebookController(BUILTIN_CONTROLLER_ID, NOTEBOOK_TYPE, 'Agent Bridge Python');
     controller.description = 'python3 kernel shipped with Agent Bridge';
     controller.supportedLanguages = ['python'];
@@ -61,6 +64,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     this.controller = controller;
     this.disposables.push(
       controller,
+      this.savedCounts,
       this.changed,
       this.reports,
       controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
@@ -215,7 +219,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       };
       if (failed && !abort.signal.aborted) {
         forget();
-        new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log).drop();
+        this.cellRun(execution).drop();
         continue;
       }
       const run = this.executeCell(kernel, execution, abort.signal);
@@ -248,7 +252,7 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     execution: vscode.NotebookCellExecution,
     signal: AbortSignal,
   ): { settled: Promise<boolean | undefined>; ended: Promise<void> } {
-    const run = new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log);
+    const run = this.cellRun(execution);
     const { cell } = run;
     const settled = (async () => {
       try {
@@ -262,6 +266,11 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
       }
     })();
     return { settled, ended: settled.then((success) => run.end(success)) };
+  }
+
+  private cellRun(execution: vscode.NotebookCellExecution): EditorCellRun {
+    const watch = this.savedCounts.watch(execution.cell);
+    return new EditorCellRun(execution, (report) => this.reports.fire(report), this.options.log, watch);
   }
 
   private forget(notebook: vscode.NotebookDocument): void {

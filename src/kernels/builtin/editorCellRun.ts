@@ -6,7 +6,7 @@ import { bundleToOutputs, errorOutput } from './editorOutputs';
 import type { KernelOutput, KernelRunResult } from './kernelProcess';
 import { OutputBudget } from './outputBudget';
 import { RunOutputs } from './runOutputs';
-import { SavedCountWatch } from './savedCounts';
+import type { SavedCountWatch } from './savedCounts';
 import { errorMessage } from '../../core/errorMessage';
 import type { RunDataflow } from '../../core/model/cellGraph';
 
@@ -45,16 +45,15 @@ export class EditorCellRun {
   private startTime: number | undefined;
   /** What the run read and changed, from the kernel's result. */
   private dataflow: RunDataflow | undefined;
-  /** Watched from the execution's creation: the change that resets the cell comes a round trip later. */
-  private readonly savedCount: SavedCountWatch;
 
   constructor(
     private readonly execution: vscode.NotebookCellExecution,
     private readonly report: (report: CellRunReport) => void,
     private readonly log: Log,
+    /** Watched from the execution's creation: the change that resets the cell comes a round trip later. */
+    private readonly savedCount: SavedCountWatch,
   ) {
     this.cell = execution.cell;
-    this.savedCount = new SavedCountWatch(this.cell, log);
   }
 
   /** Whether the cell's turn came (a run dropped while queued never started). */

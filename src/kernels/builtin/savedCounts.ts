@@ -7,7 +7,7 @@ const UNSEEN_CLEAR_WAIT_MS = 3_000;
 const DUE_CLEAR_WAIT_MS = 30_000;
 
 /**
- * Watches, for one builtin run, the count VS Code's .ipynb support saves in the cell's metadata.
+ * The count VS Code's .ipynb support saves in a cell's metadata, watched for the builtin runs.
  *
  * That support keeps the saved count in the cell's metadata. A change to the cell that resets its
  * run (the execution's reset of the summary as the run is created, outputs cleared, the text
@@ -17,27 +17,52 @@ const DUE_CLEAR_WAIT_MS = 30_000;
  * workbench, which queues the cell a round trip before the controller sees it) can end before
  * the clearing lands: with the same count as before (a re-run after a restart) the end looks
  * already saved, then the clearing lands and the file saves no count. So such an end waits for
- * the clearing: as long as a loaded workbench needs when this run was seen to trigger one (the
- * triggering event reaches every listener of this extension host alike), briefly otherwise.
+ * the clearing: as long as a loaded workbench needs when the run was seen to trigger one (the
+ * triggering change reaches every listener of this extension host alike), briefly otherwise.
+ *
+ * One listener serves every run under watch, however many cells a Run All queues.
  */
+export class SavedCounts implements vscode.Disposable {
+  private readonly watches = new Map<vscode.NotebookCell, SavedCountWatch>();
+  private readonly sub = vscode.workspace.onDidChangeNotebookDocument((e) => {
+    if (!this.watches.size || !clearsCounts(e.notebook)) return;
+    for (const change of e.cellChanges) {
+      const watch = this.watches.get(change.cell);
+      if (watch && savedCount(change.cell) && clearsSavedCount(change)) watch.clearingDue = true;
+    }
+  });
+
+  constructor(private readonly log: Log) {}
+
+  /** Watches one run of `cell` from its execution's creation: the change that resets the cell comes a round trip later. */
+  watch(cell: vscode.NotebookCell): SavedCountWatch {
+    const watch = new SavedCountWatch(cell, this.log, () => this.watches.get(cell) === watch && this.watches.delete(cell));
+    if (cell.notebook.notebookType === 'jupyter-notebook' && cell.kind === vscode.NotebookCellKind.Code)
+      this.watches.set(cell, watch);
+    return watch;
+  }
+
+  dispose(): void {
+    this.sub.dispose();
+    this.watches.clear();
+  }
+}
+
+/** One run's watch of its cell's saved count. */
 export class SavedCountWatch implements vscode.Disposable {
-  private clearingDue = false;
-  private readonly sub: vscode.Disposable | undefined;
+  /** Set once a change the .ipynb support answers with a clearing was seen during this run. */
+  clearingDue = false;
 
   constructor(
     private readonly cell: vscode.NotebookCell,
     private readonly log: Log,
-  ) {
-    if (cell.notebook.notebookType !== 'jupyter-notebook' || cell.kind !== vscode.NotebookCellKind.Code) return;
-    this.sub = vscode.workspace.onDidChangeNotebookDocument((e) => {
-      if (e.notebook !== cell.notebook || !hasLanguage(e.notebook) || !this.saved()) return;
-      if (e.cellChanges.some((c) => c.cell === cell && clearsSavedCount(c))) this.clearingDue = true;
-    });
-  }
+    readonly dispose: () => void,
+  ) {}
 
   /** Resolves when the cell's metadata no longer holds `order` as its saved count, or the wait is over. */
   async cleared(order: number | undefined): Promise<void> {
-    if (order === undefined || !this.sub || this.saved() !== order) return;
+    const { cell } = this;
+    if (order === undefined || cell.notebook.notebookType !== 'jupyter-notebook' || savedCount(cell) !== order) return;
     const since = Date.now();
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -52,29 +77,23 @@ export class SavedCountWatch implements vscode.Disposable {
       };
       let timer = setTimeout(waited, UNSEEN_CLEAR_WAIT_MS);
       const sub = vscode.workspace.onDidChangeNotebookDocument(
-        (e) => e.notebook === this.cell.notebook && this.saved() !== order && done(),
+        (e) => e.notebook === cell.notebook && savedCount(cell) !== order && done(),
       );
     });
-    const how = this.saved() === order ? 'was not cleared' : 'was cleared';
+    const how = savedCount(cell) === order ? 'was not cleared' : 'was cleared';
     const due = this.clearingDue ? 'a clearing was due' : 'none was seen due';
-    this.log.debug(
-      `cell ${this.cell.index}: its saved count ${order} ${how} (${due}) after ${Date.now() - since} ms; the run ends`,
-    );
-  }
-
-  dispose(): void {
-    this.sub?.dispose();
-  }
-
-  private saved(): unknown {
-    return (this.cell.metadata as { execution_count?: unknown }).execution_count;
+    this.log.debug(`cell ${cell.index}: its saved count ${order} ${how} (${due}) after ${Date.now() - since} ms; the run ends`);
   }
 }
 
-/** The .ipynb support clears counts only in notebooks whose nbformat metadata names their language. */
-function hasLanguage(notebook: vscode.NotebookDocument): boolean {
+function savedCount(cell: vscode.NotebookCell): unknown {
+  return (cell.metadata as { execution_count?: unknown }).execution_count;
+}
+
+/** The .ipynb support clears counts only in its own notebooks, when their nbformat metadata names a language. */
+function clearsCounts(notebook: vscode.NotebookDocument): boolean {
   const meta = notebook.metadata as { metadata?: { language_info?: { name?: string } } };
-  return Boolean(meta.metadata?.language_info?.name);
+  return notebook.notebookType === 'jupyter-notebook' && Boolean(meta.metadata?.language_info?.name);
 }
 
 /** Whether the .ipynb support answers this change by clearing the saved count: a reset, not a count or a metadata edit. */
