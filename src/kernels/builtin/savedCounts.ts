@@ -20,25 +20,31 @@ const DUE_CLEAR_WAIT_MS = 30_000;
  * the clearing: as long as a loaded workbench needs when the run was seen to trigger one (the
  * triggering change reaches every listener of this extension host alike), briefly otherwise.
  *
- * One listener serves every run under watch, however many cells a Run All queues.
+ * One listener serves every run under watch (its flag and its wait), however many cells a Run All
+ * queues. The builtin controller serves only `jupyter-notebook`, the .ipynb support's type.
  */
 export class SavedCounts implements vscode.Disposable {
   private readonly watches = new Map<vscode.NotebookCell, SavedCountWatch>();
   private readonly sub = vscode.workspace.onDidChangeNotebookDocument((e) => {
-    if (!this.watches.size || !clearsCounts(e.notebook)) return;
+    if (!this.watches.size) return;
+    const clears = clearsCounts(e.notebook);
     for (const change of e.cellChanges) {
       const watch = this.watches.get(change.cell);
-      if (watch && savedCount(change.cell) && clearsSavedCount(change)) watch.clearingDue = true;
+      if (!watch) continue;
+      if (clears && savedCount(change.cell) && clearsSavedCount(change)) watch.clearingDue = true;
+      watch.changed();
     }
   });
 
   constructor(private readonly log: Log) {}
 
-  /** Watches one run of `cell` from its execution's creation: the change that resets the cell comes a round trip later. */
+  /**
+   * Watches one run of `cell` from its execution's creation: the change that resets the cell comes
+   * a round trip later. VS Code lets a cell have one execution at a time, so one watch per cell.
+   */
   watch(cell: vscode.NotebookCell): SavedCountWatch {
     const watch = new SavedCountWatch(cell, this.log, () => this.watches.get(cell) === watch && this.watches.delete(cell));
-    if (cell.notebook.notebookType === 'jupyter-notebook' && cell.kind === vscode.NotebookCellKind.Code)
-      this.watches.set(cell, watch);
+    this.watches.set(cell, watch);
     return watch;
   }
 
@@ -48,10 +54,12 @@ export class SavedCounts implements vscode.Disposable {
   }
 }
 
-/** One run's watch of its cell's saved count. */
+/** One run's watch of its cell's saved count, told of the cell's changes by `SavedCounts`. */
 export class SavedCountWatch implements vscode.Disposable {
   /** Set once a change the .ipynb support answers with a clearing was seen during this run. */
   clearingDue = false;
+  /** While `cleared()` waits: looks at the saved count again. */
+  private recheck: (() => void) | undefined;
 
   constructor(
     private readonly cell: vscode.NotebookCell,
@@ -59,15 +67,20 @@ export class SavedCountWatch implements vscode.Disposable {
     readonly dispose: () => void,
   ) {}
 
+  /** @internal from SavedCounts: the cell changed. */
+  changed(): void {
+    this.recheck?.();
+  }
+
   /** Resolves when the cell's metadata no longer holds `order` as its saved count, or the wait is over. */
   async cleared(order: number | undefined): Promise<void> {
     const { cell } = this;
-    if (order === undefined || cell.notebook.notebookType !== 'jupyter-notebook' || savedCount(cell) !== order) return;
+    if (order === undefined || savedCount(cell) !== order) return;
     const since = Date.now();
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        sub.dispose();
+        this.recheck = undefined;
         resolve();
       };
       const waited = () => {
@@ -76,9 +89,7 @@ export class SavedCountWatch implements vscode.Disposable {
         else done();
       };
       let timer = setTimeout(waited, UNSEEN_CLEAR_WAIT_MS);
-      const sub = vscode.workspace.onDidChangeNotebookDocument(
-        (e) => e.notebook === cell.notebook && savedCount(cell) !== order && done(),
-      );
+      this.recheck = () => savedCount(cell) !== order && done();
     });
     const how = savedCount(cell) === order ? 'was not cleared' : 'was cleared';
     const due = this.clearingDue ? 'a clearing was due' : 'none was seen due';
