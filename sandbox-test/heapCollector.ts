@@ -16,18 +16,20 @@ import { sleep } from '../src/core/sleep';
 /** What the sandbox gives code-server's NODE_OPTIONS: an inspector opened later takes any free port. */
 export const INSPECTOR_NODE_OPTIONS = '--inspect-port=0';
 
+/** Where a /proc fd link points, or '' for an fd closed meanwhile. */
+function linkTarget(link: string): string {
+  try {
+    return fs.readlinkSync(link);
+  } catch {
+    return '';
+  }
+}
+
 /** Ports `pid` listens on (TCP over IPv4, loopback or any address). */
 function listeningPorts(pid: number): number[] {
   const inodes = new Set<string>();
   for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    const link = (() => {
-      try {
-        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        return ''; // closed meanwhile
-      }
-    })();
-    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+    const inode = /^socket:\[(\d+)\]$/.exec(linkTarget(`/proc/${pid}/fd/${fd}`))?.[1];
     if (inode) inodes.add(inode);
   }
   const ports: number[] = [];
