@@ -5,16 +5,15 @@
  * (+282 MB 20 s after a case in a CI run; +104 MB for 40 s in a local run, which one collection brought below
  * the level before the case).
  *
- * SIGUSR1 opens Node's inspector in the process; the sandbox's NODE_OPTIONS (`--inspect-port=0`)
- * put it on a free port, found among the process's listening sockets, and the DevTools protocol's
- * HeapProfiler.collectGarbage does the collection.
+ * SIGUSR1 opens Node's inspector in the process, on Node's default port (VS Code strips NODE_OPTIONS
+ * from the extension host, so no other port can be asked for). The inspector is found among the
+ * process's own listening sockets, the DevTools protocol's HeapProfiler.collectGarbage collects, and
+ * the inspector is closed again: another sandbox on the machine (a second harness or CI run) may be
+ * waiting for the port, and retries its SIGUSR1 until it is free.
  */
 import * as fs from 'node:fs';
 import { WebSocket } from 'undici';
 import { sleep } from '../src/core/sleep';
-
-/** What the sandbox gives code-server's NODE_OPTIONS: an inspector opened later takes any free port. */
-export const INSPECTOR_NODE_OPTIONS = '--inspect-port=0';
 
 /** Where a /proc fd link points, or '' for an fd closed meanwhile. */
 function linkTarget(link: string): string {
@@ -55,37 +54,63 @@ async function inspectorUrl(pid: number, skipPorts: number[]): Promise<string | 
   return undefined;
 }
 
+/** How long a collection waits for the inspector's port, which another sandbox's collection may hold. */
+const OPEN_WAIT_MS = 60_000;
+
+/** The inspector's address, opening it with SIGUSR1 (again while the port is another's). */
+async function openInspector(pid: number, skipPorts: number[]): Promise<string> {
+  for (const since = Date.now(); Date.now() - since < OPEN_WAIT_MS; await sleep(500)) {
+    const url = await inspectorUrl(pid, skipPorts);
+    if (url) return url;
+    process.kill(pid, 'SIGUSR1'); // a no-op while it is opening; tried again once the port is free
+  }
+  throw new Error(`the inspector of process ${pid} did not open in ${OPEN_WAIT_MS / 1000} s after SIGUSR1 (is port 9229 held?)`);
+}
+
+/** One DevTools protocol session: `call` sends a method and resolves with its result. */
+async function devtoolsSession(url: string): Promise<{ call(method: string, params?: object): Promise<unknown>; close(): void }> {
+  const ws = new WebSocket(url);
+  await new Promise<void>((resolve, reject) => {
+    ws.addEventListener('open', () => resolve());
+    ws.addEventListener('error', () => reject(new Error(`cannot connect to the inspector at ${url}`)));
+  });
+  const waiting = new Map<number, (answer: { result?: unknown; error?: unknown }) => void>();
+  ws.addEventListener('message', (e) => {
+    const answer = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: unknown };
+    if (answer.id !== undefined) waiting.get(answer.id)?.(answer);
+  });
+  let last = 0;
+  return {
+    call: (method, params = {}) =>
+      new Promise((resolve, reject) => {
+        const id = ++last;
+        const timer = setTimeout(() => reject(new Error(`${method} did not answer in 30 s`)), 30_000);
+        waiting.set(id, (answer) => {
+          clearTimeout(timer);
+          waiting.delete(id);
+          if (answer.error) reject(new Error(`${method}: ${JSON.stringify(answer.error)}`));
+          else resolve(answer.result);
+        });
+        ws.send(JSON.stringify({ id, method, params }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+/** Closes the inspector once this session has gone (close() waits for its sessions to end). */
+const CLOSE_LATER = "setTimeout(() => process.getBuiltinModule('node:inspector').close(), 100), 'closing'";
+
 /**
  * Collects all garbage in `pid`'s V8 heap (`skipPorts`: ports known not to be the inspector, such as
- * the bridge's, which is never sent a stray request). Throws if the inspector cannot be reached.
+ * the bridge's, which is never sent a stray request), and closes the inspector again.
  */
 export async function collectGarbage(pid: number, skipPorts: number[]): Promise<void> {
-  let url = await inspectorUrl(pid, skipPorts);
-  if (!url) {
-    process.kill(pid, 'SIGUSR1');
-    for (let waited = 0; !url && waited < 5000; waited += 100) {
-      await sleep(100);
-      url = await inspectorUrl(pid, skipPorts);
-    }
-  }
-  if (!url)
-    throw new Error(`the inspector of process ${pid} did not open after SIGUSR1 (is NODE_OPTIONS ${INSPECTOR_NODE_OPTIONS}?)`);
-  const ws = new WebSocket(url);
+  const session = await devtoolsSession(await openInspector(pid, skipPorts));
   try {
-    await new Promise<void>((resolve, reject) => {
-      ws.addEventListener('open', () => resolve());
-      ws.addEventListener('error', () => reject(new Error(`cannot connect to the inspector at ${url}`)));
-    });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('HeapProfiler.collectGarbage did not answer in 30 s')), 30_000);
-      ws.addEventListener('message', (e) => {
-        if ((JSON.parse(String(e.data)) as { id?: number }).id !== 1) return;
-        clearTimeout(timer);
-        resolve();
-      });
-      ws.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }));
-    });
+    await session.call('HeapProfiler.collectGarbage');
+    const closing = (await session.call('Runtime.evaluate', { expression: CLOSE_LATER })) as { exceptionDetails?: unknown };
+    if (closing.exceptionDetails) throw new Error(`the inspector was not closed: ${JSON.stringify(closing.exceptionDetails)}`);
   } finally {
-    ws.close();
+    session.close();
   }
 }

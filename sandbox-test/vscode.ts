@@ -35,7 +35,6 @@ import {
   type SandboxRecord,
 } from './records';
 import { describeExtensions, findExtension, givenExtensions, JUPYTER_ID } from './extensions';
-import { INSPECTOR_NODE_OPTIONS } from './heapCollector';
 import { MARKER_VAR, STACK } from './stack';
 import { errorMessage } from '../src/core/errorMessage';
 import { timedId } from '../src/core/ids';
@@ -332,7 +331,6 @@ function sandboxEnv(id: string, dirs: SandboxDirs, opts: SandboxOptions): Record
     TMPDIR: dirs.tmp,
     PATH: `${STACK.node24Bin}${path.delimiter}${process.env['PATH'] ?? ''}`,
     [MARKER_VAR]: id,
-    NODE_OPTIONS: INSPECTOR_NODE_OPTIONS, // see heapCollector.ts
     ...extraEnv,
   };
 }
