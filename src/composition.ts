@@ -290,6 +290,7 @@ function wireAccess(deps: CompositionDeps, kernels: Kernels, notebooks: Notebook
     cellId: (cell) => notebooks.editor.cellId(cell),
     cellsOf: (notebook) => notebooks.editor.cells(notebook.uri.toString()),
     interruptAgentRuns: () => kernels.builtin.interruptRunsFor((owner) => owner instanceof Activity),
+    selectBuiltinKernel: (editor) => kernels.builtin.select(editor),
   });
   context.subscriptions.push(...access.disposables, runFile);
   const kernelCalls = new KernelCalls(access.gate, () => settings.current.codeModeInCells);

@@ -9,7 +9,6 @@ import { renderSession, runSteps, sessionSteps, type ExportFormat } from './expo
 import type { AgentRun, RunHistory } from '../core/runs/runHistory';
 import { MARIMO_NOTEBOOK_TYPE } from '../kernels/marimoKernels';
 import { writeFileAtomic } from '../fsAtomic';
-import { BUILTIN_CONTROLLER_ID } from '../kernels/builtin/controller';
 import type { Settings } from '../config';
 import { MODE_HELP, setAccessMode } from './modes';
 
@@ -55,8 +54,8 @@ export interface ControlDeps {
   auditDir: string;
   /** The agents' runs, for "Open Agent Runs as a Notebook". */
   history: RunHistory;
-  /** This extension's id (its builtin kernel is selected for the runs notebook). */
-  extensionId: string;
+  /** Selects the builtin kernel for the runs notebook, answering once VS Code confirmed it. */
+  selectBuiltinKernel: (editor: vscode.NotebookEditor) => Promise<void>;
   log: Log;
   /** The access mode in force. */
   mode: () => AccessMode;
@@ -159,12 +158,8 @@ export function accessCommands(deps: ControlDeps): Record<string, (...args: neve
       const file = `${stem}.ipynb`;
       writeFileAtomic(file, renderSession(runSteps(chosen), 'ipynb', 'agent runs'));
       const editor = await vscode.window.showNotebookDocument(await vscode.workspace.openNotebookDocument(vscode.Uri.file(file)));
-      // Ready to run again: in the builtin kernel, as the notebook's own.
-      await vscode.commands.executeCommand('notebook.selectKernel', {
-        notebookEditor: editor,
-        id: BUILTIN_CONTROLLER_ID,
-        extension: deps.extensionId,
-      });
+      // Ready to run again, in the builtin kernel as the notebook's own, when the command answers.
+      await deps.selectBuiltinKernel(editor);
       return file;
     },
     'agentBridge.exportSession': async (uri?: string, target?: string) => {

@@ -38,6 +38,8 @@ export interface AccessDeps {
   history: RunHistory;
   /** Interrupts the kernel runs agents started that go on after their request. */
   interruptAgentRuns: () => Promise<void>;
+  /** Selects the builtin kernel for a notebook editor, once VS Code confirmed it. */
+  selectBuiltinKernel: (editor: vscode.NotebookEditor) => Promise<void>;
 }
 
 /**
@@ -103,7 +105,7 @@ export function createAgentAccess(deps: AccessDeps): {
       audit,
       auditDir,
       history: deps.history,
-      extensionId: deps.context.extension.id,
+      selectBuiltinKernel: deps.selectBuiltinKernel,
       log: deps.log,
       mode: () => settings().accessMode,
     }),

@@ -93,7 +93,8 @@ export class BuiltinKernels implements KernelProvider, vscode.Disposable {
     await this.kernelOf(editor.notebook).process.start();
   }
 
-  private async select(editor: vscode.NotebookEditor): Promise<void> {
+  /** Selects this kernel for the editor's notebook, and waits for VS Code to confirm it (a round trip after the command answers). */
+  async select(editor: vscode.NotebookEditor): Promise<void> {
     if (this.selected.has(editor.notebook)) return;
     let confirm = () => {};
     const confirmed = new Promise<void>((resolve) => (confirm = resolve));
